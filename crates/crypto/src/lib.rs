@@ -1,0 +1,73 @@
+//! Crypto adapter: API key generation (OS randomness) and hashing (SHA-256), behind the
+//! domain's [`KeyService`] port. Token encryption (AES-256-GCM envelopes) will live here too.
+
+use rand::RngExt;
+use sha2::{Digest, Sha256};
+use tokenvault_domain::application::{ApiKey, KeyHash};
+use tokenvault_domain::ports::KeyService;
+
+const BASE62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// `key_` + 32 base62 characters from the thread-local CSPRNG; SHA-256 digests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sha256KeyService;
+
+/// `n` random base62 characters (uniform: sampled by index, not by modulo of a byte).
+pub fn random_base62(n: usize) -> String {
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
+        .collect()
+}
+
+impl KeyService for Sha256KeyService {
+    fn generate(&self) -> ApiKey {
+        let key = format!("{}{}", ApiKey::PREFIX, random_base62(ApiKey::RANDOM_LEN));
+        ApiKey::parse(&key).expect("generated keys have the key format")
+    }
+
+    fn hash(&self, key: &ApiKey) -> KeyHash {
+        KeyHash(Sha256::digest(key.expose().as_bytes()).into())
+    }
+
+    fn hashes_equal(&self, a: &KeyHash, b: &KeyHash) -> bool {
+        // Constant time: fold every byte difference, never return early.
+        a.0.iter()
+            .zip(b.0.iter())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+    }
+}
+
+/// Hex of a key hash, as stored.
+pub fn hash_hex(hash: &KeyHash) -> String {
+    hex::encode(hash.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_have_the_format_and_differ() {
+        let keys = Sha256KeyService;
+        let a = keys.generate();
+        let b = keys.generate();
+        assert!(ApiKey::parse(a.expose()).is_some());
+        assert_eq!(a.expose().len(), 36);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn hash_is_sha256() {
+        let keys = Sha256KeyService;
+        let key = ApiKey::parse("key_0123456789abcdefghijABCDEFGHIJkl").unwrap();
+        let h = keys.hash(&key);
+        assert_eq!(
+            hash_hex(&h),
+            hex::encode(Sha256::digest(key.expose().as_bytes()))
+        );
+        assert!(keys.hashes_equal(&h, &keys.hash(&key)));
+        assert!(!keys.hashes_equal(&h, &keys.hash(&keys.generate())));
+    }
+}

@@ -1,0 +1,111 @@
+//! Errors of the use cases and of the driven ports.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Validation failures, keyed by the (dotted) name of the offending property: `name`,
+/// `rules.0.container`. Every message is a short sentence without the submitted value, so that
+/// no secret can be echoed back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValidationErrors(BTreeMap<String, Vec<String>>);
+
+impl ValidationErrors {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A set holding one message for one field.
+    pub fn single(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut errors = Self::new();
+        errors.add(field, message);
+        errors
+    }
+
+    /// Records `message` against `field`.
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.0.entry(field.into()).or_default().push(message.into());
+    }
+
+    /// Whether no error was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `field` has at least one message.
+    pub fn contains(&self, field: &str) -> bool {
+        self.0.contains_key(field)
+    }
+
+    /// The field → messages map.
+    pub fn fields(&self) -> &BTreeMap<String, Vec<String>> {
+        &self.0
+    }
+
+    /// `Ok(value)` when empty, the errors otherwise.
+    pub fn into_result<T>(self, value: T) -> Result<T, Error> {
+        if self.is_empty() {
+            Ok(value)
+        } else {
+            Err(Error::Validation(self))
+        }
+    }
+}
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let fields: Vec<&str> = self.0.keys().map(String::as_str).collect();
+        write!(f, "invalid fields: {}", fields.join(", "))
+    }
+}
+
+/// The error of every use case. Each variant maps to exactly one HTTP status in the inbound
+/// adapter (decisions §2).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input (400), naming each field.
+    #[error("validation failed: {0}")]
+    Validation(ValidationErrors),
+    /// Missing, unknown, expired or revoked API key (401).
+    #[error("authentication required")]
+    Unauthenticated,
+    /// Valid key without the needed permission (403).
+    #[error("forbidden")]
+    Forbidden,
+    /// Unknown resource, or one of another tenant (404).
+    #[error("not found")]
+    NotFound,
+    /// Conflict with existing state (409).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Anything unexpected (500). The message goes to the log only, never to a client.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// A validation error for a single field.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Validation(ValidationErrors::single(field, message))
+    }
+}
+
+/// Error contract of every repository port.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    /// A uniqueness constraint was violated.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The backend failed; the message is for the log.
+    #[error("storage failure: {0}")]
+    Backend(String),
+}
+
+impl From<RepoError> for Error {
+    fn from(err: RepoError) -> Self {
+        match err {
+            RepoError::Conflict(what) => Error::Conflict(what),
+            RepoError::Backend(cause) => Error::Internal(cause),
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! TokenVault's domain: tenants, applications, access rules and the use cases over them, plus the
+//! port traits those use cases need. Pure: no I/O crate is a dependency (checked by a test).
+//!
+//! Adapters (HTTP, persistence, crypto) depend on this crate; it depends on none of them.
+
+pub mod access;
+pub mod application;
+pub mod auth;
+pub mod container;
+pub mod error;
+pub mod page;
+pub mod permission;
+pub mod ports;
+pub mod service;
+pub mod tenant;
+
+pub use error::{Error, RepoError, ValidationErrors};
+pub use service::Vault;

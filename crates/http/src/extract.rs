@@ -1,0 +1,306 @@
+//! Extractors: the authenticated caller, JSON bodies that name the bad field, list queries with
+//! repeated parameters, and UUID path parameters.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::{FromRequest, HttpRequest, web};
+use serde::de::DeserializeOwned;
+use tokenvault_domain::auth::Principal;
+use tokenvault_domain::page::PageRequest;
+use tokenvault_domain::{ValidationErrors, Vault};
+use uuid::Uuid;
+
+use crate::problem::ApiError;
+
+/// The API key header.
+pub const API_KEY_HEADER: &str = "svc-api-key";
+
+/// The deepest JSON nesting accepted (decisions §1).
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// The authenticated caller of a route (401 when the key is missing, unknown or expired).
+pub struct Caller(pub Principal);
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let vault = req.app_data::<web::Data<Vault>>().cloned();
+        let key = req
+            .headers()
+            .get(API_KEY_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Box::pin(async move {
+            let vault = vault.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "An unexpected error occurred.",
+                )
+            })?;
+            let principal = vault.authenticate(key.as_deref()).await?;
+            tracing::Span::current().record(
+                "application_id",
+                tracing::field::display(principal.application_id),
+            );
+            Ok(Caller(principal))
+        })
+    }
+}
+
+/// A JSON body: bad JSON is a 400, a field of the wrong type a 400 naming the field, nesting
+/// deeper than 64 levels a 400, a body over the limit a 413, a non-JSON content type a 415.
+pub struct Json<T>(pub T);
+
+fn json_depth(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// The dotted name of a serde path (`rules[0].priority` → `rules.0.priority`).
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let parts: Vec<String> = path
+        .iter()
+        .filter_map(|segment| match segment {
+            Segment::Seq { index } => Some(index.to_string()),
+            Segment::Map { key } => Some(key.clone()),
+            Segment::Enum { variant } => Some(variant.clone()),
+            Segment::Unknown => None,
+        })
+        .collect();
+    if parts.is_empty() {
+        "body".into()
+    } else {
+        parts.join(".")
+    }
+}
+
+/// Parses a JSON body into `T`, naming the offending field on a type error.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::invalid("body", "a JSON body is required"));
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::invalid(
+            "body",
+            &format!("is not valid JSON ({})", e.classify_name()),
+        )
+    })?;
+    if json_depth(&value) > MAX_JSON_DEPTH {
+        return Err(ApiError::invalid(
+            "body",
+            "JSON is nested deeper than 64 levels",
+        ));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = dotted(e.path());
+        let message = type_message(&e.inner().to_string());
+        ApiError::invalid(&field, &message)
+    })
+}
+
+/// serde's message without any echoed value ("invalid type: integer `123`, expected a string"
+/// becomes "must be a string").
+fn type_message(raw: &str) -> String {
+    if let Some(expected) = raw.split("expected ").nth(1) {
+        format!("must be {}", expected.trim_end_matches('.'))
+    } else if raw.starts_with("missing field") {
+        "is required".into()
+    } else {
+        "has the wrong type".into()
+    }
+}
+
+trait ClassifyName {
+    fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+    fn classify_name(&self) -> &'static str {
+        match self.classify() {
+            serde_json::error::Category::Io => "read error",
+            serde_json::error::Category::Syntax => "syntax error",
+            serde_json::error::Category::Data => "data error",
+            serde_json::error::Category::Eof => "unexpected end",
+        }
+    }
+}
+
+fn is_json_content_type(req: &HttpRequest) -> bool {
+    match req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => {
+            let mime = ct
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            mime == "application/json" || mime.ends_with("+json")
+        }
+    }
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let json_ok = is_json_content_type(req);
+        let bytes = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            if !json_ok {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "The request body must be application/json.",
+                ));
+            }
+            let bytes = bytes.await.map_err(|e| {
+                let status = e.as_response_error().status_code();
+                if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(status, "The request body is larger than the limit.")
+                } else {
+                    ApiError::invalid("body", "could not be read")
+                }
+            })?;
+            parse_json(&bytes).map(Json)
+        })
+    }
+}
+
+/// The query string as name → values (repeated names keep every value; `id[]` is `id`).
+pub struct QueryParams(BTreeMap<String, Vec<String>>);
+
+impl QueryParams {
+    /// Parses a raw query string.
+    pub fn parse(query: &str) -> Self {
+        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            let key = k.strip_suffix("[]").unwrap_or(&k).to_string();
+            map.entry(key).or_default().push(v.into_owned());
+        }
+        Self(map)
+    }
+
+    /// The first value of `name`.
+    pub fn first(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(|v| v.first()).map(String::as_str)
+    }
+
+    /// Every value of `name`.
+    pub fn all(&self, name: &str) -> &[String] {
+        self.0.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// `page` and `size` (decisions §3).
+    pub fn page(&self) -> Result<PageRequest, ApiError> {
+        Ok(PageRequest::parse(self.first("page"), self.first("size"))?)
+    }
+
+    /// Every value of `name` as a UUID; a bad one is a 400 naming `name`.
+    pub fn uuids(&self, name: &str) -> Result<Vec<Uuid>, ApiError> {
+        let mut errors = ValidationErrors::new();
+        let ids = self
+            .all(name)
+            .iter()
+            .filter_map(|v| {
+                let parsed = Uuid::parse_str(v).ok();
+                if parsed.is_none() {
+                    errors.add(name, "must be a UUID");
+                }
+                parsed
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(ids)
+        } else {
+            Err(ApiError::validation(&errors))
+        }
+    }
+}
+
+impl FromRequest for QueryParams {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(Ok(Self::parse(req.query_string())))
+    }
+}
+
+/// Parses a path parameter that the interface declares as a UUID (400 naming it otherwise).
+pub fn path_uuid(name: &str, raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::invalid(name, "must be a UUID"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Body {
+        name: Option<String>,
+        rules: Option<Vec<Rule>>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Rule {
+        priority: Option<i64>,
+    }
+
+    fn field_of(result: Result<Body, ApiError>) -> String {
+        let err = result.unwrap_err();
+        let body = actix_web::ResponseError::error_response(&err);
+        assert_eq!(body.status(), StatusCode::BAD_REQUEST);
+        err.to_string()
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let err = parse_json::<Body>(br#"{"name": 123}"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        let err = parse_json::<Body>(br#"{"rules": [{"priority": "x"}]}"#);
+        let _ = field_of(err);
+    }
+
+    #[test]
+    fn depth_limit() {
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert!(parse_json::<serde_json::Value>(deep.as_bytes()).is_err());
+        let ok = format!("{}{}", "[".repeat(64), "]".repeat(64));
+        assert!(parse_json::<serde_json::Value>(ok.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn dotted_paths() {
+        let value: serde_json::Value =
+            serde_json::from_str(r#"{"rules": [{"priority": "x"}]}"#).unwrap();
+        let err = serde_path_to_error::deserialize::<_, Body>(value).unwrap_err();
+        assert_eq!(dotted(err.path()), "rules.0.priority");
+        assert_eq!(type_message(&err.inner().to_string()), "must be i64");
+    }
+
+    #[test]
+    fn repeated_query_parameters() {
+        let q = QueryParams::parse("id=a&id%5B%5D=b&page=2");
+        assert_eq!(q.all("id"), ["a", "b"]);
+        assert_eq!(q.first("page"), Some("2"));
+        assert!(q.uuids("id").is_err());
+    }
+}

@@ -1,0 +1,65 @@
+//! Inbound HTTP adapter (actix-web): routes, DTOs, extractors, problem+json errors, trace ids
+//! and the OpenAPI document. It calls the domain's [`Vault`] and nothing else.
+
+pub mod dto;
+pub mod extract;
+pub mod openapi;
+pub mod problem;
+pub mod routes;
+pub mod trace;
+
+use std::net::TcpListener;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+use tokenvault_domain::Vault;
+
+/// Settings of the HTTP server.
+#[derive(Clone, Debug)]
+pub struct HttpSettings {
+    /// Largest request body in bytes (413 beyond).
+    pub body_limit: usize,
+    /// Worker threads (`None`: one per core).
+    pub workers: Option<usize>,
+    /// Seconds in-flight requests get to finish on shutdown.
+    pub shutdown_timeout_secs: u64,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            body_limit: 1024 * 1024,
+            workers: None,
+            shutdown_timeout_secs: 30,
+        }
+    }
+}
+
+/// Builds the server on `listener`. It does not handle signals: the caller stops it through
+/// its handle (graceful: in-flight requests finish).
+pub fn server(
+    listener: TcpListener,
+    vault: Vault,
+    settings: &HttpSettings,
+) -> std::io::Result<Server> {
+    let vault = web::Data::new(vault);
+    let body_limit = settings.body_limit;
+    let mut http = HttpServer::new(move || {
+        App::new()
+            .app_data(vault.clone())
+            .app_data(web::PayloadConfig::new(body_limit))
+            .wrap(from_fn(trace::trace_requests))
+            .configure(routes::meta::configure)
+            .configure(routes::applications::configure)
+            .configure(routes::tenants::configure)
+            .default_service(web::to(routes::meta::not_found))
+    })
+    .disable_signals()
+    .shutdown_timeout(settings.shutdown_timeout_secs)
+    .listen(listener)?;
+    if let Some(workers) = settings.workers {
+        http = http.workers(workers);
+    }
+    Ok(http.run())
+}

@@ -1,0 +1,58 @@
+//! The OpenAPI document, generated from the handlers and DTOs (utoipa). Committed at
+//! `docs/openapi.json`; a test fails when that copy is stale (`cargo xtask openapi` rewrites it).
+
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::dto;
+use crate::problem::Problem;
+use crate::routes::{applications, meta, tenants};
+
+struct ApiKeyHeader;
+
+impl Modify for ApiKeyHeader {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("SVC-API-KEY"))),
+        );
+    }
+}
+
+/// The API description.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "TokenVault", description = "Self-hostable data-tokenization vault."),
+    paths(
+        applications::create, applications::list, applications::get, applications::by_key,
+        applications::update, applications::regenerate, applications::delete,
+        tenants::get, tenants::update, tenants::delete,
+        meta::health, meta::openapi,
+    ),
+    components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),
+    modifiers(&ApiKeyHeader),
+)]
+pub struct ApiDoc;
+
+/// The document as pretty JSON with a trailing newline (the committed form).
+pub fn document() -> String {
+    let mut json = ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|_| "{}".into());
+    json.push('\n');
+    json
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn committed_document_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == super::document(),
+            "docs/openapi.json is stale: run `cargo xtask openapi`"
+        );
+    }
+}

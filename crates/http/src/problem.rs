@@ -1,0 +1,164 @@
+//! The one mapping from failures to RFC 7807 `application/problem+json` (decisions §2), used by
+//! every route, every extractor and, through the middleware, by actix's own errors.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+use tokenvault_domain::{Error, ValidationErrors};
+use utoipa::ToSchema;
+
+/// The content type of every error response.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+tokio::task_local! {
+    /// The trace id of the request being served (set by the trace middleware).
+    pub static TRACE_ID: String;
+}
+
+/// The current request's trace id, when inside one.
+pub fn current_trace_id() -> Option<String> {
+    TRACE_ID.try_with(Clone::clone).ok()
+}
+
+/// An RFC 7807 problem body.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Always `about:blank`: the status says it all.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The status's reason phrase.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// What went wrong, without any secret.
+    pub detail: String,
+    /// Property name (dotted when nested) → messages, on validation errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<BTreeMap<String, Vec<String>>>,
+    /// The request's trace id, to find it in the log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+}
+
+/// A failure on its way to becoming a problem response.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    detail: String,
+    errors: Option<BTreeMap<String, Vec<String>>>,
+}
+
+impl ApiError {
+    /// A problem with `status` and `detail`.
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+            errors: None,
+        }
+    }
+
+    /// A 400 naming the fields.
+    pub fn validation(errors: &ValidationErrors) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            detail: "One or more validation errors occurred.".into(),
+            errors: Some(errors.fields().clone()),
+        }
+    }
+
+    /// A 400 naming one field.
+    pub fn invalid(field: &str, message: &str) -> Self {
+        Self::validation(&ValidationErrors::single(field, message))
+    }
+
+    /// The status it will be sent with.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status, self.detail)
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Validation(errors) => Self::validation(&errors),
+            Error::Unauthenticated => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "A valid API key is required in the SVC-API-KEY header.",
+            ),
+            Error::Forbidden => Self::new(
+                StatusCode::FORBIDDEN,
+                "The API key does not grant the permission this operation needs.",
+            ),
+            Error::NotFound => Self::new(StatusCode::NOT_FOUND, "The resource was not found."),
+            Error::Conflict(what) => {
+                tracing::info!(conflict = %what, "conflict");
+                Self::new(
+                    StatusCode::CONFLICT,
+                    "The request conflicts with the current state.",
+                )
+            }
+            Error::Internal(cause) => {
+                // The cause goes to the log (with the trace id of the span), never to the client.
+                tracing::error!(cause = %cause, "internal error");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "An unexpected error occurred.",
+                )
+            }
+        }
+    }
+}
+
+/// A problem response for `status`, carrying the current trace id.
+pub fn problem_response(
+    status: StatusCode,
+    detail: &str,
+    errors: Option<BTreeMap<String, Vec<String>>>,
+) -> HttpResponse {
+    let body = Problem {
+        kind: "about:blank",
+        title: status.canonical_reason().unwrap_or("Error").to_string(),
+        status: status.as_u16(),
+        detail: detail.to_string(),
+        errors,
+        trace_id: current_trace_id(),
+    };
+    let json = serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec());
+    HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)))
+        .body(json)
+}
+
+/// The default detail for a status without a more specific one (framework errors).
+pub fn default_detail(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        400 => "The request is malformed.",
+        401 => "A valid API key is required in the SVC-API-KEY header.",
+        404 => "No such route or resource.",
+        405 => "The method is not allowed on this route.",
+        413 => "The request body is larger than the limit.",
+        415 => "The content type of the request is not supported.",
+        _ => "The request failed.",
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        problem_response(self.status, &self.detail, self.errors.clone())
+    }
+}

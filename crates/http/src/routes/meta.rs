@@ -1,0 +1,32 @@
+//! `/health` and `/openapi.json`: no authentication.
+
+use actix_web::{HttpResponse, web};
+
+use crate::dto::Health;
+use crate::problem::{default_detail, problem_response};
+
+/// Liveness: 200 while the server accepts requests.
+#[utoipa::path(get, path = "/health", tag = "meta", responses((status = 200, body = Health)))]
+pub async fn health() -> HttpResponse {
+    HttpResponse::Ok().json(Health { status: "ok" })
+}
+
+/// This API's OpenAPI document.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 document")))]
+pub async fn openapi() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(crate::openapi::document())
+}
+
+/// Any route that does not exist.
+pub async fn not_found() -> HttpResponse {
+    let status = actix_web::http::StatusCode::NOT_FOUND;
+    problem_response(status, default_detail(status), None)
+}
+
+/// Registers the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/health", web::get().to(health))
+        .route("/openapi.json", web::get().to(openapi));
+}

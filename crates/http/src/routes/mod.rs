@@ -1,0 +1,5 @@
+//! Route handlers, one module per resource.
+
+pub mod applications;
+pub mod meta;
+pub mod tenants;

@@ -1,0 +1,253 @@
+//! [`ApplicationRepository`] on SeaORM.
+
+use std::fmt::Write as _;
+
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
+use tokenvault_domain::access::{AccessRule, Transform};
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::container::Container;
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::ApplicationRepository;
+use uuid::Uuid;
+
+use crate::entity::application::{self, Column, Entity};
+use crate::repo_err;
+
+/// Applications in the `applications` table.
+#[derive(Clone, Debug)]
+pub struct SeaOrmApplicationRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmApplicationRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+/// Stored shape of one access rule.
+#[derive(Serialize, Deserialize)]
+struct RuleRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    priority: u32,
+    container: String,
+    transform: String,
+    permissions: Vec<String>,
+}
+
+pub(crate) fn hash_hex(hash: &KeyHash) -> String {
+    hash.0.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn permissions_json(permissions: &[Permission]) -> String {
+    let names: Vec<&str> = permissions.iter().map(|p| p.as_str()).collect();
+    serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
+}
+
+fn rules_json(rules: &[AccessRule]) -> String {
+    let records: Vec<RuleRecord> = rules
+        .iter()
+        .map(|r| RuleRecord {
+            description: r.description.clone(),
+            priority: r.priority,
+            container: r.container.as_str().to_string(),
+            transform: r.transform.as_str().to_string(),
+            permissions: r
+                .permissions
+                .iter()
+                .map(|p| p.as_str().to_string())
+                .collect(),
+        })
+        .collect();
+    serde_json::to_string(&records).unwrap_or_else(|_| "[]".into())
+}
+
+fn corrupt(what: &str, id: Uuid) -> RepoError {
+    RepoError::Backend(format!("stored {what} of application {id} is unreadable"))
+}
+
+fn parse_permissions(names: &[String], id: Uuid) -> Result<Vec<Permission>, RepoError> {
+    names
+        .iter()
+        .map(|n| Permission::parse(n).ok_or_else(|| corrupt("permission", id)))
+        .collect()
+}
+
+pub(crate) fn to_domain(model: application::Model) -> Result<Application, RepoError> {
+    let id = model.id;
+    let names: Vec<String> =
+        serde_json::from_str(&model.permissions).map_err(|_| corrupt("permissions", id))?;
+    let records: Vec<RuleRecord> =
+        serde_json::from_str(&model.rules).map_err(|_| corrupt("rules", id))?;
+    let rules = records
+        .into_iter()
+        .map(|r| {
+            Ok(AccessRule {
+                description: r.description,
+                priority: r.priority,
+                container: Container::parse(&r.container).map_err(|_| corrupt("rule", id))?,
+                transform: Transform::parse(&r.transform).ok_or_else(|| corrupt("rule", id))?,
+                permissions: parse_permissions(&r.permissions, id)?,
+            })
+        })
+        .collect::<Result<Vec<_>, RepoError>>()?;
+    Ok(Application {
+        id,
+        tenant_id: model.tenant_id,
+        name: model.name,
+        app_type: ApplicationType::parse(&model.app_type).ok_or_else(|| corrupt("type", id))?,
+        permissions: parse_permissions(&names, id)?,
+        rules,
+        created_by: model.created_by,
+        created_at: model.created_at,
+        modified_by: model.modified_by,
+        modified_at: model.modified_at,
+        expires_at: model.expires_at,
+    })
+}
+
+pub(crate) fn to_active(app: &Application, key_hash: &KeyHash) -> application::ActiveModel {
+    application::ActiveModel {
+        id: Set(app.id),
+        tenant_id: Set(app.tenant_id),
+        name: Set(app.name.clone()),
+        app_type: Set(app.app_type.as_str().to_string()),
+        permissions: Set(permissions_json(&app.permissions)),
+        rules: Set(rules_json(&app.rules)),
+        key_hash: Set(hash_hex(key_hash)),
+        created_by: Set(app.created_by),
+        created_at: Set(app.created_at),
+        modified_by: Set(app.modified_by),
+        modified_at: Set(app.modified_at),
+        expires_at: Set(app.expires_at),
+    }
+}
+
+#[async_trait]
+impl ApplicationRepository for SeaOrmApplicationRepository {
+    async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError> {
+        Entity::insert(to_active(application, key_hash))
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(())
+    }
+
+    async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<Application>, RepoError> {
+        Entity::find()
+            .filter(Column::KeyHash.eq(hash_hex(hash)))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain)
+            .transpose()
+    }
+
+    async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
+        Entity::find()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(Column::Id.eq(id))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain)
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        ids: &[Uuid],
+        page: PageRequest,
+    ) -> Result<Page<Application>, RepoError> {
+        let mut query = Entity::find().filter(Column::TenantId.eq(tenant_id));
+        if !ids.is_empty() {
+            query = query.filter(Column::Id.is_in(ids.iter().copied()));
+        }
+        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let items = query
+            .order_by_desc(Column::CreatedAt)
+            .order_by_desc(Column::Id)
+            .offset(page.offset())
+            .limit(page.size)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total_items,
+            request: page,
+        })
+    }
+
+    async fn update(&self, application: &Application) -> Result<bool, RepoError> {
+        let result = Entity::update_many()
+            .col_expr(Column::Name, Expr::value(application.name.clone()))
+            .col_expr(
+                Column::Permissions,
+                Expr::value(permissions_json(&application.permissions)),
+            )
+            .col_expr(Column::Rules, Expr::value(rules_json(&application.rules)))
+            .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
+            .col_expr(Column::ModifiedAt, Expr::value(application.modified_at))
+            .filter(Column::TenantId.eq(application.tenant_id))
+            .filter(Column::Id.eq(application.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn replace_key(
+        &self,
+        application: &Application,
+        key_hash: &KeyHash,
+    ) -> Result<bool, RepoError> {
+        let result = Entity::update_many()
+            .col_expr(Column::KeyHash, Expr::value(hash_hex(key_hash)))
+            .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
+            .col_expr(Column::ModifiedAt, Expr::value(application.modified_at))
+            .filter(Column::TenantId.eq(application.tenant_id))
+            .filter(Column::Id.eq(application.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::ExpiresAt.lte(now))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected)
+    }
+}

@@ -1,0 +1,82 @@
+//! Persistence adapter: the domain's repository ports on SeaORM, for SQLite (the embedded
+//! default) and PostgreSQL. SQL errors are translated to [`RepoError`] here and nowhere else.
+
+mod applications;
+mod entity;
+mod tenants;
+#[cfg(feature = "test-support")]
+pub mod testing;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sea_orm::sqlx::postgres::PgPoolOptions;
+use sea_orm::sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
+use sea_orm::{DatabaseConnection, DbErr, SqlErr, SqlxPostgresConnector, SqlxSqliteConnector};
+use tokenvault_domain::RepoError;
+use tokenvault_migrations::{Migrator, MigratorTrait};
+
+pub use applications::SeaOrmApplicationRepository;
+pub use tenants::SeaOrmTenantRepository;
+
+/// Why the database could not be opened or migrated.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URL names neither `sqlite:` nor `postgres:`.
+    #[error("database URL must start with sqlite: or postgres:")]
+    UnsupportedUrl,
+    /// The driver failed to connect.
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
+    /// A migration failed.
+    #[error("cannot migrate the database: {0}")]
+    Migrate(String),
+}
+
+/// Opens a pool on `url` (`sqlite://path?mode=rwc` or `postgres://…`). SQLite gets WAL,
+/// `synchronous=NORMAL`, foreign keys and a busy timeout; the file is created when missing.
+pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, ConnectError> {
+    if url.starts_with("sqlite:") {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| ConnectError::Connect(e.to_string()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections)
+            .connect_with(options)
+            .await
+            .map_err(|e| ConnectError::Connect(e.to_string()))?;
+        Ok(SqlxSqliteConnector::from_sqlx_sqlite_pool(pool))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await
+            .map_err(|e| ConnectError::Connect(e.to_string()))?;
+        Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+    } else {
+        Err(ConnectError::UnsupportedUrl)
+    }
+}
+
+/// Applies every pending migration.
+pub async fn migrate(db: &DatabaseConnection) -> Result<(), ConnectError> {
+    Migrator::up(db, None)
+        .await
+        .map_err(|e| ConnectError::Migrate(e.to_string()))
+}
+
+/// The one translation of SQL errors into the ports' error contract.
+#[allow(clippy::needless_pass_by_value)] // shaped for `.map_err(repo_err)`
+pub(crate) fn repo_err(err: DbErr) -> RepoError {
+    match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(what)) => RepoError::Conflict(what),
+        _ => RepoError::Backend(err.to_string()),
+    }
+}

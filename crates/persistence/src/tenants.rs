@@ -1,0 +1,127 @@
+//! [`TenantRepository`] on SeaORM.
+
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect,
+    TransactionTrait,
+};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::ports::TenantRepository;
+use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use uuid::Uuid;
+
+use crate::applications::to_active;
+use crate::entity::{application, tenant};
+use crate::repo_err;
+
+/// Tenants in the `tenants` table; deleting one cascades to everything it owns.
+#[derive(Clone, Debug)]
+pub struct SeaOrmTenantRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmTenantRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+fn to_domain(model: tenant::Model) -> Tenant {
+    Tenant {
+        id: model.id,
+        owner_id: model.owner_id,
+        name: model.name,
+        settings: TenantSettings {
+            fingerprint_tokens: model.fingerprint_tokens,
+            deduplicate_tokens: model.deduplicate_tokens,
+        },
+        created_by: model.created_by,
+        created_at: model.created_at,
+        modified_by: model.modified_by,
+        modified_at: model.modified_at,
+    }
+}
+
+#[async_trait]
+impl TenantRepository for SeaOrmTenantRepository {
+    async fn create_with_application(
+        &self,
+        tenant: &Tenant,
+        application: &Application,
+        key_hash: &KeyHash,
+    ) -> Result<(), RepoError> {
+        let txn = self.db.begin().await.map_err(repo_err)?;
+        tenant::Entity::insert(tenant::ActiveModel {
+            id: Set(tenant.id),
+            owner_id: Set(tenant.owner_id),
+            name: Set(tenant.name.clone()),
+            fingerprint_tokens: Set(tenant.settings.fingerprint_tokens),
+            deduplicate_tokens: Set(tenant.settings.deduplicate_tokens),
+            created_by: Set(tenant.created_by),
+            created_at: Set(tenant.created_at),
+            modified_by: Set(tenant.modified_by),
+            modified_at: Set(tenant.modified_at),
+        })
+        .exec_without_returning(&txn)
+        .await
+        .map_err(repo_err)?;
+        application::Entity::insert(to_active(application, key_hash))
+            .exec_without_returning(&txn)
+            .await
+            .map_err(repo_err)?;
+        txn.commit().await.map_err(repo_err)
+    }
+
+    async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
+        Ok(tenant::Entity::find_by_id(id)
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain))
+    }
+
+    async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError> {
+        let result = tenant::Entity::update_many()
+            .col_expr(tenant::Column::Name, Expr::value(tenant.name.clone()))
+            .col_expr(
+                tenant::Column::FingerprintTokens,
+                Expr::value(tenant.settings.fingerprint_tokens),
+            )
+            .col_expr(
+                tenant::Column::DeduplicateTokens,
+                Expr::value(tenant.settings.deduplicate_tokens),
+            )
+            .col_expr(tenant::Column::ModifiedBy, Expr::value(tenant.modified_by))
+            .col_expr(tenant::Column::ModifiedAt, Expr::value(tenant.modified_at))
+            .filter(tenant::Column::Id.eq(tenant.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete(&self, id: Uuid) -> Result<bool, RepoError> {
+        // Foreign keys cascade (SQLite connections enable them), so one statement removes the
+        // tenant and everything it owns atomically.
+        let result = tenant::Entity::delete_by_id(id)
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn any(&self) -> Result<bool, RepoError> {
+        let found: Option<Uuid> = tenant::Entity::find()
+            .select_only()
+            .column(tenant::Column::Id)
+            .limit(1)
+            .into_tuple()
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(found.is_some())
+    }
+}

@@ -1,0 +1,147 @@
+//! Fresh, migrated databases for tests: a SQLite file in its own directory, or a uniquely named
+//! PostgreSQL database made on the server of `TOKENVAULT_TEST_DATABASE_URL` and dropped after.
+
+use std::path::PathBuf;
+
+use sea_orm::DatabaseConnection;
+use sea_orm::sqlx::{Connection, Executor, PgConnection};
+use uuid::Uuid;
+
+/// The environment variable naming the PostgreSQL server for tests.
+pub const POSTGRES_ENV: &str = "TOKENVAULT_TEST_DATABASE_URL";
+
+/// Which database a test runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file.
+    Sqlite,
+    /// A database on the PostgreSQL server of [`POSTGRES_ENV`].
+    Postgres,
+}
+
+/// SQLite always; PostgreSQL too when [`POSTGRES_ENV`] is set (an unreachable server then
+/// fails the test, it is never skipped).
+pub fn backends() -> Vec<Backend> {
+    let mut out = vec![Backend::Sqlite];
+    if std::env::var(POSTGRES_ENV).is_ok_and(|v| !v.is_empty()) {
+        out.push(Backend::Postgres);
+    }
+    out
+}
+
+/// A fresh database with the real migrations applied.
+pub struct TestDatabase {
+    /// Its URL (for a server under test).
+    pub url: String,
+    /// A migrated pool on it.
+    pub db: DatabaseConnection,
+    /// The backend.
+    pub backend: Backend,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Dir(PathBuf),
+    Postgres { admin_url: String, name: String },
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let prefix = match base[scheme_end..].find('/') {
+        Some(i) => &base[..scheme_end + i],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{prefix}/{name}?{q}"),
+        None => format!("{prefix}/{name}"),
+    }
+}
+
+impl TestDatabase {
+    /// Creates and migrates a fresh database on `backend`.
+    pub async fn create(backend: Backend) -> Self {
+        let (url, cleanup) = match backend {
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir()
+                    .join(format!("tokenvault-test-{}", Uuid::new_v4().simple()));
+                std::fs::create_dir_all(&dir).expect("temp dir");
+                (
+                    format!("sqlite://{}/vault.db?mode=rwc", dir.display()),
+                    Cleanup::Dir(dir),
+                )
+            }
+            Backend::Postgres => {
+                let admin_url = std::env::var(POSTGRES_ENV).expect("TOKENVAULT_TEST_DATABASE_URL");
+                let name = format!("tv_test_{}", Uuid::new_v4().simple());
+                let mut admin = PgConnection::connect(&admin_url).await.unwrap_or_else(|e| {
+                    panic!("{POSTGRES_ENV} is set but PostgreSQL is unreachable: {e}")
+                });
+                admin
+                    .execute(sea_orm::sqlx::AssertSqlSafe(format!(
+                        "CREATE DATABASE \"{name}\""
+                    )))
+                    .await
+                    .expect("CREATE DATABASE");
+                let _ = admin.close().await;
+                (
+                    with_database(&admin_url, &name),
+                    Cleanup::Postgres { admin_url, name },
+                )
+            }
+        };
+        let db = crate::connect(&url, 4)
+            .await
+            .expect("connect to the test database");
+        crate::migrate(&db)
+            .await
+            .expect("migrate the test database");
+        Self {
+            url,
+            db,
+            backend,
+            cleanup,
+        }
+    }
+
+    /// Closes the pool and removes the database.
+    pub async fn destroy(self) {
+        let _ = self.db.close().await;
+        match self.cleanup {
+            Cleanup::Dir(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Cleanup::Postgres { admin_url, name } => {
+                if let Ok(mut admin) = PgConnection::connect(&admin_url).await {
+                    let _ = admin
+                        .execute(sea_orm::sqlx::AssertSqlSafe(format!(
+                            "DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"
+                        )))
+                        .await;
+                    let _ = admin.close().await;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_name_is_replaced() {
+        assert_eq!(
+            with_database("postgres://u@h:5432/test", "x"),
+            "postgres://u@h:5432/x"
+        );
+        assert_eq!(
+            with_database("postgres://u@h/test?sslmode=disable", "x"),
+            "postgres://u@h/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
+    }
+}

@@ -1,0 +1,286 @@
+//! Repository contract suite: the same stories against SQLite and PostgreSQL, each on a fresh
+//! database with the real migrations.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use time::{Duration, OffsetDateTime};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::access::{AccessRule, Transform};
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::container::Container;
+use tokenvault_domain::page::PageRequest;
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::{ApplicationRepository, TenantRepository};
+use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
+use uuid::Uuid;
+
+fn now() -> OffsetDateTime {
+    // Microsecond precision, as the domain clock gives.
+    let t = OffsetDateTime::now_utc();
+    t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap()
+}
+
+fn tenant(name: &str) -> Tenant {
+    Tenant {
+        id: Uuid::now_v7(),
+        owner_id: Uuid::new_v4(),
+        name: name.into(),
+        settings: TenantSettings::default(),
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
+}
+
+fn app(tenant_id: Uuid, created_at: OffsetDateTime) -> Application {
+    Application {
+        id: Uuid::now_v7(),
+        tenant_id,
+        name: "app".into(),
+        app_type: ApplicationType::Private,
+        permissions: vec![Permission::TokenRead, Permission::TokenUse],
+        rules: vec![AccessRule {
+            description: Some("pci".into()),
+            priority: 1,
+            container: Container::parse("/pci/").unwrap(),
+            transform: Transform::Mask,
+            permissions: vec![Permission::TokenRead],
+        }],
+        created_by: Some(Uuid::new_v4()),
+        created_at,
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    }
+}
+
+fn hash(n: u8) -> KeyHash {
+    let mut h = [0u8; 32];
+    h[0] = n;
+    h[31] = n.wrapping_mul(7);
+    KeyHash(h)
+}
+
+struct Repos {
+    tenants: SeaOrmTenantRepository,
+    apps: SeaOrmApplicationRepository,
+}
+
+async fn each_backend<F, Fut>(story: F)
+where
+    F: Fn(Repos) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        story(Repos {
+            tenants: SeaOrmTenantRepository::new(db.db.clone()),
+            apps: SeaOrmApplicationRepository::new(db.db.clone()),
+        })
+        .await;
+        db.destroy().await;
+    }
+}
+
+#[tokio::test]
+async fn tenant_lifecycle() {
+    each_backend(|r| async move {
+        assert!(!r.tenants.any().await.unwrap());
+        let mut t = tenant("Default");
+        let a = app(t.id, now());
+        r.tenants
+            .create_with_application(&t, &a, &hash(1))
+            .await
+            .unwrap();
+        assert!(r.tenants.any().await.unwrap());
+        assert_eq!(r.tenants.get(t.id).await.unwrap().unwrap(), t);
+        assert_eq!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().unwrap(), a);
+
+        t.name = "Renamed".into();
+        t.settings.deduplicate_tokens = true;
+        t.modified_at = Some(now());
+        t.modified_by = Some(a.id);
+        assert!(r.tenants.update(&t).await.unwrap());
+        assert_eq!(r.tenants.get(t.id).await.unwrap().unwrap(), t);
+        assert!(!r.tenants.update(&tenant("ghost")).await.unwrap());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_a_tenant_removes_its_applications() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        let other = tenant("b");
+        r.tenants
+            .create_with_application(&t, &app(t.id, now()), &hash(1))
+            .await
+            .unwrap();
+        r.tenants
+            .create_with_application(&other, &app(other.id, now()), &hash(2))
+            .await
+            .unwrap();
+        r.apps.insert(&app(t.id, now()), &hash(3)).await.unwrap();
+        assert!(r.tenants.delete(t.id).await.unwrap());
+        assert!(r.tenants.get(t.id).await.unwrap().is_none());
+        assert!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().is_none());
+        assert!(r.apps.find_by_key_hash(&hash(3)).await.unwrap().is_none());
+        assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_some());
+        assert!(!r.tenants.delete(t.id).await.unwrap());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn applications_are_confined_to_their_tenant() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        let other = tenant("b");
+        let first = app(t.id, now());
+        r.tenants
+            .create_with_application(&t, &first, &hash(1))
+            .await
+            .unwrap();
+        r.tenants
+            .create_with_application(&other, &app(other.id, now()), &hash(2))
+            .await
+            .unwrap();
+        assert!(r.apps.get(other.id, first.id).await.unwrap().is_none());
+        assert!(!r.apps.delete(other.id, first.id).await.unwrap());
+        let mut moved = first.clone();
+        moved.tenant_id = other.id;
+        assert!(!r.apps.update(&moved).await.unwrap());
+        assert!(!r.apps.replace_key(&moved, &hash(9)).await.unwrap());
+        let page = r
+            .apps
+            .list(other.id, &[first.id], PageRequest::default())
+            .await
+            .unwrap();
+        assert_eq!(page.total_items, 0);
+        assert_eq!(r.apps.get(t.id, first.id).await.unwrap().unwrap(), first);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn list_is_paged_newest_first_in_sql() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        let base = now() - Duration::hours(1);
+        let bootstrap = app(t.id, base);
+        r.tenants
+            .create_with_application(&t, &bootstrap, &hash(0))
+            .await
+            .unwrap();
+        let mut ids = Vec::new();
+        for i in 1..=5u8 {
+            let a = app(t.id, base + Duration::seconds(i64::from(i)));
+            r.apps.insert(&a, &hash(i)).await.unwrap();
+            ids.push(a.id);
+        }
+        let all = r
+            .apps
+            .list(t.id, &[], PageRequest { page: 1, size: 100 })
+            .await
+            .unwrap();
+        assert_eq!(all.total_items, 6);
+        let listed: Vec<Uuid> = all.items.iter().map(|a| a.id).collect();
+        let mut expected: Vec<Uuid> = ids.iter().rev().copied().collect();
+        expected.push(bootstrap.id);
+        assert_eq!(listed, expected);
+
+        let page = r
+            .apps
+            .list(t.id, &ids, PageRequest { page: 3, size: 2 })
+            .await
+            .unwrap();
+        assert_eq!(page.total_items, 5);
+        assert_eq!(page.total_pages(), 3);
+        assert_eq!(
+            page.items.iter().map(|a| a.id).collect::<Vec<_>>(),
+            vec![ids[0]]
+        );
+
+        let beyond = r
+            .apps
+            .list(t.id, &ids, PageRequest { page: 9, size: 2 })
+            .await
+            .unwrap();
+        assert!(beyond.items.is_empty());
+        assert_eq!(beyond.total_items, 5);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn update_replace_key_and_delete() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        let mut a = app(t.id, now());
+        r.tenants
+            .create_with_application(&t, &a, &hash(1))
+            .await
+            .unwrap();
+        a.name = "renamed".into();
+        a.permissions = vec![Permission::TokenCreate];
+        a.rules.clear();
+        a.modified_at = Some(now());
+        a.modified_by = Some(Uuid::new_v4());
+        assert!(r.apps.update(&a).await.unwrap());
+        assert_eq!(r.apps.get(t.id, a.id).await.unwrap().unwrap(), a);
+
+        assert!(r.apps.replace_key(&a, &hash(2)).await.unwrap());
+        assert!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().is_none());
+        assert_eq!(
+            r.apps.find_by_key_hash(&hash(2)).await.unwrap().unwrap().id,
+            a.id
+        );
+
+        assert!(r.apps.delete(t.id, a.id).await.unwrap());
+        assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_none());
+        assert!(!r.apps.delete(t.id, a.id).await.unwrap());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn duplicate_key_hash_is_a_conflict() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        r.tenants
+            .create_with_application(&t, &app(t.id, now()), &hash(1))
+            .await
+            .unwrap();
+        let err = r
+            .apps
+            .insert(&app(t.id, now()), &hash(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RepoError::Conflict(_)), "{err:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn expired_applications_are_deleted() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        r.tenants
+            .create_with_application(&t, &app(t.id, now()), &hash(1))
+            .await
+            .unwrap();
+        let mut gone = app(t.id, now());
+        gone.expires_at = Some(now() - Duration::seconds(1));
+        let mut kept = app(t.id, now());
+        kept.expires_at = Some(now() + Duration::hours(1));
+        r.apps.insert(&gone, &hash(2)).await.unwrap();
+        r.apps.insert(&kept, &hash(3)).await.unwrap();
+        assert_eq!(r.apps.delete_expired(now()).await.unwrap(), 1);
+        assert!(r.apps.get(t.id, gone.id).await.unwrap().is_none());
+        assert_eq!(r.apps.get(t.id, kept.id).await.unwrap().unwrap(), kept);
+    })
+    .await;
+}

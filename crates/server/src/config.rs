@@ -1,0 +1,130 @@
+//! Configuration, layered: defaults → optional TOML file → `TOKENVAULT_*` environment (and
+//! `DATABASE_URL`). Secrets are `SecretString`s: `Debug` never prints them.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+/// Everything the server needs to start.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Config {
+    /// Address to listen on (`TOKENVAULT_LISTEN`).
+    pub listen: String,
+    /// Database URL (`DATABASE_URL`); default a SQLite file in `data_dir`.
+    pub database_url: Option<String>,
+    /// Directory of the default SQLite database (`TOKENVAULT_DATA_DIR`).
+    pub data_dir: PathBuf,
+    /// Fixed key of the bootstrap application (`TOKENVAULT_BOOTSTRAP_KEY`).
+    pub bootstrap_key: Option<SecretString>,
+    /// Base64 master key (`TOKENVAULT_MASTER_KEY`); used by token encryption.
+    pub master_key: Option<SecretString>,
+    /// File holding the master key (`TOKENVAULT_MASTER_KEY_FILE`).
+    pub master_key_file: Option<PathBuf>,
+    /// Largest request body in bytes (`TOKENVAULT_BODY_LIMIT`).
+    pub body_limit: usize,
+    /// Seconds between sweeps for expired applications (`TOKENVAULT_EXPIRY_SWEEP_SECS`).
+    pub expiry_sweep_secs: u64,
+    /// Database pool size (`TOKENVAULT_DB_MAX_CONNECTIONS`).
+    pub db_max_connections: u32,
+    /// HTTP worker threads (`TOKENVAULT_WORKERS`); default one per core.
+    pub workers: Option<usize>,
+    /// Log filter when `RUST_LOG` is unset (`TOKENVAULT_LOG`).
+    pub log: String,
+}
+
+#[derive(Serialize)]
+struct Defaults {
+    listen: &'static str,
+    data_dir: &'static str,
+    body_limit: usize,
+    expiry_sweep_secs: u64,
+    db_max_connections: u32,
+    log: &'static str,
+}
+
+const DEFAULTS: Defaults = Defaults {
+    listen: "127.0.0.1:8080",
+    data_dir: "./data",
+    body_limit: 1024 * 1024,
+    expiry_sweep_secs: 30,
+    db_max_connections: 8,
+    log: "info",
+};
+
+impl Config {
+    /// Loads the layers. `file` is required when given explicitly; otherwise
+    /// `TOKENVAULT_CONFIG` (or `tokenvault.toml` if present) is read.
+    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
+        let mut figment = Figment::from(Serialized::defaults(DEFAULTS));
+        figment = match file {
+            Some(path) => figment.merge(Toml::file_exact(path)),
+            None => match std::env::var_os("TOKENVAULT_CONFIG") {
+                Some(path) => figment.merge(Toml::file_exact(PathBuf::from(path))),
+                None => figment.merge(Toml::file("tokenvault.toml")),
+            },
+        };
+        figment
+            .merge(Env::prefixed("TOKENVAULT_").ignore(&["CONFIG"]))
+            .merge(Env::raw().only(&["DATABASE_URL"]))
+            .extract()
+            .map_err(Box::new)
+    }
+
+    /// Defaults only, for tests: listen on port 0 of loopback, data in `data_dir`.
+    pub fn for_tests(database_url: String, data_dir: PathBuf) -> Self {
+        Self {
+            listen: "127.0.0.1:0".into(),
+            database_url: Some(database_url),
+            data_dir,
+            bootstrap_key: None,
+            master_key: None,
+            master_key_file: None,
+            body_limit: DEFAULTS.body_limit,
+            expiry_sweep_secs: 1,
+            db_max_connections: 4,
+            workers: Some(1),
+            log: DEFAULTS.log.into(),
+        }
+    }
+
+    /// The database URL in effect (the SQLite default under `data_dir` when none is set).
+    pub fn effective_database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) if !url.is_empty() => url.clone(),
+            _ => format!(
+                "sqlite://{}/tokenvault.db?mode=rwc",
+                self.data_dir.display()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let mut config = Config::for_tests("sqlite://x".into(), "d".into());
+        config.bootstrap_key = Some(SecretString::from("key_secretsecretsecretsecretsecret12"));
+        config.master_key = Some(SecretString::from("bWFzdGVy"));
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("secretsecret"));
+        assert!(!shown.contains("bWFzdGVy"));
+        assert_eq!(config.master_key.unwrap().expose_secret(), "bWFzdGVy");
+    }
+
+    #[test]
+    fn default_database_is_sqlite_in_data_dir() {
+        let mut config = Config::for_tests(String::new(), "/tmp/tv".into());
+        config.database_url = None;
+        assert_eq!(
+            config.effective_database_url(),
+            "sqlite:///tmp/tv/tokenvault.db?mode=rwc"
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! `tokenvault`: parse the command line and configuration, then serve or run a command.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use tokenvault_server::{Config, create_tenant, run};
+use tracing_subscriber::EnvFilter;
+
+/// A self-hostable data-tokenization vault.
+#[derive(Parser)]
+#[command(name = "tokenvault", version)]
+struct Cli {
+    /// TOML configuration file (default: $TOKENVAULT_CONFIG, else ./tokenvault.toml if present).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP server (the default).
+    Serve,
+    /// Manage tenants.
+    Tenants {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant and print it with its management key as JSON.
+    Create {
+        /// Tenant name (1..=200 characters).
+        #[arg(long)]
+        name: String,
+        /// Owner UUID (default: a new one).
+        #[arg(long)]
+        owner: Option<uuid::Uuid>,
+    },
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let config = Config::load(cli.config.as_deref()).context("invalid configuration")?;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            let listener = TcpListener::bind(&config.listen)
+                .with_context(|| format!("cannot listen on {}", config.listen))?;
+            run(config, listener, shutdown_signal()).await
+        }
+        Command::Tenants {
+            command: TenantCommand::Create { name, owner },
+        } => {
+            let printed = create_tenant(&config, &name, owner).await?;
+            println!("{}", serde_json::to_string_pretty(&printed)?);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The TokenVault schema as sea-orm-migration migrations, one schema for SQLite and PostgreSQL.
+//! Applied on every server start and by `cargo xtask migrate`.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_tenants_and_applications;
+
+/// Every migration in order.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(
+            m20261122_000001_tenants_and_applications::Migration,
+        )]
+    }
+}

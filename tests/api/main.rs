@@ -1,0 +1,11 @@
+//! Black-box HTTP tests against the real server, each on a fresh database, on SQLite and (with
+//! `TOKENVAULT_TEST_DATABASE_URL`) PostgreSQL. One binary, as zero2prod does it.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod applications;
+mod architecture;
+mod auth;
+mod errors;
+mod operating;
+mod tenants;

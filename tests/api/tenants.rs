@@ -1,0 +1,170 @@
+//! `/tenants/self` and tenant provisioning.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokenvault_tests::{assert_invalid, assert_problem, on_each_backend, unique};
+
+#[tokio::test]
+async fn bootstrap_tenant_is_default_with_false_settings() {
+    on_each_backend(async |app| {
+        let tenant: Value = app.get("/tenants/self").await.json().await.unwrap();
+        assert_eq!(tenant["name"], "Default");
+        assert_eq!(
+            tenant["settings"],
+            json!({"fingerprint_tokens": "false", "deduplicate_tokens": "false"})
+        );
+        assert!(uuid::Uuid::parse_str(tenant["owner_id"].as_str().unwrap()).is_ok());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn update_changes_only_given_settings() {
+    on_each_backend(async |app| {
+        let res = app
+            .put(
+                "/tenants/self",
+                &json!({"name": "Renamed", "settings": {"deduplicate_tokens": "true"}}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["settings"]["deduplicate_tokens"], "true");
+        assert_eq!(body["settings"]["fingerprint_tokens"], "false");
+        assert!(body["modified_at"].is_string());
+
+        let res = app
+            .put("/tenants/self", &json!({"name": "Renamed again"}))
+            .await;
+        assert_eq!(res.status(), 200);
+        let res = app
+            .put(
+                "/tenants/self",
+                &json!({"name": "R", "settings": {"fingerprint_tokens": "true"}}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        let tenant: Value = app.get("/tenants/self").await.json().await.unwrap();
+        assert_eq!(tenant["name"], "R");
+        assert_eq!(
+            tenant["settings"],
+            json!({"fingerprint_tokens": "true", "deduplicate_tokens": "true"})
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_updates_name_the_field_and_change_nothing() {
+    on_each_backend(async |app| {
+        for (body, field) in [
+            (json!({"settings": {}}), "name"),
+            (json!({"name": "x".repeat(201)}), "name"),
+            (json!({"name": ""}), "name"),
+            (
+                json!({"name": "a", "settings": {"fingerprint_tokens": "yes"}}),
+                "settings.fingerprint_tokens",
+            ),
+            (
+                json!({"name": "a", "settings": {"deduplicate_tokens": true}}),
+                "settings.deduplicate_tokens",
+            ),
+            (json!({"name": "a", "settings": "true"}), "settings"),
+        ] {
+            assert_invalid(app.put("/tenants/self", &body).await, &[field]).await;
+        }
+        let tenant: Value = app.get("/tenants/self").await.json().await.unwrap();
+        assert_eq!(tenant["name"], "Default");
+        assert_eq!(tenant["settings"]["deduplicate_tokens"], "false");
+        assert_eq!(
+            app.put("/tenants/self", &json!({"name": "y".repeat(200)}))
+                .await
+                .status(),
+            200
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn provisioned_tenants_are_separate_with_owner() {
+    on_each_backend(async |app| {
+        let owner = uuid::Uuid::new_v4();
+        let printed = tokenvault_server::create_tenant(&app.config, "Acme", Some(owner))
+            .await
+            .unwrap();
+        assert_eq!(printed["tenant"]["owner_id"], owner.to_string());
+        assert_eq!(printed["tenant"]["name"], "Acme");
+        let key = printed["management_key"].as_str().unwrap();
+        let me: Value = app
+            .request_as(Some(key), Method::GET, "/tenants/self")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(me["id"], printed["tenant"]["id"]);
+        assert_ne!(
+            me["id"],
+            app.get("/tenants/self")
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()["id"]
+        );
+        assert!(
+            tokenvault_server::create_tenant(&app.config, &"x".repeat(201), None)
+                .await
+                .is_err()
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_a_tenant_revokes_every_key_and_spares_others() {
+    on_each_backend(async |app| {
+        let (_, key) = app.new_tenant(&unique("doomed")).await;
+        let as_doomed = |method: Method, path: &str| app.request_as(Some(&key), method, path);
+        let manager: Value = as_doomed(Method::POST, "/applications")
+            .json(&json!({"name": "m", "type": "management", "permissions": ["application:read"]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let private: Value = as_doomed(Method::POST, "/applications")
+            .json(&json!({"name": "p", "type": "private", "permissions": ["token:read"]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            as_doomed(Method::DELETE, "/tenants/self")
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            204
+        );
+        for k in [
+            key.as_str(),
+            manager["key"].as_str().unwrap(),
+            private["key"].as_str().unwrap(),
+        ] {
+            let res = app
+                .request_as(Some(k), Method::GET, "/applications/key")
+                .send()
+                .await
+                .unwrap();
+            assert_problem(res, 401).await;
+        }
+        // The bootstrap tenant is untouched.
+        assert_eq!(app.get("/tenants/self").await.status(), 200);
+    })
+    .await;
+}

@@ -1,0 +1,128 @@
+//! Project automation, run as `cargo xtask <task>`:
+//!
+//! - `migrate up|down|status|fresh` — the schema migrations on `DATABASE_URL` (default: the
+//!   server's SQLite file `./data/tokenvault.db`).
+//! - `openapi [--check]` — write `docs/openapi.json` from the code (or fail when it is stale).
+//! - `ci` — everything CI runs: rustfmt, clippy, the whole test suite on SQLite and PostgreSQL,
+//!   and the docs. `.ci/run` runs exactly this.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, bail};
+use sea_orm_migration::MigratorTrait;
+use sea_orm_migration::sea_orm::Database;
+use tokenvault_migrations::Migrator;
+
+const DEFAULT_TEST_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
+
+fn cargo(args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(root())
+        .status()
+        .context("cannot run cargo")?;
+    if !status.success() {
+        bail!("`cargo {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci() -> anyhow::Result<()> {
+    let pg = std::env::var("TOKENVAULT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
+    eprintln!("xtask: PostgreSQL tests use {pg}");
+    cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    cargo(
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    cargo(
+        &["test", "--workspace", "--locked", "--no-fail-fast"],
+        &[("TOKENVAULT_TEST_DATABASE_URL", pg.as_str())],
+    )?;
+    cargo(
+        &["doc", "--workspace", "--no-deps", "--locked"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    eprintln!("xtask: ci passed");
+    Ok(())
+}
+
+fn openapi(check: bool) -> anyhow::Result<()> {
+    let path = root().join("docs/openapi.json");
+    let current = tokenvault_http::openapi::document();
+    if check {
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != current {
+            bail!("docs/openapi.json is stale: run `cargo xtask openapi`");
+        }
+        eprintln!("xtask: docs/openapi.json is current");
+    } else {
+        std::fs::write(&path, current).context("cannot write docs/openapi.json")?;
+        eprintln!("xtask: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+async fn migrate(action: &str) -> anyhow::Result<()> {
+    let url = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            std::fs::create_dir_all("data").context("cannot create ./data")?;
+            "sqlite://data/tokenvault.db?mode=rwc".to_string()
+        }
+    };
+    let db = Database::connect(&url).await.context("cannot connect")?;
+    match action {
+        "up" => Migrator::up(&db, None).await?,
+        "down" => Migrator::down(&db, Some(1)).await?,
+        "status" => Migrator::status(&db).await?,
+        "fresh" => Migrator::fresh(&db).await?,
+        other => bail!("unknown migrate action {other:?} (up, down, status, fresh)"),
+    }
+    for m in Migrator::get_migration_with_status(&db).await? {
+        println!("{:?}\t{}", m.status(), m.name());
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["ci"] => ci(),
+        ["openapi"] => openapi(false),
+        ["openapi", "--check"] => openapi(true),
+        ["migrate", action] => migrate(action).await,
+        _ => {
+            eprintln!("usage: cargo xtask <ci | openapi [--check] | migrate up|down|status|fresh>");
+            std::process::exit(2);
+        }
+    }
+}
