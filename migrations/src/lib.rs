@@ -4,6 +4,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_tenants_and_applications;
+mod m20261123_000002_tokens;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -11,8 +12,9 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(
-            m20261122_000001_tenants_and_applications::Migration,
-        )]
+        vec![
+            Box::new(m20261122_000001_tenants_and_applications::Migration),
+            Box::new(m20261123_000002_tokens::Migration),
+        ]
     }
 }

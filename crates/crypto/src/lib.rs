@@ -1,5 +1,11 @@
-//! Crypto adapter: API key generation (OS randomness) and hashing (SHA-256), behind the
-//! domain's [`KeyService`] port. Token encryption (AES-256-GCM envelopes) will live here too.
+//! Crypto adapter: API key generation (OS randomness) and hashing (SHA-256) behind the
+//! domain's [`KeyService`] port, and envelope encryption of token data behind [`Cipher`].
+//!
+//! [`Cipher`]: tokenvault_domain::ports::Cipher
+
+mod envelope;
+
+pub use envelope::{EnvelopeCipher, MasterKey};
 
 use rand::RngExt;
 use sha2::{Digest, Sha256};

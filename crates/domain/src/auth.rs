@@ -5,6 +5,7 @@ use uuid::Uuid;
 use crate::access::AccessRule;
 use crate::error::Error;
 use crate::permission::{ApplicationType, Permission};
+use crate::tenant::TenantSettings;
 
 /// Who is calling: the application behind a valid, unexpired API key.
 #[derive(Clone, Debug)]
@@ -19,6 +20,8 @@ pub struct Principal {
     pub permissions: Vec<Permission>,
     /// Its rules, by priority.
     pub rules: Vec<AccessRule>,
+    /// Its tenant's settings, read with the key.
+    pub settings: TenantSettings,
 }
 
 impl Principal {
@@ -37,6 +40,45 @@ impl Principal {
             Ok(())
         } else {
             Err(Error::Forbidden)
+        }
+    }
+}
+
+impl Principal {
+    /// The transform under which the caller may do `permission` on a token in `container`
+    /// (decisions §4), or `None` when no rule or plain permission grants it.
+    pub fn access(
+        &self,
+        container: &crate::container::Container,
+        permission: Permission,
+    ) -> Option<crate::access::Transform> {
+        crate::access::evaluate(&self.rules, &self.permissions, container, permission)
+    }
+
+    /// `Ok(transform)` when granted, 403 otherwise.
+    pub fn require_on(
+        &self,
+        container: &crate::container::Container,
+        permission: Permission,
+    ) -> Result<crate::access::Transform, Error> {
+        self.access(container, permission).ok_or(Error::Forbidden)
+    }
+
+    /// Which containers the caller may exercise `permission` on, for filtering in a query.
+    pub fn visibility(&self, permission: Permission) -> crate::ports::Visibility {
+        if self.permissions.contains(&permission) {
+            return crate::ports::Visibility::All;
+        }
+        let prefixes = self
+            .rules
+            .iter()
+            .filter(|r| r.permissions.contains(&permission))
+            .map(|r| r.container.as_str().to_string())
+            .collect::<Vec<_>>();
+        if prefixes.iter().any(|p| p == "/") {
+            crate::ports::Visibility::All
+        } else {
+            crate::ports::Visibility::Prefixes(prefixes)
         }
     }
 }

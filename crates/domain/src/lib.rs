@@ -8,11 +8,14 @@ pub mod application;
 pub mod auth;
 pub mod container;
 pub mod error;
+pub mod mask;
 pub mod page;
 pub mod permission;
 pub mod ports;
 pub mod service;
 pub mod tenant;
+pub mod token;
+pub mod token_type;
 
 pub use error::{Error, RepoError, ValidationErrors};
 pub use service::Vault;

@@ -5,10 +5,13 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use serde_json::Value;
+
 use crate::application::{ApiKey, Application, KeyHash};
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
-use crate::tenant::Tenant;
+use crate::tenant::{Tenant, TenantSettings};
+use crate::token::StoredToken;
 
 /// Storage of tenants.
 ///
@@ -16,13 +19,24 @@ use crate::tenant::Tenant;
 /// `RepoError::Conflict` on a duplicate identifier; `RepoError::Backend` for any storage failure.
 #[async_trait]
 pub trait TenantRepository: Send + Sync {
-    /// Stores a new tenant together with its first application, atomically.
+    /// Stores a new tenant, its wrapped data key and its first application, atomically.
     async fn create_with_application(
         &self,
         tenant: &Tenant,
+        wrapped_data_key: &[u8],
         application: &Application,
         key_hash: &KeyHash,
     ) -> Result<(), RepoError>;
+
+    /// The tenant's data key, wrapped by a master key.
+    async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError>;
+
+    /// Every tenant's wrapped data key (master key rotation).
+    async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError>;
+
+    /// Replaces a wrapped data key if it is still `old` (an empty `old` means "the tenant has
+    /// none yet"); `false` otherwise.
+    async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError>;
 
     /// The tenant, if it exists.
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
@@ -46,8 +60,11 @@ pub trait ApplicationRepository: Send + Sync {
     /// Stores a new application with the hash of its key.
     async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
 
-    /// The application whose key has this hash.
-    async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<Application>, RepoError>;
+    /// The application whose key has this hash, with its tenant's settings (one query).
+    async fn find_by_key_hash(
+        &self,
+        hash: &KeyHash,
+    ) -> Result<Option<(Application, TenantSettings)>, RepoError>;
 
     /// The application `id` of `tenant_id`.
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
@@ -93,4 +110,192 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> OffsetDateTime;
     /// A new time-ordered identifier.
     fn new_id(&self) -> Uuid;
+}
+
+/// What inserting a token found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenWrite {
+    /// Stored.
+    Done,
+    /// Another token of the tenant has this id.
+    DuplicateId,
+    /// Another token of the tenant has this dedup key.
+    DuplicateFingerprint,
+    /// No such token (updates).
+    Missing,
+}
+
+/// Which tokens a list may return.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Visibility {
+    /// Every container.
+    All,
+    /// Only containers under one of these prefixes.
+    Prefixes(Vec<String>),
+}
+
+/// Filters of a token list; every filter is applied in the query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenFilter {
+    /// Only these ids (none: all).
+    pub ids: Vec<String>,
+    /// Only these type names (none: all).
+    pub types: Vec<String>,
+    /// Exact metadata matches, all required.
+    pub metadata: Vec<(String, String)>,
+    /// Containers the caller may read.
+    pub visibility: Visibility,
+    /// Only children of this token.
+    pub parent: Option<String>,
+}
+
+/// Live tokens of one type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeCount {
+    /// Type name.
+    pub token_type: String,
+    /// Live tokens.
+    pub count: u64,
+    /// Newest creation.
+    pub last_created_at: Option<OffsetDateTime>,
+}
+
+/// Storage of tokens, their associations and their monthly activity. Expired tokens
+/// (`expires_at` at or before `now`) are never returned.
+///
+/// # Errors
+/// `RepoError::Backend` for any storage failure; conflicts are reported in [`TokenWrite`].
+#[async_trait]
+pub trait TokenRepository: Send + Sync {
+    /// Stores a new token.
+    async fn insert(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+
+    /// Stores several tokens atomically: all or none (`Done` or the first conflict).
+    async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError>;
+
+    /// The live token `id` of the tenant.
+    async fn get(
+        &self,
+        tenant_id: Uuid,
+        id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError>;
+
+    /// The live tokens among `ids` (one query).
+    async fn get_many(
+        &self,
+        tenant_id: Uuid,
+        ids: &[String],
+        now: OffsetDateTime,
+    ) -> Result<Vec<StoredToken>, RepoError>;
+
+    /// The live token of this type with this fingerprint, oldest first.
+    async fn find_by_fingerprint(
+        &self,
+        tenant_id: Uuid,
+        token_type: &str,
+        fingerprint: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError>;
+
+    /// Replaces every mutable field of the token.
+    async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+
+    /// Deletes the token and its associations; `false` when it did not exist.
+    async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
+
+    /// A page of live tokens, newest first.
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        filter: &TokenFilter,
+        page: PageRequest,
+        now: OffsetDateTime,
+    ) -> Result<Page<StoredToken>, RepoError>;
+
+    /// Deletes expired tokens; returns how many.
+    async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+
+    /// Live tokens per type.
+    async fn count_by_type(
+        &self,
+        tenant_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Vec<TypeCount>, RepoError>;
+
+    /// Links parent → child: `Done`, `DuplicateId` when the link exists, `Missing` when either
+    /// token is gone.
+    async fn associate(
+        &self,
+        tenant_id: Uuid,
+        parent: &str,
+        child: &str,
+    ) -> Result<TokenWrite, RepoError>;
+
+    /// Removes a link; `false` when there was none.
+    async fn dissociate(
+        &self,
+        tenant_id: Uuid,
+        parent: &str,
+        child: &str,
+    ) -> Result<bool, RepoError>;
+
+    /// Records tokens as active in a month (`YYYY-MM`); one upsert per (tenant, month, token).
+    async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
+
+    /// Distinct active tokens of the tenant in the month.
+    async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError>;
+}
+
+/// Why a cipher operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CipherError {
+    /// The tenant's key is not loaded yet.
+    #[error("tenant key not loaded")]
+    KeyNotLoaded,
+    /// Authentication failed or the input is malformed (tampering, wrong key or context).
+    #[error("decryption failed")]
+    Corrupt,
+    /// The wrapped key names a master key that is not configured.
+    #[error("unknown master key")]
+    UnknownMasterKey,
+}
+
+/// Envelope encryption of token data: per-tenant data keys wrapped by the master key, cached
+/// unwrapped in memory; fingerprints keyed per tenant.
+pub trait Cipher: Send + Sync {
+    /// A new random data key, wrapped under the current master key and bound to the tenant.
+    fn new_tenant_key(&self, tenant_id: Uuid) -> Vec<u8>;
+    /// Whether the tenant's key is cached.
+    fn has_tenant_key(&self, tenant_id: Uuid) -> bool;
+    /// Unwraps and caches the tenant's key.
+    fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
+    /// Drops the tenant's key from the cache.
+    fn forget_tenant_key(&self, tenant_id: Uuid);
+    /// Encrypts under the tenant's key, bound to `context` (AAD).
+    fn encrypt(
+        &self,
+        tenant_id: Uuid,
+        context: &[u8],
+        plaintext: &[u8],
+    ) -> Result<Vec<u8>, CipherError>;
+    /// Decrypts what `encrypt` produced with the same context.
+    fn decrypt(
+        &self,
+        tenant_id: Uuid,
+        context: &[u8],
+        ciphertext: &[u8],
+    ) -> Result<Vec<u8>, CipherError>;
+    /// Keyed hash (base58) of `input` under the tenant's fingerprint key.
+    fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
+    /// Re-wraps a wrapped key under the current master key (rotation); `None` if already current.
+    fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
+}
+
+/// The expression language (Liquid with the filters of decisions §6).
+pub trait Expressions: Send + Sync {
+    /// Parses `expression`; the error says why it does not parse.
+    fn check(&self, expression: &str) -> Result<(), String>;
+    /// Renders `expression` with `data` bound to the variable `data`.
+    fn render(&self, expression: &str, data: &Value) -> Result<String, String>;
 }

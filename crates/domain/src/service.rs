@@ -12,7 +12,10 @@ use crate::auth::Principal;
 use crate::error::Error;
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
-use crate::ports::{ApplicationRepository, Clock, KeyService, TenantRepository};
+use crate::ports::{
+    ApplicationRepository, Cipher, Clock, Expressions, KeyService, TenantRepository,
+    TokenRepository,
+};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantChanges, TenantSettings};
 
 /// The ports a [`Vault`] is built from.
@@ -26,6 +29,12 @@ pub struct Ports {
     pub keys: Arc<dyn KeyService>,
     /// Time and identifiers.
     pub clock: Arc<dyn Clock>,
+    /// Token storage.
+    pub tokens: Arc<dyn TokenRepository>,
+    /// Envelope encryption and fingerprints.
+    pub cipher: Arc<dyn Cipher>,
+    /// The expression language.
+    pub expressions: Arc<dyn Expressions>,
 }
 
 /// A tenant made outside the API (bootstrap, CLI) with its management key.
@@ -44,12 +53,16 @@ pub struct ProvisionedTenant {
 #[derive(Clone)]
 pub struct Vault {
     ports: Ports,
+    activity: Arc<tokens::ActivityBuffer>,
 }
 
 impl Vault {
     /// Builds the use cases over the given ports.
     pub fn new(ports: Ports) -> Self {
-        Self { ports }
+        Self {
+            ports,
+            activity: Arc::default(),
+        }
     }
 
     // ---- authentication -------------------------------------------------------------------
@@ -59,7 +72,7 @@ impl Vault {
     pub async fn authenticate(&self, key: Option<&str>) -> Result<Principal, Error> {
         let key = key.and_then(ApiKey::parse).ok_or(Error::Unauthenticated)?;
         let hash = self.ports.keys.hash(&key);
-        let app = self
+        let (app, settings) = self
             .ports
             .applications
             .find_by_key_hash(&hash)
@@ -74,6 +87,7 @@ impl Vault {
             app_type: app.app_type,
             permissions: app.permissions,
             rules: app.rules,
+            settings,
         })
     }
 
@@ -244,6 +258,7 @@ impl Vault {
     pub async fn delete_tenant(&self, caller: &Principal) -> Result<(), Error> {
         caller.require(Permission::TenantDelete)?;
         if self.ports.tenants.delete(caller.tenant_id).await? {
+            self.ports.cipher.forget_tenant_key(caller.tenant_id);
             tracing::info!(tenant_id = %caller.tenant_id, "tenant deleted");
             Ok(())
         } else {
@@ -300,9 +315,15 @@ impl Vault {
             expires_at: None,
         };
         let key = key.unwrap_or_else(|| self.ports.keys.generate());
+        let data_key = self.ports.cipher.new_tenant_key(tenant.id);
         self.ports
             .tenants
-            .create_with_application(&tenant, &application, &self.ports.keys.hash(&key))
+            .create_with_application(
+                &tenant,
+                &data_key,
+                &application,
+                &self.ports.keys.hash(&key),
+            )
             .await?;
         tracing::info!(tenant_id = %tenant.id, "tenant provisioned");
         Ok(ProvisionedTenant {
@@ -321,6 +342,10 @@ impl Vault {
         self.provision_tenant("Default", None, key).await.map(Some)
     }
 }
+
+mod tokens;
+
+pub use tokens::{TokenView, Tokenized};
 
 #[cfg(test)]
 mod tests;

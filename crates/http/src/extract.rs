@@ -201,6 +201,11 @@ impl QueryParams {
         self.0.get(name).and_then(|v| v.first()).map(String::as_str)
     }
 
+    /// Every name with its values.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_slice()))
+    }
+
     /// Every value of `name`.
     pub fn all(&self, name: &str) -> &[String] {
         self.0.get(name).map_or(&[], Vec::as_slice)

@@ -24,6 +24,8 @@ pub struct HttpSettings {
     pub workers: Option<usize>,
     /// Seconds in-flight requests get to finish on shutdown.
     pub shutdown_timeout_secs: u64,
+    /// Monthly active tokens included in the plan (usage report).
+    pub included_monthly_active_tokens: u64,
 }
 
 impl Default for HttpSettings {
@@ -32,6 +34,7 @@ impl Default for HttpSettings {
             body_limit: 1024 * 1024,
             workers: None,
             shutdown_timeout_secs: 30,
+            included_monthly_active_tokens: 1000,
         }
     }
 }
@@ -45,14 +48,19 @@ pub fn server(
 ) -> std::io::Result<Server> {
     let vault = web::Data::new(vault);
     let body_limit = settings.body_limit;
+    let included = web::Data::new(routes::tenants::IncludedTokens(
+        settings.included_monthly_active_tokens,
+    ));
     let mut http = HttpServer::new(move || {
         App::new()
             .app_data(vault.clone())
+            .app_data(included.clone())
             .app_data(web::PayloadConfig::new(body_limit))
             .wrap(from_fn(trace::trace_requests))
             .configure(routes::meta::configure)
             .configure(routes::applications::configure)
             .configure(routes::tenants::configure)
+            .configure(routes::tokens::configure)
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()

@@ -6,7 +6,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::dto;
 use crate::problem::Problem;
-use crate::routes::{applications, meta, tenants};
+use crate::routes::{applications, meta, tenants, tokens};
 
 struct ApiKeyHeader;
 
@@ -27,7 +27,10 @@ impl Modify for ApiKeyHeader {
     paths(
         applications::create, applications::list, applications::get, applications::by_key,
         applications::update, applications::regenerate, applications::delete,
-        tenants::get, tenants::update, tenants::delete,
+        tenants::get, tenants::update, tenants::delete, tenants::usage,
+        tokens::create, tokens::list, tokens::get, tokens::update, tokens::delete,
+        tokens::tokenize, tokens::detokenize, tokens::associate, tokens::dissociate,
+        tokens::create_child, tokens::children,
         meta::health, meta::openapi,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),

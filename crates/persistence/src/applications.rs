@@ -17,6 +17,7 @@ use tokenvault_domain::container::Container;
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::ApplicationRepository;
+use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
 use crate::entity::application::{self, Column, Entity};
@@ -147,14 +148,23 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         Ok(())
     }
 
-    async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<Application>, RepoError> {
-        Entity::find()
+    async fn find_by_key_hash(
+        &self,
+        hash: &KeyHash,
+    ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+        let found = Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
+            .find_also_related(crate::entity::tenant::Entity)
             .one(&self.db)
             .await
-            .map_err(repo_err)?
-            .map(to_domain)
-            .transpose()
+            .map_err(repo_err)?;
+        match found {
+            Some((app, Some(tenant))) => Ok(Some((
+                to_domain(app)?,
+                crate::tenants::to_domain(tenant).settings,
+            ))),
+            _ => Ok(None),
+        }
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {

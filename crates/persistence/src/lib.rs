@@ -6,6 +6,7 @@ mod entity;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
+mod tokens;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use tokenvault_migrations::{Migrator, MigratorTrait};
 
 pub use applications::SeaOrmApplicationRepository;
 pub use tenants::SeaOrmTenantRepository;
+pub use tokens::SeaOrmTokenRepository;
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +75,6 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<(), ConnectError> {
 }
 
 /// The one translation of SQL errors into the ports' error contract.
-#[allow(clippy::needless_pass_by_value)] // shaped for `.map_err(repo_err)`
 pub(crate) fn repo_err(err: DbErr) -> RepoError {
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(what)) => RepoError::Conflict(what),

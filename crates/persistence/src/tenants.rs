@@ -29,7 +29,7 @@ impl SeaOrmTenantRepository {
     }
 }
 
-fn to_domain(model: tenant::Model) -> Tenant {
+pub(crate) fn to_domain(model: tenant::Model) -> Tenant {
     Tenant {
         id: model.id,
         owner_id: model.owner_id,
@@ -50,6 +50,7 @@ impl TenantRepository for SeaOrmTenantRepository {
     async fn create_with_application(
         &self,
         tenant: &Tenant,
+        wrapped_data_key: &[u8],
         application: &Application,
         key_hash: &KeyHash,
     ) -> Result<(), RepoError> {
@@ -64,6 +65,7 @@ impl TenantRepository for SeaOrmTenantRepository {
             created_at: Set(tenant.created_at),
             modified_by: Set(tenant.modified_by),
             modified_at: Set(tenant.modified_at),
+            data_key: Set(Some(wrapped_data_key.to_vec())),
         })
         .exec_without_returning(&txn)
         .await
@@ -110,6 +112,45 @@ impl TenantRepository for SeaOrmTenantRepository {
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError> {
+        let found: Option<Option<Vec<u8>>> = tenant::Entity::find_by_id(id)
+            .select_only()
+            .column(tenant::Column::DataKey)
+            .into_tuple()
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(found.flatten())
+    }
+
+    async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError> {
+        let rows: Vec<(Uuid, Option<Vec<u8>>)> = tenant::Entity::find()
+            .select_only()
+            .column(tenant::Column::Id)
+            .column(tenant::Column::DataKey)
+            .into_tuple()
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, k)| k.map(|k| (id, k)))
+            .collect())
+    }
+
+    async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError> {
+        let mut update = tenant::Entity::update_many()
+            .col_expr(tenant::Column::DataKey, Expr::value(new.to_vec()))
+            .filter(tenant::Column::Id.eq(id));
+        update = if old.is_empty() {
+            update.filter(tenant::Column::DataKey.is_null())
+        } else {
+            update.filter(tenant::Column::DataKey.eq(old.to_vec()))
+        };
+        let result = update.exec(&self.db).await.map_err(repo_err)?;
         Ok(result.rows_affected > 0)
     }
 

@@ -92,12 +92,15 @@ async fn tenant_lifecycle() {
         let mut t = tenant("Default");
         let a = app(t.id, now());
         r.tenants
-            .create_with_application(&t, &a, &hash(1))
+            .create_with_application(&t, &[7, 7, 7], &a, &hash(1))
             .await
             .unwrap();
         assert!(r.tenants.any().await.unwrap());
         assert_eq!(r.tenants.get(t.id).await.unwrap().unwrap(), t);
-        assert_eq!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().unwrap(), a);
+        assert_eq!(
+            r.apps.find_by_key_hash(&hash(1)).await.unwrap().unwrap().0,
+            a
+        );
 
         t.name = "Renamed".into();
         t.settings.deduplicate_tokens = true;
@@ -116,11 +119,11 @@ async fn deleting_a_tenant_removes_its_applications() {
         let t = tenant("a");
         let other = tenant("b");
         r.tenants
-            .create_with_application(&t, &app(t.id, now()), &hash(1))
+            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
             .await
             .unwrap();
         r.tenants
-            .create_with_application(&other, &app(other.id, now()), &hash(2))
+            .create_with_application(&other, &[7, 7, 7], &app(other.id, now()), &hash(2))
             .await
             .unwrap();
         r.apps.insert(&app(t.id, now()), &hash(3)).await.unwrap();
@@ -141,11 +144,11 @@ async fn applications_are_confined_to_their_tenant() {
         let other = tenant("b");
         let first = app(t.id, now());
         r.tenants
-            .create_with_application(&t, &first, &hash(1))
+            .create_with_application(&t, &[7, 7, 7], &first, &hash(1))
             .await
             .unwrap();
         r.tenants
-            .create_with_application(&other, &app(other.id, now()), &hash(2))
+            .create_with_application(&other, &[7, 7, 7], &app(other.id, now()), &hash(2))
             .await
             .unwrap();
         assert!(r.apps.get(other.id, first.id).await.unwrap().is_none());
@@ -172,7 +175,7 @@ async fn list_is_paged_newest_first_in_sql() {
         let base = now() - Duration::hours(1);
         let bootstrap = app(t.id, base);
         r.tenants
-            .create_with_application(&t, &bootstrap, &hash(0))
+            .create_with_application(&t, &[7, 7, 7], &bootstrap, &hash(0))
             .await
             .unwrap();
         let mut ids = Vec::new();
@@ -221,7 +224,7 @@ async fn update_replace_key_and_delete() {
         let t = tenant("a");
         let mut a = app(t.id, now());
         r.tenants
-            .create_with_application(&t, &a, &hash(1))
+            .create_with_application(&t, &[7, 7, 7], &a, &hash(1))
             .await
             .unwrap();
         a.name = "renamed".into();
@@ -235,7 +238,13 @@ async fn update_replace_key_and_delete() {
         assert!(r.apps.replace_key(&a, &hash(2)).await.unwrap());
         assert!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().is_none());
         assert_eq!(
-            r.apps.find_by_key_hash(&hash(2)).await.unwrap().unwrap().id,
+            r.apps
+                .find_by_key_hash(&hash(2))
+                .await
+                .unwrap()
+                .unwrap()
+                .0
+                .id,
             a.id
         );
 
@@ -251,7 +260,7 @@ async fn duplicate_key_hash_is_a_conflict() {
     each_backend(|r| async move {
         let t = tenant("a");
         r.tenants
-            .create_with_application(&t, &app(t.id, now()), &hash(1))
+            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
             .await
             .unwrap();
         let err = r
@@ -269,7 +278,7 @@ async fn expired_applications_are_deleted() {
     each_backend(|r| async move {
         let t = tenant("a");
         r.tenants
-            .create_with_application(&t, &app(t.id, now()), &hash(1))
+            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
             .await
             .unwrap();
         let mut gone = app(t.id, now());

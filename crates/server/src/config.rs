@@ -23,6 +23,11 @@ pub struct Config {
     pub master_key: Option<SecretString>,
     /// File holding the master key (`TOKENVAULT_MASTER_KEY_FILE`).
     pub master_key_file: Option<PathBuf>,
+    /// Comma-separated base64 master keys still accepted for unwrapping, during a rotation
+    /// (`TOKENVAULT_PREVIOUS_MASTER_KEYS`).
+    pub previous_master_keys: Option<SecretString>,
+    /// Monthly active tokens included in the plan (`TOKENVAULT_INCLUDED_MONTHLY_ACTIVE_TOKENS`).
+    pub included_monthly_active_tokens: u64,
     /// Largest request body in bytes (`TOKENVAULT_BODY_LIMIT`).
     pub body_limit: usize,
     /// Seconds between sweeps for expired applications (`TOKENVAULT_EXPIRY_SWEEP_SECS`).
@@ -43,6 +48,7 @@ struct Defaults {
     expiry_sweep_secs: u64,
     db_max_connections: u32,
     log: &'static str,
+    included_monthly_active_tokens: u64,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -52,6 +58,7 @@ const DEFAULTS: Defaults = Defaults {
     expiry_sweep_secs: 30,
     db_max_connections: 8,
     log: "info",
+    included_monthly_active_tokens: 1000,
 };
 
 impl Config {
@@ -82,6 +89,8 @@ impl Config {
             bootstrap_key: None,
             master_key: None,
             master_key_file: None,
+            previous_master_keys: None,
+            included_monthly_active_tokens: DEFAULTS.included_monthly_active_tokens,
             body_limit: DEFAULTS.body_limit,
             expiry_sweep_secs: 1,
             db_max_connections: 4,

@@ -11,13 +11,16 @@ use std::time::Duration;
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
-use tokenvault_crypto::Sha256KeyService;
+use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::ports::Clock;
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
+use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
-use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
+use tokenvault_persistence::{
+    SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -39,8 +42,62 @@ impl Clock for SystemClock {
     }
 }
 
+/// The master key in effect: `TOKENVAULT_MASTER_KEY`, else `TOKENVAULT_MASTER_KEY_FILE`, else
+/// (development mode) `<data_dir>/master.key`, generated with mode 0600 on first use.
+pub fn current_master_key(config: &Config) -> anyhow::Result<MasterKey> {
+    if let Some(key) = &config.master_key {
+        return MasterKey::from_base64(key.expose_secret()).map_err(anyhow::Error::msg);
+    }
+    if let Some(path) = &config.master_key_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the master key file {}", path.display()))?;
+        return MasterKey::from_base64(&text).map_err(anyhow::Error::msg);
+    }
+    let path = config.data_dir.join("master.key");
+    if !path.exists() {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let key = MasterKey::generate_base64();
+        write_private(&path, key.as_bytes())?;
+        tracing::warn!(
+            path = %path.display(),
+            "development mode: generated a master key; set TOKENVAULT_MASTER_KEY or TOKENVAULT_MASTER_KEY_FILE in production"
+        );
+    }
+    let text = std::fs::read_to_string(&path)?;
+    MasterKey::from_base64(&text).map_err(anyhow::Error::msg)
+}
+
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    Ok(())
+}
+
+fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
+    config.previous_master_keys.as_ref().map_or_else(
+        || Ok(Vec::new()),
+        |list| {
+            list.expose_secret()
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|k| MasterKey::from_base64(k).map_err(anyhow::Error::msg))
+                .collect()
+        },
+    )
+}
+
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
 pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
+    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
+    open_vault_with(config, cipher).await
+}
+
+async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Result<Vault> {
     let url = config.effective_database_url();
     if config.database_url.as_deref().is_none_or(str::is_empty) {
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
@@ -54,9 +111,12 @@ pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
     tokenvault_persistence::migrate(&db).await?;
     Ok(Vault::new(Ports {
         tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
-        applications: Arc::new(SeaOrmApplicationRepository::new(db)),
+        applications: Arc::new(SeaOrmApplicationRepository::new(db.clone())),
         keys: Arc::new(Sha256KeyService),
         clock: Arc::new(SystemClock),
+        tokens: Arc::new(SeaOrmTokenRepository::new(db)),
+        cipher: Arc::new(cipher),
+        expressions: Arc::new(LiquidExpressions::new()),
     }))
 }
 
@@ -103,11 +163,34 @@ async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch::Receiver<
                 match vault.purge_expired_applications().await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(deleted = n, "expired applications deleted"),
-                    Err(e) => tracing::warn!(error = %e, "expiry sweep failed"),
+                    Err(e) => tracing::warn!(error = %e, "application expiry sweep failed"),
+                }
+                match vault.purge_expired_tokens().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "expired tokens deleted"),
+                    Err(e) => tracing::warn!(error = %e, "token expiry sweep failed"),
                 }
             }
             _ = stop.changed() => break,
         }
+    }
+}
+
+/// Writes buffered token activity (monthly active tokens) once a second, and once more at stop.
+async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                if let Err(e) = vault.flush_activity().await {
+                    tracing::warn!(error = %e, "activity flush failed");
+                }
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    if let Err(e) = vault.flush_activity().await {
+        tracing::warn!(error = %e, "final activity flush failed");
     }
 }
 
@@ -123,6 +206,7 @@ pub async fn run(
     let settings = HttpSettings {
         body_limit: config.body_limit,
         workers: config.workers,
+        included_monthly_active_tokens: config.included_monthly_active_tokens,
         ..HttpSettings::default()
     };
     let addr = listener.local_addr()?;
@@ -131,10 +215,11 @@ pub async fn run(
 
     let (stop_jobs, jobs_stopped) = watch::channel(false);
     let sweeper = tokio::spawn(sweep_expired(
-        vault,
+        vault.clone(),
         Duration::from_secs(config.expiry_sweep_secs.max(1)),
-        jobs_stopped,
+        jobs_stopped.clone(),
     ));
+    let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
     tokio::spawn(async move {
         shutdown.await;
@@ -144,6 +229,7 @@ pub async fn run(
     server.await?;
     let _ = stop_jobs.send(true);
     let _ = sweeper.await;
+    let _ = flusher.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -163,4 +249,22 @@ pub async fn create_tenant(
         "tenant": tokenvault_http::dto::TenantResponse::from(made.tenant),
         "management_key": made.key.expose(),
     }))
+}
+
+/// `tokenvault keys rotate-master`: re-wraps every tenant key under `new_key` (base64). The
+/// configured master key (and any previous ones) must still unwrap the current keys.
+pub async fn rotate_master_key(
+    config: &Config,
+    new_key: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let new = MasterKey::from_base64(new_key).map_err(anyhow::Error::msg)?;
+    let mut accepted = vec![current_master_key(config)?];
+    accepted.extend(previous_master_keys(config)?);
+    let id = new.id_hex();
+    let vault = open_vault_with(config, EnvelopeCipher::new(new, accepted)).await?;
+    let rewrapped = vault
+        .rotate_master_key()
+        .await
+        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+    Ok(serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id }))
 }

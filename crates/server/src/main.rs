@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use tokenvault_server::{Config, create_tenant, run};
+use tokenvault_server::{Config, create_tenant, rotate_master_key, run};
 use tracing_subscriber::EnvFilter;
 
 /// A self-hostable data-tokenization vault.
@@ -27,6 +27,22 @@ enum Command {
     Tenants {
         #[command(subcommand)]
         command: TenantCommand,
+    },
+    /// Manage encryption keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Re-wrap every tenant key under a new master key while servers keep serving. Then run
+    /// the servers with the new key as TOKENVAULT_MASTER_KEY.
+    RotateMaster {
+        /// File holding the new master key (base64 of 32 bytes); default $TOKENVAULT_NEW_MASTER_KEY.
+        #[arg(long)]
+        new_key_file: Option<PathBuf>,
     },
 }
 
@@ -75,6 +91,19 @@ async fn main() -> anyhow::Result<()> {
             let listener = TcpListener::bind(&config.listen)
                 .with_context(|| format!("cannot listen on {}", config.listen))?;
             run(config, listener, shutdown_signal()).await
+        }
+        Command::Keys {
+            command: KeyCommand::RotateMaster { new_key_file },
+        } => {
+            let new_key = match new_key_file {
+                Some(path) => std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+                None => std::env::var("TOKENVAULT_NEW_MASTER_KEY")
+                    .context("give --new-key-file or TOKENVAULT_NEW_MASTER_KEY")?,
+            };
+            let printed = rotate_master_key(&config, &new_key).await?;
+            println!("{}", serde_json::to_string_pretty(&printed)?);
+            Ok(())
         }
         Command::Tenants {
             command: TenantCommand::Create { name, owner },

@@ -14,14 +14,21 @@ use crate::auth::Principal;
 use crate::error::{Error, RepoError};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
-use crate::ports::{ApplicationRepository, Clock, KeyService, TenantRepository};
-use crate::tenant::{RawTenantUpdate, Tenant};
+use crate::ports::{
+    ApplicationRepository, Cipher, CipherError, Clock, Expressions, KeyService, TenantRepository,
+    TokenFilter, TokenRepository, TokenWrite, TypeCount,
+};
+use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
+use crate::token::StoredToken;
 
 mock! {
     Tenants {}
     #[async_trait]
     impl TenantRepository for Tenants {
-        async fn create_with_application(&self, tenant: &Tenant, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
+        async fn create_with_application(&self, tenant: &Tenant, wrapped_data_key: &[u8], application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
+        async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError>;
+        async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError>;
+        async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError>;
         async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
         async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError>;
         async fn delete(&self, id: Uuid) -> Result<bool, RepoError>;
@@ -34,13 +41,56 @@ mock! {
     #[async_trait]
     impl ApplicationRepository for Applications {
         async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
-        async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<Application>, RepoError>;
+        async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
         async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
         async fn update(&self, application: &Application) -> Result<bool, RepoError>;
         async fn replace_key(&self, application: &Application, key_hash: &KeyHash) -> Result<bool, RepoError>;
         async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError>;
         async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+    }
+}
+
+mock! {
+    pub Tokens {}
+    #[async_trait]
+    impl TokenRepository for Tokens {
+        async fn insert(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+        async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError>;
+        async fn get(&self, tenant_id: Uuid, id: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn get_many(&self, tenant_id: Uuid, ids: &[String], now: OffsetDateTime) -> Result<Vec<StoredToken>, RepoError>;
+        async fn find_by_fingerprint(&self, tenant_id: Uuid, token_type: &str, fingerprint: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+        async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
+        async fn list(&self, tenant_id: Uuid, filter: &TokenFilter, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
+        async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+        async fn count_by_type(&self, tenant_id: Uuid, now: OffsetDateTime) -> Result<Vec<TypeCount>, RepoError>;
+        async fn associate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<TokenWrite, RepoError>;
+        async fn dissociate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<bool, RepoError>;
+        async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
+        async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError>;
+    }
+}
+
+mock! {
+    pub Ciph {}
+    impl Cipher for Ciph {
+        fn new_tenant_key(&self, tenant_id: Uuid) -> Vec<u8>;
+        fn has_tenant_key(&self, tenant_id: Uuid) -> bool;
+        fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
+        fn forget_tenant_key(&self, tenant_id: Uuid);
+        fn encrypt(&self, tenant_id: Uuid, context: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CipherError>;
+        fn decrypt(&self, tenant_id: Uuid, context: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>, CipherError>;
+        fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
+        fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
+    }
+}
+
+mock! {
+    pub Exprs {}
+    impl Expressions for Exprs {
+        fn check(&self, expression: &str) -> Result<(), String>;
+        fn render(&self, expression: &str, data: &serde_json::Value) -> Result<String, String>;
     }
 }
 
@@ -81,11 +131,17 @@ fn keys() -> MockKeys {
 }
 
 fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
+    let mut cipher = MockCiph::new();
+    cipher.expect_new_tenant_key().returning(|_| vec![1, 2, 3]);
+    cipher.expect_forget_tenant_key().return_const(());
     Vault::new(Ports {
         tenants: Arc::new(tenants),
         applications: Arc::new(applications),
         keys: Arc::new(keys()),
         clock: Arc::new(FixedClock),
+        tokens: Arc::new(MockTokens::new()),
+        cipher: Arc::new(cipher),
+        expressions: Arc::new(MockExprs::new()),
     })
 }
 
@@ -96,6 +152,7 @@ fn principal(permissions: &[Permission]) -> Principal {
         app_type: ApplicationType::Management,
         permissions: permissions.to_vec(),
         rules: vec![],
+        settings: TenantSettings::default(),
     }
 }
 
@@ -142,8 +199,12 @@ async fn malformed_or_missing_key_never_reaches_storage() {
 #[tokio::test]
 async fn expired_application_is_unauthenticated_at_once() {
     let mut apps = MockApplications::new();
-    apps.expect_find_by_key_hash()
-        .returning(|_| Ok(Some(stored_app(Uuid::from_u128(100), Some(now())))));
+    apps.expect_find_by_key_hash().returning(|_| {
+        Ok(Some((
+            stored_app(Uuid::from_u128(100), Some(now())),
+            TenantSettings::default(),
+        )))
+    });
     let vault = vault(MockTenants::new(), apps);
     assert!(matches!(
         vault.authenticate(Some(KEY)).await,
@@ -155,15 +216,19 @@ async fn expired_application_is_unauthenticated_at_once() {
 async fn valid_key_yields_its_application() {
     let mut apps = MockApplications::new();
     apps.expect_find_by_key_hash().returning(|_| {
-        Ok(Some(stored_app(
-            Uuid::from_u128(100),
-            Some(now() + Duration::seconds(1)),
+        Ok(Some((
+            stored_app(Uuid::from_u128(100), Some(now() + Duration::seconds(1))),
+            TenantSettings {
+                fingerprint_tokens: true,
+                deduplicate_tokens: false,
+            },
         )))
     });
     let vault = vault(MockTenants::new(), apps);
     let p = vault.authenticate(Some(KEY)).await.unwrap();
     assert_eq!(p.application_id, Uuid::from_u128(7));
     assert_eq!(p.permissions, vec![Permission::TokenRead]);
+    assert!(p.settings.fingerprint_tokens, "settings come with the key");
 }
 
 #[tokio::test]
@@ -315,9 +380,11 @@ async fn bootstrap_only_on_an_empty_database() {
     tenants.expect_any().returning(|| Ok(false));
     tenants
         .expect_create_with_application()
-        .withf(|t, a, _| t.name == "Default" && a.permissions == Permission::management())
+        .withf(|t, k, a, _| {
+            t.name == "Default" && k == [1, 2, 3] && a.permissions == Permission::management()
+        })
         .times(1)
-        .returning(|_, _, _| Ok(()));
+        .returning(|_, _, _, _| Ok(()));
     let vault = vault(tenants, MockApplications::new());
     let made = vault
         .bootstrap(Some(ApiKey::parse(KEY).unwrap()))

@@ -3,3 +3,4 @@
 pub mod applications;
 pub mod meta;
 pub mod tenants;
+pub mod tokens;

@@ -48,5 +48,69 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(get))
             .route(web::put().to(update))
             .route(web::delete().to(delete)),
-    );
+    )
+    .service(web::resource("/tenants/self/reports/usage").route(web::get().to(usage)));
+}
+
+/// Included monthly active tokens of the billing plan (configuration).
+#[derive(Clone, Copy, Debug)]
+pub struct IncludedTokens(pub u64);
+
+/// Token Type Metrics.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct TypeMetrics {
+    /// Live tokens of the type.
+    pub count: u64,
+    /// Newest creation (RFC 3339 UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_created_at: Option<String>,
+}
+
+/// Token Report.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct TokenReport {
+    /// Per token type.
+    pub metrics_by_type: std::collections::BTreeMap<String, TypeMetrics>,
+    /// Included in the billing plan.
+    pub included_monthly_active_tokens: u64,
+    /// Distinct tokens created, read or used this UTC month.
+    pub monthly_active_tokens: u64,
+}
+
+/// Tenant Usage Report.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct UsageReport {
+    /// The token report.
+    pub token_report: TokenReport,
+}
+
+/// The tenant's usage report.
+#[utoipa::path(get, path = "/tenants/self/reports/usage", tag = "tenants",
+    responses((status = 200, body = UsageReport), (status = 401, body = Problem), (status = 403, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn usage(
+    vault: web::Data<Vault>,
+    included: web::Data<IncludedTokens>,
+    Caller(caller): Caller,
+) -> Result<HttpResponse> {
+    let report = vault.usage_report(&caller).await?;
+    Ok(HttpResponse::Ok().json(UsageReport {
+        token_report: TokenReport {
+            metrics_by_type: report
+                .by_type
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.token_type,
+                        TypeMetrics {
+                            count: c.count,
+                            last_created_at: c.last_created_at.map(crate::dto::format_time),
+                        },
+                    )
+                })
+                .collect(),
+            included_monthly_active_tokens: included.0,
+            monthly_active_tokens: report.monthly_active_tokens,
+        },
+    }))
 }

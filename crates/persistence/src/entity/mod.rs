@@ -1,4 +1,7 @@
 //! SeaORM entities: the wire format of the database. They never leave this crate.
 
+pub mod activity;
 pub mod application;
+pub mod association;
 pub mod tenant;
+pub mod token;

@@ -16,6 +16,7 @@ pub struct Model {
     pub created_at: TimeDateTimeWithTimeZone,
     pub modified_by: Option<Uuid>,
     pub modified_at: Option<TimeDateTimeWithTimeZone>,
+    pub data_key: Option<Vec<u8>>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

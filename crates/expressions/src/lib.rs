@@ -1,0 +1,166 @@
+//! Expression adapter: the domain's [`Expressions`] port on the `liquid` crate (Shopify Liquid,
+//! maintained, with the standard filters), plus the vault's own filters of decisions §6 and
+//! JSONPath (`json: '$.path'`) through `serde_json_path`.
+
+mod filters;
+
+use liquid::{Parser, ParserBuilder};
+use serde_json::Value;
+use tokenvault_domain::ports::Expressions;
+
+/// Liquid with the standard library and the vault's filters. Parsing is done per call; the
+/// parser (filter registry) is built once.
+pub struct LiquidExpressions {
+    parser: Parser,
+}
+
+impl std::fmt::Debug for LiquidExpressions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiquidExpressions")
+    }
+}
+
+impl LiquidExpressions {
+    /// Builds the parser with every filter registered.
+    pub fn new() -> Self {
+        let parser = filters::register(ParserBuilder::with_stdlib())
+            .build()
+            .expect("the filter registry is valid");
+        Self { parser }
+    }
+}
+
+impl Default for LiquidExpressions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Expressions for LiquidExpressions {
+    fn check(&self, expression: &str) -> Result<(), String> {
+        self.parser
+            .parse(expression)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn render(&self, expression: &str, data: &Value) -> Result<String, String> {
+        let template = self.parser.parse(expression).map_err(|e| e.to_string())?;
+        let mut globals = liquid::Object::new();
+        globals.insert(
+            "data".into(),
+            liquid_core::model::to_value(data).map_err(|e| e.to_string())?,
+        );
+        template.render(&globals).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn render(expr: &str, data: Value) -> String {
+        LiquidExpressions::new().render(expr, &data).unwrap()
+    }
+
+    #[test]
+    fn standard_and_vault_filters() {
+        assert_eq!(
+            render("{{ data | slice: 0, 3 }}***", json!("abcdef")),
+            "abc***"
+        );
+        assert_eq!(
+            render("{{ data | reveal_last: 4 }}", json!("4242424242424242")),
+            "XXXXXXXXXXXX4242"
+        );
+        assert_eq!(
+            render("{{ data | reveal_last: 2, '*' }}", json!("12345")),
+            "***45"
+        );
+        assert_eq!(
+            render("{{ data | reveal: 2, 2 }}", json!("123456789")),
+            "12XXXXX89"
+        );
+        assert_eq!(render("{{ data | last4 }}", json!("123-45-6789")), "6789");
+        assert_eq!(
+            render("{{ data | remove: '-' }}", json!("123-45-6789")),
+            "123456789"
+        );
+        assert_eq!(
+            render("{{ data | pad_left: 5, '0' }}", json!("42")),
+            "00042"
+        );
+        assert_eq!(render("{{ data | pad_right: 4 }}|", json!("ab")), "ab  |");
+        assert_eq!(
+            render("{{ data | stringify }}", json!({"b": [1, null], "a": "x"})),
+            r#"{"a":"x","b":[1,null]}"#
+        );
+        assert_eq!(
+            render("{{ data | json: '$.a.b' }}", json!({"a": {"b": "deep"}})),
+            "deep"
+        );
+        assert_eq!(
+            render("{{ data | to_number | plus: 1 }}", json!("41")),
+            "42"
+        );
+        assert_eq!(
+            render("{{ data | to_string | append: '!' }}", json!(7)),
+            "7!"
+        );
+        assert_eq!(render("{{ data | to_boolean }}", json!("yes")), "true");
+        assert_eq!(render("{{ data | to_boolean }}", json!("nope")), "false");
+        assert_eq!(
+            render("{{ data.number }}", json!({"number": "4242"})),
+            "4242"
+        );
+    }
+
+    #[test]
+    fn bad_expressions_are_refused() {
+        let e = LiquidExpressions::new();
+        assert!(e.check("{{ data | slice: 0, 2").is_err());
+        assert!(e.check("{{ data | no_such_filter }}").is_err());
+        assert!(e.check("{% if %}").is_err());
+        assert!(e.check("{{ data | reveal_last: 4 }}").is_ok());
+    }
+
+    #[test]
+    fn stringify_is_canonical() {
+        let a = render(
+            "{{ data | stringify }}",
+            json!({"z": 1, "a": {"y": 2, "b": 3}}),
+        );
+        let b = render(
+            "{{ data | stringify }}",
+            json!({"a": {"b": 3, "y": 2}, "z": 1}),
+        );
+        assert_eq!(a, b);
+    }
+
+    proptest! {
+        #[test]
+        fn aliases_keep_format_and_length(s in "[0-9A-Za-z -]{1,30}") {
+            let f = render("{{ data | alias_preserve_format }}", json!(s.clone()));
+            prop_assert_eq!(f.chars().count(), s.chars().count());
+            for (a, b) in s.chars().zip(f.chars()) {
+                prop_assert_eq!(a.is_ascii_digit(), b.is_ascii_digit());
+                prop_assert_eq!(a.is_ascii_lowercase(), b.is_ascii_lowercase());
+                prop_assert_eq!(a.is_ascii_uppercase(), b.is_ascii_uppercase());
+                if !a.is_ascii_alphanumeric() { prop_assert_eq!(a, b); }
+            }
+            let l = render("{{ data | alias_preserve_length }}", json!(s.clone()));
+            prop_assert_eq!(l.chars().count(), s.chars().count());
+        }
+
+        #[test]
+        fn reveal_last_shows_only_the_tail(s in "[0-9]{0,20}", n in 0i64..25) {
+            let out = render(&format!("{{{{ data | reveal_last: {n} }}}}"), json!(s.clone()));
+            prop_assert_eq!(out.chars().count(), s.chars().count());
+            let keep = usize::try_from(n).unwrap().min(s.len());
+            prop_assert_eq!(&out[s.len() - keep..], &s[s.len() - keep..]);
+            prop_assert!(out[..s.len() - keep].chars().all(|c| c == 'X'));
+        }
+    }
+}

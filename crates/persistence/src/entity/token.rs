@@ -1,0 +1,31 @@
+//! The `tokens` table: ciphertext in `data`/`mask`, metadata as JSON text.
+#![allow(missing_docs)]
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "tokens")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub tenant_id: Uuid,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub token_type: String,
+    pub container: String,
+    pub metadata: String,
+    pub data: Vec<u8>,
+    pub mask: Option<Vec<u8>>,
+    pub fingerprint: Option<String>,
+    pub dedup_key: Option<String>,
+    pub fingerprint_expression: Option<String>,
+    pub created_by: Option<Uuid>,
+    pub created_at: TimeDateTimeWithTimeZone,
+    pub modified_by: Option<Uuid>,
+    pub modified_at: Option<TimeDateTimeWithTimeZone>,
+    pub expires_at: Option<TimeDateTimeWithTimeZone>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,447 @@
+//! [`TokenRepository`] on SeaORM: tokens (ciphertext), associations and monthly activity.
+//! Every filter of a list (ids, types, metadata, visible containers, parent) runs in SQL.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, OnConflict, Query};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseBackend, DatabaseConnection, DbErr,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
+};
+use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCount, Visibility};
+use tokenvault_domain::token::StoredToken;
+use uuid::Uuid;
+
+use crate::entity::{activity, association, token};
+use crate::repo_err;
+
+/// Tokens in the `tokens` table.
+#[derive(Clone, Debug)]
+pub struct SeaOrmTokenRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmTokenRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+/// A unique violation, told apart by the index it hit; other errors are backend failures.
+fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
+    match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(what)) if what.contains("dedup") => {
+            Ok(TokenWrite::DuplicateFingerprint)
+        }
+        Some(SqlErr::UniqueConstraintViolation(_)) => Ok(TokenWrite::DuplicateId),
+        Some(SqlErr::ForeignKeyConstraintViolation(_)) => Ok(TokenWrite::Missing),
+        _ => Err(repo_err(err)),
+    }
+}
+
+fn to_active(t: &StoredToken) -> token::ActiveModel {
+    token::ActiveModel {
+        tenant_id: Set(t.tenant_id),
+        id: Set(t.id.clone()),
+        token_type: Set(t.token_type.clone()),
+        container: Set(t.container.clone()),
+        metadata: Set(serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())),
+        data: Set(t.data.clone()),
+        mask: Set(t.mask.clone()),
+        fingerprint: Set(t.fingerprint.clone()),
+        dedup_key: Set(t.dedup_key.clone()),
+        fingerprint_expression: Set(t.fingerprint_expression.clone()),
+        created_by: Set(t.created_by),
+        created_at: Set(t.created_at),
+        modified_by: Set(t.modified_by),
+        modified_at: Set(t.modified_at),
+        expires_at: Set(t.expires_at),
+    }
+}
+
+fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
+    let metadata: BTreeMap<String, String> = serde_json::from_str(&m.metadata)
+        .map_err(|_| RepoError::Backend("stored token metadata is unreadable".into()))?;
+    Ok(StoredToken {
+        id: m.id,
+        tenant_id: m.tenant_id,
+        token_type: m.token_type,
+        container: m.container,
+        metadata,
+        data: m.data,
+        mask: m.mask,
+        fingerprint: m.fingerprint,
+        dedup_key: m.dedup_key,
+        fingerprint_expression: m.fingerprint_expression,
+        created_by: m.created_by,
+        created_at: m.created_at,
+        modified_by: m.modified_by,
+        modified_at: m.modified_at,
+        expires_at: m.expires_at,
+    })
+}
+
+fn live(now: OffsetDateTime) -> Condition {
+    Condition::any()
+        .add(token::Column::ExpiresAt.is_null())
+        .add(token::Column::ExpiresAt.gt(now))
+}
+
+fn escape_like(prefix: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// `metadata.<key> = value`, portable: SQLite's `json_extract`, PostgreSQL's
+/// `jsonb_extract_path_text` (keys are bound parameters, never spliced into SQL).
+fn metadata_equals(
+    backend: DatabaseBackend,
+    key: &str,
+    value: &str,
+) -> sea_orm::sea_query::SimpleExpr {
+    if backend == DatabaseBackend::Postgres {
+        ExprTrait::eq(
+            Expr::expr(
+                Func::cust("jsonb_extract_path_text")
+                    .arg(Expr::col(token::Column::Metadata).cast_as("jsonb"))
+                    .arg(key),
+            ),
+            value,
+        )
+    } else {
+        let path = format!("$.\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\""));
+        ExprTrait::eq(
+            Expr::expr(
+                Func::cust("json_extract")
+                    .arg(Expr::col(token::Column::Metadata))
+                    .arg(path),
+            ),
+            value,
+        )
+    }
+}
+
+#[async_trait]
+impl TokenRepository for SeaOrmTokenRepository {
+    async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
+        match token::Entity::insert(to_active(t))
+            .exec_without_returning(&self.db)
+            .await
+        {
+            Ok(_) => Ok(TokenWrite::Done),
+            Err(e) => write_conflict(e),
+        }
+    }
+
+    async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError> {
+        if tokens.is_empty() {
+            return Ok(TokenWrite::Done);
+        }
+        let txn = self.db.begin().await.map_err(repo_err)?;
+        for chunk in tokens.chunks(100) {
+            let result = token::Entity::insert_many(chunk.iter().map(to_active))
+                .exec_without_returning(&txn)
+                .await;
+            if let Err(e) = result {
+                let outcome = write_conflict(e);
+                txn.rollback().await.map_err(repo_err)?;
+                return outcome;
+            }
+        }
+        txn.commit().await.map_err(repo_err)?;
+        Ok(TokenWrite::Done)
+    }
+
+    async fn get(
+        &self,
+        tenant_id: Uuid,
+        id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError> {
+        token::Entity::find()
+            .filter(token::Column::TenantId.eq(tenant_id))
+            .filter(token::Column::Id.eq(id))
+            .filter(live(now))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain)
+            .transpose()
+    }
+
+    async fn get_many(
+        &self,
+        tenant_id: Uuid,
+        ids: &[String],
+        now: OffsetDateTime,
+    ) -> Result<Vec<StoredToken>, RepoError> {
+        token::Entity::find()
+            .filter(token::Column::TenantId.eq(tenant_id))
+            .filter(token::Column::Id.is_in(ids.iter().cloned()))
+            .filter(live(now))
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect()
+    }
+
+    async fn find_by_fingerprint(
+        &self,
+        tenant_id: Uuid,
+        token_type: &str,
+        fingerprint: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError> {
+        token::Entity::find()
+            .filter(token::Column::TenantId.eq(tenant_id))
+            .filter(token::Column::TokenType.eq(token_type))
+            .filter(token::Column::Fingerprint.eq(fingerprint))
+            .filter(live(now))
+            .order_by_asc(token::Column::CreatedAt)
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain)
+            .transpose()
+    }
+
+    async fn update(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
+        let result = token::Entity::update_many()
+            .col_expr(token::Column::Container, Expr::value(t.container.clone()))
+            .col_expr(
+                token::Column::Metadata,
+                Expr::value(serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())),
+            )
+            .col_expr(token::Column::Data, Expr::value(t.data.clone()))
+            .col_expr(token::Column::Mask, Expr::value(t.mask.clone()))
+            .col_expr(
+                token::Column::Fingerprint,
+                Expr::value(t.fingerprint.clone()),
+            )
+            .col_expr(token::Column::DedupKey, Expr::value(t.dedup_key.clone()))
+            .col_expr(
+                token::Column::FingerprintExpression,
+                Expr::value(t.fingerprint_expression.clone()),
+            )
+            .col_expr(token::Column::ModifiedBy, Expr::value(t.modified_by))
+            .col_expr(token::Column::ModifiedAt, Expr::value(t.modified_at))
+            .col_expr(token::Column::ExpiresAt, Expr::value(t.expires_at))
+            .filter(token::Column::TenantId.eq(t.tenant_id))
+            .filter(token::Column::Id.eq(t.id.clone()))
+            .exec(&self.db)
+            .await;
+        match result {
+            Ok(r) if r.rows_affected > 0 => Ok(TokenWrite::Done),
+            Ok(_) => Ok(TokenWrite::Missing),
+            Err(e) => write_conflict(e),
+        }
+    }
+
+    async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError> {
+        let result = token::Entity::delete_many()
+            .filter(token::Column::TenantId.eq(tenant_id))
+            .filter(token::Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        filter: &TokenFilter,
+        page: PageRequest,
+        now: OffsetDateTime,
+    ) -> Result<Page<StoredToken>, RepoError> {
+        let mut query = token::Entity::find()
+            .filter(token::Column::TenantId.eq(tenant_id))
+            .filter(live(now));
+        match &filter.visibility {
+            Visibility::All => {}
+            Visibility::Prefixes(prefixes) if prefixes.is_empty() => {
+                return Ok(Page {
+                    items: Vec::new(),
+                    total_items: 0,
+                    request: page,
+                });
+            }
+            Visibility::Prefixes(prefixes) => {
+                let mut any = Condition::any();
+                for p in prefixes {
+                    any = any.add(
+                        Expr::col(token::Column::Container)
+                            .like(LikeExpr::new(escape_like(p)).escape('\\')),
+                    );
+                }
+                query = query.filter(any);
+            }
+        }
+        if !filter.ids.is_empty() {
+            query = query.filter(token::Column::Id.is_in(filter.ids.iter().cloned()));
+        }
+        if !filter.types.is_empty() {
+            query = query.filter(token::Column::TokenType.is_in(filter.types.iter().cloned()));
+        }
+        let backend = self.db.get_database_backend();
+        for (k, v) in &filter.metadata {
+            query = query.filter(metadata_equals(backend, k, v));
+        }
+        if let Some(parent) = &filter.parent {
+            query = query.filter(
+                token::Column::Id.in_subquery(
+                    Query::select()
+                        .column(association::Column::ChildId)
+                        .from(association::Entity)
+                        .and_where(association::Column::TenantId.eq(tenant_id))
+                        .and_where(association::Column::ParentId.eq(parent.clone()))
+                        .to_owned(),
+                ),
+            );
+        }
+        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let items = query
+            .order_by_desc(token::Column::CreatedAt)
+            .order_by_desc(token::Column::Id)
+            .offset(page.offset())
+            .limit(page.size)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total_items,
+            request: page,
+        })
+    }
+
+    async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
+        let result = token::Entity::delete_many()
+            .filter(token::Column::ExpiresAt.lte(now))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected)
+    }
+
+    async fn count_by_type(
+        &self,
+        tenant_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Vec<TypeCount>, RepoError> {
+        let rows: Vec<(String, i64, Option<OffsetDateTime>)> = token::Entity::find()
+            .select_only()
+            .column(token::Column::TokenType)
+            .column_as(token::Column::Id.count(), "count")
+            .column_as(token::Column::CreatedAt.max(), "last_created_at")
+            .filter(token::Column::TenantId.eq(tenant_id))
+            .filter(live(now))
+            .group_by(token::Column::TokenType)
+            .into_tuple()
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(token_type, count, last_created_at)| TypeCount {
+                token_type,
+                count: u64::try_from(count).unwrap_or(0),
+                last_created_at,
+            })
+            .collect())
+    }
+
+    async fn associate(
+        &self,
+        tenant_id: Uuid,
+        parent: &str,
+        child: &str,
+    ) -> Result<TokenWrite, RepoError> {
+        let row = association::ActiveModel {
+            tenant_id: Set(tenant_id),
+            parent_id: Set(parent.to_string()),
+            child_id: Set(child.to_string()),
+        };
+        match association::Entity::insert(row)
+            .exec_without_returning(&self.db)
+            .await
+        {
+            Ok(_) => Ok(TokenWrite::Done),
+            Err(e) => write_conflict(e),
+        }
+    }
+
+    async fn dissociate(
+        &self,
+        tenant_id: Uuid,
+        parent: &str,
+        child: &str,
+    ) -> Result<bool, RepoError> {
+        let result = association::Entity::delete_many()
+            .filter(association::Column::TenantId.eq(tenant_id))
+            .filter(association::Column::ParentId.eq(parent))
+            .filter(association::Column::ChildId.eq(child))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
+        for chunk in entries.chunks(200) {
+            let rows = chunk
+                .iter()
+                .map(|(tenant_id, month, token_id)| activity::ActiveModel {
+                    tenant_id: Set(*tenant_id),
+                    month: Set(month.clone()),
+                    token_id: Set(token_id.clone()),
+                });
+            let result = activity::Entity::insert_many(rows)
+                .on_conflict(
+                    OnConflict::columns([
+                        activity::Column::TenantId,
+                        activity::Column::Month,
+                        activity::Column::TokenId,
+                    ])
+                    .do_nothing()
+                    .to_owned(),
+                )
+                .exec_without_returning(&self.db)
+                .await;
+            match result {
+                Ok(_) | Err(DbErr::RecordNotInserted) => {}
+                // A tenant deleted meanwhile: its activity goes with it.
+                Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {
+                }
+                Err(e) => return Err(repo_err(e)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError> {
+        activity::Entity::find()
+            .filter(activity::Column::TenantId.eq(tenant_id))
+            .filter(activity::Column::Month.eq(month))
+            .count(&self.db)
+            .await
+            .map_err(repo_err)
+    }
+}
