@@ -124,6 +124,17 @@ impl TestApp {
         self.wait_healthy().await;
     }
 
+    /// Every byte the database holds (see [`TestDatabase::dump`]).
+    pub async fn dump_database(&self) -> Vec<u8> {
+        self.db.as_ref().expect("database").dump().await
+    }
+
+    /// Stops the server and starts it again with a changed configuration.
+    pub async fn restart_with(&mut self, adjust: impl FnOnce(&mut Config)) {
+        adjust(&mut self.config);
+        self.restart().await;
+    }
+
     /// Stops the server and removes its database.
     pub async fn stop(mut self) {
         self.shutdown().await.expect("server stopped cleanly");
@@ -201,6 +212,36 @@ impl TestApp {
         let key = printed["management_key"].as_str().expect("key").to_string();
         (printed["tenant"].clone(), key)
     }
+}
+
+/// A private application holding every token permission with a reveal rule on `/`; returns
+/// its key.
+pub async fn full_private(app: &TestApp) -> String {
+    let created = app
+        .create_app(&serde_json::json!({
+            "name": unique("full"), "type": "private",
+            "permissions": ["token:create", "token:update", "token:read", "token:search", "token:delete", "token:use"],
+            "rules": [{"priority": 1, "container": "/", "transform": "reveal",
+                       "permissions": ["token:create", "token:update", "token:read", "token:search", "token:delete", "token:use"]}],
+        }))
+        .await;
+    created["key"].as_str().expect("key").to_string()
+}
+
+/// Creates a private application with these rules and plain permissions; returns its key.
+pub async fn private_with(app: &TestApp, permissions: &[&str], rules: Value) -> String {
+    let created = app
+        .create_app(&serde_json::json!({
+            "name": unique("priv"), "type": "private", "permissions": permissions, "rules": rules,
+        }))
+        .await;
+    created["key"].as_str().expect("key").to_string()
+}
+
+/// One access rule.
+pub fn rule(priority: u32, container: &str, transform: &str, permissions: &[&str]) -> Value {
+    serde_json::json!({"description": "r", "priority": priority, "container": container,
+                       "transform": transform, "permissions": permissions})
 }
 
 /// Runs `test` against a fresh server on every backend (SQLite, and PostgreSQL when

@@ -9,3 +9,4 @@ mod auth;
 mod errors;
 mod operating;
 mod tenants;
+mod tokens;

@@ -107,6 +107,53 @@ impl TestDatabase {
         }
     }
 
+    /// Everything the database holds, as bytes: the SQLite files (main, WAL) as they are on
+    /// disk, or every row of every PostgreSQL table cast to text. For tests that look for
+    /// secrets at rest.
+    pub async fn dump(&self) -> Vec<u8> {
+        match &self.cleanup {
+            Cleanup::Dir(dir) => {
+                let mut out = Vec::new();
+                for name in ["vault.db", "vault.db-wal", "vault.db-shm"] {
+                    if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                        out.extend(bytes);
+                    }
+                }
+                out
+            }
+            Cleanup::Postgres { .. } => {
+                use sea_orm::{ConnectionTrait, Statement};
+                let backend = self.db.get_database_backend();
+                let tables = self
+                    .db
+                    .query_all_raw(Statement::from_string(
+                        backend,
+                        "SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = 'public'",
+                    ))
+                    .await
+                    .expect("list tables");
+                let mut out = Vec::new();
+                for row in tables {
+                    let table: String = row.try_get("", "name").expect("table name");
+                    let rows = self
+                        .db
+                        .query_all_raw(Statement::from_string(
+                            backend,
+                            format!("SELECT CAST(t AS text) AS row FROM \"{table}\" t"),
+                        ))
+                        .await
+                        .expect("dump table");
+                    for r in rows {
+                        let text: String = r.try_get("", "row").expect("row text");
+                        out.extend(text.into_bytes());
+                        out.push(b'\n');
+                    }
+                }
+                out
+            }
+        }
+    }
+
     /// Closes the pool and removes the database.
     pub async fn destroy(self) {
         let _ = self.db.close().await;

@@ -1,0 +1,569 @@
+//! Token repository contract: the same stories on SQLite and PostgreSQL, fresh database each.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::collections::BTreeMap;
+
+use time::{Duration, OffsetDateTime};
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::page::PageRequest;
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::{
+    TenantRepository, TokenFilter, TokenRepository, TokenWrite, Visibility,
+};
+use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_domain::token::StoredToken;
+use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
+use uuid::Uuid;
+
+fn now() -> OffsetDateTime {
+    let t = OffsetDateTime::now_utc();
+    t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap()
+}
+
+struct Repos {
+    tenants: SeaOrmTenantRepository,
+    tokens: SeaOrmTokenRepository,
+    tenant: Uuid,
+}
+
+async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
+    let t = Tenant {
+        id: Uuid::now_v7(),
+        owner_id: Uuid::new_v4(),
+        name: "t".into(),
+        settings: TenantSettings::default(),
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    };
+    let app = Application {
+        id: Uuid::now_v7(),
+        tenant_id: t.id,
+        name: "m".into(),
+        app_type: ApplicationType::Management,
+        permissions: vec![Permission::TenantRead],
+        rules: vec![],
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    };
+    let mut h = [0u8; 32];
+    h[..16].copy_from_slice(Uuid::new_v4().as_bytes());
+    repo.create_with_application(&t, &[1, 2, 3], &app, &KeyHash(h))
+        .await
+        .unwrap();
+    t.id
+}
+
+fn token(tenant_id: Uuid, id: &str, container: &str, created_at: OffsetDateTime) -> StoredToken {
+    StoredToken {
+        id: id.into(),
+        tenant_id,
+        token_type: "token".into(),
+        container: container.into(),
+        metadata: BTreeMap::from([("run".to_string(), "r1".to_string())]),
+        data: vec![0xde, 0xad, 0xbe, 0xef],
+        mask: None,
+        fingerprint: None,
+        dedup_key: None,
+        fingerprint_expression: None,
+        created_by: None,
+        created_at,
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    }
+}
+
+fn filter() -> TokenFilter {
+    TokenFilter {
+        ids: vec![],
+        types: vec![],
+        metadata: vec![],
+        visibility: Visibility::All,
+        parent: None,
+    }
+}
+
+async fn each_backend<F, Fut>(story: F)
+where
+    F: Fn(Repos) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let tenant = tenant(&tenants).await;
+        story(Repos {
+            tenants,
+            tokens: SeaOrmTokenRepository::new(db.db.clone()),
+            tenant,
+        })
+        .await;
+        db.destroy().await;
+    }
+}
+
+fn ids(page: &tokenvault_domain::page::Page<StoredToken>) -> Vec<&str> {
+    page.items.iter().map(|t| t.id.as_str()).collect()
+}
+
+#[tokio::test]
+async fn insert_get_update_delete() {
+    each_backend(|r| async move {
+        let t = token(r.tenant, "tok-1", "/general/high/", now());
+        assert_eq!(r.tokens.insert(&t).await.unwrap(), TokenWrite::Done);
+        assert_eq!(
+            r.tokens
+                .get(r.tenant, "tok-1", now())
+                .await
+                .unwrap()
+                .unwrap(),
+            t
+        );
+        assert_eq!(r.tokens.insert(&t).await.unwrap(), TokenWrite::DuplicateId);
+        // The same id in another tenant is another token.
+        let other = tenant(&r.tenants).await;
+        assert_eq!(
+            r.tokens
+                .insert(&token(other, "tok-1", "/", now()))
+                .await
+                .unwrap(),
+            TokenWrite::Done
+        );
+        assert!(
+            r.tokens
+                .get(other, "tok-1", now())
+                .await
+                .unwrap()
+                .unwrap()
+                .container
+                == "/"
+        );
+
+        let mut changed = t.clone();
+        changed.container = "/general/low/".into();
+        changed.data = vec![1, 2, 3];
+        changed.mask = Some(vec![9]);
+        changed.metadata.insert("k".into(), "v".into());
+        changed.modified_at = Some(now());
+        assert_eq!(r.tokens.update(&changed).await.unwrap(), TokenWrite::Done);
+        assert_eq!(
+            r.tokens
+                .get(r.tenant, "tok-1", now())
+                .await
+                .unwrap()
+                .unwrap(),
+            changed
+        );
+        let mut ghost = changed.clone();
+        ghost.id = "ghost".into();
+        assert_eq!(r.tokens.update(&ghost).await.unwrap(), TokenWrite::Missing);
+
+        assert!(r.tokens.delete(r.tenant, "tok-1").await.unwrap());
+        assert!(
+            r.tokens
+                .get(r.tenant, "tok-1", now())
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(!r.tokens.delete(r.tenant, "tok-1").await.unwrap());
+        assert!(
+            r.tokens.get(other, "tok-1", now()).await.unwrap().is_some(),
+            "other tenant untouched"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn dedup_key_is_unique_per_tenant_and_fingerprints_are_found() {
+    each_backend(|r| async move {
+        let mut a = token(r.tenant, "a-1", "/", now());
+        a.fingerprint = Some("FP".into());
+        a.dedup_key = Some("FP".into());
+        let mut b = token(r.tenant, "b-1", "/", now());
+        b.fingerprint = Some("FP".into());
+        b.dedup_key = Some("FP".into());
+        assert_eq!(r.tokens.insert(&a).await.unwrap(), TokenWrite::Done);
+        assert_eq!(
+            r.tokens.insert(&b).await.unwrap(),
+            TokenWrite::DuplicateFingerprint
+        );
+        // Without a dedup key equal fingerprints coexist.
+        b.dedup_key = None;
+        assert_eq!(r.tokens.insert(&b).await.unwrap(), TokenWrite::Done);
+        let found = r
+            .tokens
+            .find_by_fingerprint(r.tenant, "token", "FP", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.id, "a-1", "oldest first");
+        assert!(
+            r.tokens
+                .find_by_fingerprint(r.tenant, "card", "FP", now())
+                .await
+                .unwrap()
+                .is_none()
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn insert_all_is_all_or_nothing() {
+    each_backend(|r| async move {
+        r.tokens
+            .insert(&token(r.tenant, "taken", "/", now()))
+            .await
+            .unwrap();
+        let batch = vec![
+            token(r.tenant, "n-1", "/", now()),
+            token(r.tenant, "taken", "/", now()),
+        ];
+        assert_eq!(
+            r.tokens.insert_all(&batch).await.unwrap(),
+            TokenWrite::DuplicateId
+        );
+        assert!(
+            r.tokens
+                .get(r.tenant, "n-1", now())
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let ok = vec![
+            token(r.tenant, "n-1", "/", now()),
+            token(r.tenant, "n-2", "/", now()),
+        ];
+        assert_eq!(r.tokens.insert_all(&ok).await.unwrap(), TokenWrite::Done);
+        let many = r
+            .tokens
+            .get_many(
+                r.tenant,
+                &["n-1".into(), "n-2".into(), "none".into()],
+                now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(many.len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn list_filters_in_sql() {
+    each_backend(|r| async move {
+        let base = now() - Duration::minutes(10);
+        let mut n = 0;
+        let mut add = |id: &str, container: &str, ty: &str, run: &str| {
+            n += 1;
+            let mut t = token(r.tenant, id, container, base + Duration::seconds(n));
+            t.token_type = ty.into();
+            t.metadata = BTreeMap::from([
+                ("run".to_string(), run.to_string()),
+                ("odd key".to_string(), "x".to_string()),
+            ]);
+            t
+        };
+        let all = [
+            add("t-pci", "/pci/high/", "card", "a"),
+            add("t-pcix", "/pcix/", "token", "a"),
+            add("t-und", "/a_b/", "token", "b"),
+            add("t-axb", "/axb/", "token", "b"),
+            add("t-bank", "/bank/low/", "bank", "a"),
+        ];
+        for t in &all {
+            r.tokens.insert(t).await.unwrap();
+        }
+        let page = PageRequest { page: 1, size: 100 };
+        let list = async |f: TokenFilter| r.tokens.list(r.tenant, &f, page, now()).await.unwrap();
+
+        let everything = list(filter()).await;
+        assert_eq!(
+            ids(&everything),
+            ["t-bank", "t-axb", "t-und", "t-pcix", "t-pci"],
+            "newest first"
+        );
+
+        let pci = list(TokenFilter {
+            visibility: Visibility::Prefixes(vec!["/pci/".into()]),
+            ..filter()
+        })
+        .await;
+        assert_eq!(ids(&pci), ["t-pci"], "/pci/ does not cover /pcix/");
+        assert_eq!(pci.total_items, 1);
+        let underscore = list(TokenFilter {
+            visibility: Visibility::Prefixes(vec!["/a_b/".into()]),
+            ..filter()
+        })
+        .await;
+        assert_eq!(ids(&underscore), ["t-und"], "_ is not a wildcard");
+        let none = list(TokenFilter {
+            visibility: Visibility::Prefixes(vec![]),
+            ..filter()
+        })
+        .await;
+        assert_eq!(none.total_items, 0);
+        let two = list(TokenFilter {
+            visibility: Visibility::Prefixes(vec!["/pci/".into(), "/bank/".into()]),
+            ..filter()
+        })
+        .await;
+        assert_eq!(ids(&two), ["t-bank", "t-pci"]);
+
+        let by_meta = list(TokenFilter {
+            metadata: vec![("run".into(), "b".into())],
+            ..filter()
+        })
+        .await;
+        assert_eq!(ids(&by_meta), ["t-axb", "t-und"]);
+        let odd_key = list(TokenFilter {
+            metadata: vec![("odd key".into(), "x".into()), ("run".into(), "a".into())],
+            ..filter()
+        })
+        .await;
+        assert_eq!(odd_key.total_items, 3);
+        let by_type = list(TokenFilter {
+            types: vec!["card".into(), "bank".into()],
+            ..filter()
+        })
+        .await;
+        assert_eq!(ids(&by_type), ["t-bank", "t-pci"]);
+        let by_id = list(TokenFilter {
+            ids: vec!["t-und".into(), "nope".into()],
+            ..filter()
+        })
+        .await;
+        assert_eq!(ids(&by_id), ["t-und"]);
+
+        let paged = r
+            .tokens
+            .list(r.tenant, &filter(), PageRequest { page: 2, size: 2 }, now())
+            .await
+            .unwrap();
+        assert_eq!(ids(&paged), ["t-und", "t-pcix"]);
+        assert_eq!(paged.total_items, 5);
+
+        let other = tenant(&r.tenants).await;
+        assert_eq!(
+            r.tokens
+                .list(other, &filter(), page, now())
+                .await
+                .unwrap()
+                .total_items,
+            0
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn associations_and_children() {
+    each_backend(|r| async move {
+        for id in ["p-1", "c-1", "c-2"] {
+            r.tokens
+                .insert(&token(r.tenant, id, "/", now()))
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            r.tokens.associate(r.tenant, "p-1", "c-1").await.unwrap(),
+            TokenWrite::Done
+        );
+        assert_eq!(
+            r.tokens.associate(r.tenant, "p-1", "c-2").await.unwrap(),
+            TokenWrite::Done
+        );
+        assert_eq!(
+            r.tokens.associate(r.tenant, "p-1", "c-1").await.unwrap(),
+            TokenWrite::DuplicateId
+        );
+        assert_eq!(
+            r.tokens.associate(r.tenant, "c-1", "p-1").await.unwrap(),
+            TokenWrite::Done,
+            "reverse is separate"
+        );
+        assert_eq!(
+            r.tokens
+                .associate(r.tenant, "p-1", "missing")
+                .await
+                .unwrap(),
+            TokenWrite::Missing
+        );
+        let page = PageRequest::default();
+        let children = r
+            .tokens
+            .list(
+                r.tenant,
+                &TokenFilter {
+                    parent: Some("p-1".into()),
+                    ..filter()
+                },
+                page,
+                now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(children.total_items, 2);
+        assert!(r.tokens.dissociate(r.tenant, "p-1", "c-2").await.unwrap());
+        assert!(!r.tokens.dissociate(r.tenant, "p-1", "c-2").await.unwrap());
+        // Deleting a token removes its associations (both directions).
+        assert!(r.tokens.delete(r.tenant, "c-1").await.unwrap());
+        let children = r
+            .tokens
+            .list(
+                r.tenant,
+                &TokenFilter {
+                    parent: Some("p-1".into()),
+                    ..filter()
+                },
+                page,
+                now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(children.total_items, 0);
+        r.tokens
+            .insert(&token(r.tenant, "c-1", "/", now()))
+            .await
+            .unwrap();
+        let children = r
+            .tokens
+            .list(
+                r.tenant,
+                &TokenFilter {
+                    parent: Some("p-1".into()),
+                    ..filter()
+                },
+                page,
+                now(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            children.total_items, 0,
+            "a re-created id does not inherit links"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn expiry_counts_and_activity() {
+    each_backend(|r| async move {
+        let mut gone = token(r.tenant, "gone", "/", now());
+        gone.expires_at = Some(now() - Duration::seconds(1));
+        let mut later = token(r.tenant, "later", "/", now());
+        later.expires_at = Some(now() + Duration::hours(1));
+        let mut card = token(r.tenant, "card-1", "/pci/", now());
+        card.token_type = "card".into();
+        for t in [&gone, &later, &card] {
+            r.tokens.insert(t).await.unwrap();
+        }
+        assert!(
+            r.tokens
+                .get(r.tenant, "gone", now())
+                .await
+                .unwrap()
+                .is_none(),
+            "expired is invisible at once"
+        );
+        assert_eq!(
+            r.tokens
+                .list(r.tenant, &filter(), PageRequest::default(), now())
+                .await
+                .unwrap()
+                .total_items,
+            2
+        );
+        let mut counts = r.tokens.count_by_type(r.tenant, now()).await.unwrap();
+        counts.sort_by(|a, b| a.token_type.cmp(&b.token_type));
+        assert_eq!(
+            counts
+                .iter()
+                .map(|c| (c.token_type.as_str(), c.count))
+                .collect::<Vec<_>>(),
+            [("card", 1), ("token", 1)]
+        );
+        assert!(counts.iter().all(|c| c.last_created_at.is_some()));
+        assert_eq!(r.tokens.delete_expired(now()).await.unwrap(), 1);
+
+        let entries = vec![
+            (r.tenant, "2026-11".to_string(), "later".to_string()),
+            (r.tenant, "2026-11".to_string(), "card-1".to_string()),
+        ];
+        r.tokens.record_activity(&entries).await.unwrap();
+        r.tokens.record_activity(&entries).await.unwrap();
+        r.tokens
+            .record_activity(&[(r.tenant, "2026-12".to_string(), "later".to_string())])
+            .await
+            .unwrap();
+        assert_eq!(r.tokens.count_active(r.tenant, "2026-11").await.unwrap(), 2);
+        assert_eq!(r.tokens.count_active(r.tenant, "2026-12").await.unwrap(), 1);
+        r.tokens.delete(r.tenant, "card-1").await.unwrap();
+        assert_eq!(
+            r.tokens.count_active(r.tenant, "2026-11").await.unwrap(),
+            2,
+            "a deleted token keeps its count"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn tenant_keys_and_cascade() {
+    each_backend(|r| async move {
+        assert_eq!(
+            r.tenants.data_key(r.tenant).await.unwrap().unwrap(),
+            vec![1, 2, 3]
+        );
+        assert!(
+            !r.tenants
+                .replace_data_key(r.tenant, &[9], &[4])
+                .await
+                .unwrap(),
+            "compare-and-set"
+        );
+        assert!(
+            r.tenants
+                .replace_data_key(r.tenant, &[1, 2, 3], &[4, 5])
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            r.tenants.data_keys().await.unwrap(),
+            vec![(r.tenant, vec![4, 5])]
+        );
+        r.tokens
+            .insert(&token(r.tenant, "x-1", "/", now()))
+            .await
+            .unwrap();
+        r.tokens
+            .record_activity(&[(r.tenant, "2026-11".into(), "x-1".into())])
+            .await
+            .unwrap();
+        assert!(r.tenants.delete(r.tenant).await.unwrap());
+        assert!(
+            r.tokens
+                .get(r.tenant, "x-1", now())
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(r.tokens.count_active(r.tenant, "2026-11").await.unwrap(), 0);
+        // Activity of a tenant deleted meanwhile is dropped, not an error.
+        r.tokens
+            .record_activity(&[(r.tenant, "2026-11".into(), "x-1".into())])
+            .await
+            .unwrap();
+    })
+    .await;
+}
