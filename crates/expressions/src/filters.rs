@@ -276,10 +276,13 @@ struct PadArgs {
     ch: Option<Expression>,
 }
 
+/// The longest string a pad filter produces (no request can make the server allocate more).
+pub const MAX_PAD: usize = 4096;
+
 fn pad(input: &dyn ValueView, n: i64, ch: Option<&str>, left: bool) -> Value {
     let s = text(input);
     let c = ch.and_then(|c| c.chars().next()).unwrap_or(' ');
-    let missing = count(n).saturating_sub(s.chars().count());
+    let missing = count(n).min(MAX_PAD).saturating_sub(s.chars().count());
     let fill: String = std::iter::repeat_n(c, missing).collect();
     Value::scalar(if left { fill + &s } else { s + &fill })
 }

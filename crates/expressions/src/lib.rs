@@ -36,8 +36,19 @@ impl Default for LiquidExpressions {
     }
 }
 
+/// Tags (`{% for %}`, `{% assign %}`, …) could loop or build large values at read time; masks,
+/// fingerprints and aliases only need output expressions and filters, so tags are refused.
+fn refuse_tags(expression: &str) -> Result<(), String> {
+    if expression.contains("{%") {
+        Err("tags ({% … %}) are not allowed in expressions; use {{ … }} with filters".into())
+    } else {
+        Ok(())
+    }
+}
+
 impl Expressions for LiquidExpressions {
     fn check(&self, expression: &str) -> Result<(), String> {
+        refuse_tags(expression)?;
         self.parser
             .parse(expression)
             .map(|_| ())
@@ -45,6 +56,7 @@ impl Expressions for LiquidExpressions {
     }
 
     fn render(&self, expression: &str, data: &Value) -> Result<String, String> {
+        refuse_tags(expression)?;
         let template = self.parser.parse(expression).map_err(|e| e.to_string())?;
         let mut globals = liquid::Object::new();
         globals.insert(
@@ -94,6 +106,10 @@ mod tests {
         );
         assert_eq!(render("{{ data | pad_right: 4 }}|", json!("ab")), "ab  |");
         assert_eq!(
+            render("{{ data | pad_left: 999999999 }}", json!("ab")).len(),
+            filters::MAX_PAD
+        );
+        assert_eq!(
             render("{{ data | stringify }}", json!({"b": [1, null], "a": "x"})),
             r#"{"a":"x","b":[1,null]}"#
         );
@@ -123,6 +139,12 @@ mod tests {
         assert!(e.check("{{ data | slice: 0, 2").is_err());
         assert!(e.check("{{ data | no_such_filter }}").is_err());
         assert!(e.check("{% if %}").is_err());
+        assert!(
+            e.check("{% for i in (1..100000000) %}x{% endfor %}")
+                .is_err(),
+            "no loops"
+        );
+        assert!(e.render("{% if true %}x{% endif %}", &json!(1)).is_err());
         assert!(e.check("{{ data | reveal_last: 4 }}").is_ok());
     }
 
