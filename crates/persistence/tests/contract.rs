@@ -293,3 +293,28 @@ async fn expired_applications_are_deleted() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn migrations_go_down_and_up_again() {
+    use tokenvault_migrations::{Migrator, MigratorTrait};
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let applied = Migrator::get_applied_migrations(&db.db)
+            .await
+            .unwrap()
+            .len();
+        assert_eq!(applied, Migrator::migrations().len());
+        Migrator::down(&db.db, None).await.unwrap();
+        assert!(
+            Migrator::get_applied_migrations(&db.db)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        Migrator::up(&db.db, None).await.unwrap();
+        // The schema works again after the round trip.
+        let repo = SeaOrmTenantRepository::new(db.db.clone());
+        assert!(!repo.any().await.unwrap());
+        db.destroy().await;
+    }
+}

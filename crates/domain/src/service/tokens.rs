@@ -26,6 +26,8 @@ use crate::token_type::TokenType;
 
 /// At most this many tokens per detokenize request.
 pub const MAX_DETOKENIZE: usize = 100;
+/// Activity entries remembered as written, to skip re-writing them within a month.
+const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
 /// Attempts at a unique id from an alias expression.
 const ALIAS_ATTEMPTS: usize = 5;
 
@@ -277,6 +279,10 @@ impl Vault {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         flushed.retain(|(_, m, _)| *m == month);
+        if flushed.len() > MAX_REMEMBERED_ACTIVITY {
+            // Only an optimisation (upserts are idempotent): bound the memory it takes.
+            flushed.clear();
+        }
         let n = batch.len();
         flushed.extend(batch);
         Ok(n)
@@ -445,6 +451,26 @@ impl Vault {
             .ok_or(Error::NotFound)?;
         self.ensure_key(caller.tenant_id).await?;
         self.decrypt_token(stored)
+    }
+
+    /// The live token `id` if the caller may exercise `permission` on its container (404 when
+    /// missing, 403 when not allowed); its data stays encrypted.
+    async fn authorize_stored(
+        &self,
+        caller: &Principal,
+        id: &str,
+        permission: Permission,
+    ) -> Result<StoredToken, Error> {
+        let stored = self
+            .ports
+            .tokens
+            .get(caller.tenant_id, id, self.ports.clock.now())
+            .await?
+            .ok_or(Error::NotFound)?;
+        let container = Container::parse(&stored.container)
+            .map_err(|_| Error::Internal("stored token has an invalid container".into()))?;
+        caller.require_on(&container, permission)?;
+        Ok(stored)
     }
 
     /// `GET /tokens/{id}`.
@@ -652,16 +678,8 @@ impl Vault {
     /// `DELETE /tokens/{id}`: the token and its associations.
     pub async fn delete_token(&self, caller: &Principal, id: &str) -> Result<(), Error> {
         caller.require(Permission::TokenDelete)?;
-        let now = self.ports.clock.now();
-        let stored = self
-            .ports
-            .tokens
-            .get(caller.tenant_id, id, now)
-            .await?
-            .ok_or(Error::NotFound)?;
-        let container = Container::parse(&stored.container)
-            .map_err(|_| Error::Internal("stored token has an invalid container".into()))?;
-        caller.require_on(&container, Permission::TokenDelete)?;
+        self.authorize_stored(caller, id, Permission::TokenDelete)
+            .await?;
         if self.ports.tokens.delete(caller.tenant_id, id).await? {
             Ok(())
         } else {
@@ -853,15 +871,8 @@ impl Vault {
     ) -> Result<(), Error> {
         caller.require(Permission::TokenRead)?;
         for id in [parent, child] {
-            let t = self
-                .ports
-                .tokens
-                .get(caller.tenant_id, id, self.ports.clock.now())
-                .await?
-                .ok_or(Error::NotFound)?;
-            let c = Container::parse(&t.container)
-                .map_err(|_| Error::Internal("bad container".into()))?;
-            caller.require_on(&c, Permission::TokenRead)?;
+            self.authorize_stored(caller, id, Permission::TokenRead)
+                .await?;
         }
         match self
             .ports
@@ -883,15 +894,8 @@ impl Vault {
         child: &str,
     ) -> Result<(), Error> {
         caller.require(Permission::TokenDelete)?;
-        let t = self
-            .ports
-            .tokens
-            .get(caller.tenant_id, parent, self.ports.clock.now())
-            .await?
-            .ok_or(Error::NotFound)?;
-        let c =
-            Container::parse(&t.container).map_err(|_| Error::Internal("bad container".into()))?;
-        caller.require_on(&c, Permission::TokenDelete)?;
+        self.authorize_stored(caller, parent, Permission::TokenDelete)
+            .await?;
         if self
             .ports
             .tokens
@@ -913,15 +917,8 @@ impl Vault {
     ) -> Result<TokenView, Error> {
         caller.require(Permission::TokenCreate)?;
         caller.require(Permission::TokenRead)?;
-        let p = self
-            .ports
-            .tokens
-            .get(caller.tenant_id, parent, self.ports.clock.now())
-            .await?
-            .ok_or(Error::NotFound)?;
-        let c =
-            Container::parse(&p.container).map_err(|_| Error::Internal("bad container".into()))?;
-        caller.require_on(&c, Permission::TokenRead)?;
+        self.authorize_stored(caller, parent, Permission::TokenRead)
+            .await?;
         let (child, _) = self.create_token(caller, raw).await?;
         match self
             .ports
