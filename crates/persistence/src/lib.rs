@@ -48,8 +48,11 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        // No ping before each acquire: it costs a worker round trip per query, and a broken
+        // connection surfaces as an error on the query itself anyway.
         let pool = SqlitePoolOptions::new()
             .max_connections(max_connections)
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(|e| ConnectError::Connect(e.to_string()))?;
@@ -57,6 +60,7 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnecti
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await
