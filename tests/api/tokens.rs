@@ -448,6 +448,18 @@ async fn fingerprints_and_deduplication() {
         let again = c.post("/tokens", &json!({"type": "social_security_number", "data": "123456789", "deduplicate_token": true})).await;
         assert_eq!(again.status(), 200, "digits only: the same SSN");
         assert_eq!(again.json::<Value>().await.unwrap()["id"], first["id"]);
+        // An update keeps per-token deduplication and the fingerprint; new data changes it.
+        let first_id = first["id"].as_str().unwrap();
+        let patched = c.patch(&format!("/tokens/{first_id}"), &json!({"metadata": {"k": "v"}})).await;
+        assert_eq!(patched.status(), 200);
+        assert_eq!(patched.json::<Value>().await.unwrap()["fingerprint"], first["fingerprint"]);
+        let third = c.post("/tokens", &json!({"type": "social_security_number", "data": "123456789", "deduplicate_token": true})).await;
+        assert_eq!(third.status(), 200);
+        assert_eq!(third.json::<Value>().await.unwrap()["id"], first["id"]);
+        let changed = c.patch(&format!("/tokens/{first_id}"), &json!({"data": "987-65-4321"})).await;
+        let changed: Value = changed.json().await.unwrap();
+        assert!(changed["fingerprint"].is_string());
+        assert_ne!(changed["fingerprint"], first["fingerprint"]);
         // Tenant settings.
         assert_eq!(app.put("/tenants/self", &json!({"name": "Default", "settings": {"fingerprint_tokens": "true"}})).await.status(), 200);
         let c2 = full(app).await;

@@ -441,18 +441,6 @@ impl Vault {
 
     // ---- read -----------------------------------------------------------------------------
 
-    async fn load(&self, caller: &Principal, id: &str) -> Result<Token, Error> {
-        let now = self.ports.clock.now();
-        let stored = self
-            .ports
-            .tokens
-            .get(caller.tenant_id, id, now)
-            .await?
-            .ok_or(Error::NotFound)?;
-        self.ensure_key(caller.tenant_id).await?;
-        self.decrypt_token(stored)
-    }
-
     /// The live token `id` if the caller may exercise `permission` on its container (404 when
     /// missing, 403 when not allowed); its data stays encrypted.
     async fn authorize_stored(
@@ -476,7 +464,12 @@ impl Vault {
     /// `GET /tokens/{id}`.
     pub async fn get_token(&self, caller: &Principal, id: &str) -> Result<TokenView, Error> {
         caller.require(Permission::TokenRead)?;
-        let token = self.load(caller, id).await?;
+        // Authorized on the stored row: nothing is decrypted for a caller who may not read it.
+        let stored = self
+            .authorize_stored(caller, id, Permission::TokenRead)
+            .await?;
+        self.ensure_key(caller.tenant_id).await?;
+        let token = self.decrypt_token(stored)?;
         let transform = caller.require_on(&token.container, Permission::TokenRead)?;
         self.record_active(caller.tenant_id, [token.id.as_str()]);
         let shown = self.show(&token, transform);
@@ -500,8 +493,8 @@ impl Vault {
         }
         errors.into_result(())?;
         if let Some(parent) = &filter.parent {
-            let parent = self.load(caller, parent).await?;
-            caller.require_on(&parent.container, Permission::TokenRead)?;
+            self.authorize_stored(caller, parent, Permission::TokenRead)
+                .await?;
         }
         filter.visibility = caller.visibility(Permission::TokenRead);
         let now = self.ports.clock.now();
@@ -540,8 +533,13 @@ impl Vault {
         patch: RawTokenPatch,
     ) -> Result<TokenView, Error> {
         caller.require(Permission::TokenUpdate)?;
-        let mut token = self.load(caller, id).await?;
-        caller.require_on(&token.container, Permission::TokenUpdate)?;
+        let stored = self
+            .authorize_stored(caller, id, Permission::TokenUpdate)
+            .await?;
+        // A token made with per-token deduplication keeps it across updates.
+        let dedup = caller.settings.deduplicate_tokens || stored.dedup_key.is_some();
+        self.ensure_key(caller.tenant_id).await?;
+        let mut token = self.decrypt_token(stored)?;
         let now = self.ports.clock.now();
         let mut errors = ValidationErrors::new();
         let mut data_changed = false;
@@ -641,11 +639,11 @@ impl Vault {
             caller.require_on(&dest, Permission::TokenUpdate)?;
             token.container = dest;
         }
-        let dedup = caller.settings.deduplicate_tokens;
-        if data_changed || expression_changed || dedup {
+        let fingerprinted = token.fingerprint.is_some() && !expression_changed;
+        if data_changed || expression_changed || (dedup && token.fingerprint.is_none()) {
             let expr = match (
                 &token.fingerprint_expression,
-                caller.settings.fingerprint_tokens || dedup,
+                caller.settings.fingerprint_tokens || dedup || fingerprinted,
             ) {
                 (Some(e), _) => Some(e.clone()),
                 (None, true) => Some(token.token_type.default_fingerprint().to_string()),
