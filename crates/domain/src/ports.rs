@@ -98,10 +98,9 @@ pub trait ApplicationRepository: Send + Sync {
 pub trait KeyService: Send + Sync {
     /// A fresh random key.
     fn generate(&self) -> ApiKey;
-    /// The digest stored in place of the key.
+    /// The digest stored in place of the key; keys are found by it in storage, so no key is
+    /// ever compared in process.
     fn hash(&self, key: &ApiKey) -> KeyHash;
-    /// Constant-time equality of two digests.
-    fn hashes_equal(&self, a: &KeyHash, b: &KeyHash) -> bool;
 }
 
 /// The time and identifiers of new resources.

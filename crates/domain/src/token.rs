@@ -194,12 +194,11 @@ impl RawNewToken {
             }
         };
         let expires_at = expires_raw.and_then(|s| {
-            let parsed = OffsetDateTime::parse(&s, &time::format_description::well_known::Rfc3339)
-                .map(|t| t.to_offset(time::UtcOffset::UTC));
-            if parsed.is_err() {
+            let parsed = parse_time(&s);
+            if parsed.is_none() {
                 errors.add("expires_at", "must be an RFC 3339 date");
             }
-            parsed.ok()
+            parsed
         });
         let raw = Self {
             token_type,
@@ -217,6 +216,13 @@ impl RawNewToken {
             _ => ValidationErrors::new(),
         })
     }
+}
+
+/// An RFC 3339 date in any offset, as UTC.
+pub fn parse_time(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(|t| t.to_offset(time::UtcOffset::UTC))
 }
 
 /// How the id of a new token is chosen.

@@ -44,13 +44,17 @@ fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
     }
 }
 
+fn metadata_json(t: &StoredToken) -> String {
+    serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())
+}
+
 fn to_active(t: &StoredToken) -> token::ActiveModel {
     token::ActiveModel {
         tenant_id: Set(t.tenant_id),
         id: Set(t.id.clone()),
         token_type: Set(t.token_type.clone()),
         container: Set(t.container.clone()),
-        metadata: Set(serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())),
+        metadata: Set(metadata_json(t)),
         data: Set(t.data.clone()),
         mask: Set(t.mask.clone()),
         fingerprint: Set(t.fingerprint.clone()),
@@ -222,10 +226,7 @@ impl TokenRepository for SeaOrmTokenRepository {
     async fn update(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
         let result = token::Entity::update_many()
             .col_expr(token::Column::Container, Expr::value(t.container.clone()))
-            .col_expr(
-                token::Column::Metadata,
-                Expr::value(serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())),
-            )
+            .col_expr(token::Column::Metadata, Expr::value(metadata_json(t)))
             .col_expr(token::Column::Data, Expr::value(t.data.clone()))
             .col_expr(token::Column::Mask, Expr::value(t.mask.clone()))
             .col_expr(

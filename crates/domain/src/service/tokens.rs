@@ -623,15 +623,11 @@ impl Vault {
         match patch.expires_at {
             None => {}
             Some(Value::Null) => token.expires_at = None,
-            Some(Value::String(s)) => {
-                match OffsetDateTime::parse(&s, &time::format_description::well_known::Rfc3339) {
-                    Ok(at) if at > now => {
-                        token.expires_at = Some(at.to_offset(time::UtcOffset::UTC));
-                    }
-                    Ok(_) => errors.add("expires_at", "must be in the future"),
-                    Err(_) => errors.add("expires_at", "must be an RFC 3339 date"),
-                }
-            }
+            Some(Value::String(s)) => match crate::token::parse_time(&s) {
+                Some(at) if at > now => token.expires_at = Some(at),
+                Some(_) => errors.add("expires_at", "must be in the future"),
+                None => errors.add("expires_at", "must be an RFC 3339 date"),
+            },
             Some(_) => errors.add("expires_at", "must be an RFC 3339 date or null"),
         }
         errors.into_result(())?;
