@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_tenants_and_applications;
 mod m20261123_000002_tokens;
+mod m20261124_000003_dedup_per_container;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -15,6 +16,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_tenants_and_applications::Migration),
             Box::new(m20261123_000002_tokens::Migration),
+            Box::new(m20261124_000003_dedup_per_container::Migration),
         ]
     }
 }

@@ -5,6 +5,7 @@
 
 mod applications;
 mod architecture;
+mod attacks;
 mod auth;
 mod errors;
 mod operating;

@@ -69,6 +69,9 @@ pub struct RawRule {
     pub permissions: Option<Vec<String>>,
 }
 
+/// The most rules one application may have (each is evaluated on every token access).
+pub const MAX_RULES: usize = 100;
+
 /// The longest rule description accepted.
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
 
@@ -81,6 +84,10 @@ pub fn parse_rules(
 ) -> Vec<AccessRule> {
     if ty == ApplicationType::Management && !raw.is_empty() {
         errors.add("rules", "management applications cannot have access rules");
+        return Vec::new();
+    }
+    if raw.len() > MAX_RULES {
+        errors.add("rules", "at most 100 rules");
         return Vec::new();
     }
     let mut rules = Vec::with_capacity(raw.len());

@@ -34,6 +34,21 @@ impl Principal {
                 .any(|r| r.permissions.contains(&permission))
     }
 
+    /// `Ok` when the caller may give an application these permissions: a management permission
+    /// only when the caller holds it itself (decisions §4, granting); token permissions and
+    /// rules are given by any holder of `application:create`/`application:update`. 403 otherwise.
+    pub fn may_grant(&self, permissions: &[Permission]) -> Result<(), Error> {
+        let management = permissions
+            .iter()
+            .filter(|p| p.allowed_for(ApplicationType::Management));
+        for p in management {
+            if !self.permissions.contains(p) {
+                return Err(Error::Forbidden);
+            }
+        }
+        Ok(())
+    }
+
     /// `Ok` when the caller holds `permission`, 403 otherwise.
     pub fn require(&self, permission: Permission) -> Result<(), Error> {
         if self.holds(permission) {

@@ -15,6 +15,7 @@ pub mod ports;
 pub mod service;
 pub mod tenant;
 pub mod token;
+pub mod token_patch;
 pub mod token_type;
 
 pub use error::{Error, RepoError, ValidationErrors};

@@ -24,27 +24,74 @@ fn lookup<'a>(data: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(data, |v, key| v.get(*key))
 }
 
+/// The most a whole mask may render to, over all its fields (1 MiB).
+pub const MAX_RENDERED: usize = 1 << 20;
+
 /// Evaluates a mask over `data`: a string mask renders to a string; an object mask keeps the
 /// JSON shape, renders each leaf, copies plain `{{ data.x }}` leaves with their JSON type, and
-/// drops every key it does not name. `None` when rendering fails (the caller shows no data).
+/// drops every key it does not name. `None` when rendering fails or the fields together pass
+/// [`MAX_RENDERED`] (the caller shows no data).
 pub fn render_mask(engine: &dyn Expressions, mask: &Value, data: &Value) -> Option<Value> {
+    let mut budget = MAX_RENDERED;
+    render_within(engine, mask, data, &mut budget).ok()?
+}
+
+/// Renders `mask` while `budget` lasts. `Err` once it is spent (the whole mask fails); `Ok(None)`
+/// when this leaf alone cannot be rendered (it is dropped).
+fn render_within(
+    engine: &dyn Expressions,
+    mask: &Value,
+    data: &Value,
+    budget: &mut usize,
+) -> Result<Option<Value>, ()> {
+    let mut spend = |n: usize| -> Result<(), ()> {
+        *budget = budget.checked_sub(n).ok_or(())?;
+        Ok(())
+    };
     match mask {
         Value::String(expr) => {
             if let Some(path) = plain_path(expr) {
-                return lookup(data, &path).cloned();
+                let Some(found) = lookup(data, &path) else {
+                    return Ok(None);
+                };
+                spend(json_len(found))?;
+                return Ok(Some(found.clone()));
             }
-            engine.render(expr, data).ok().map(Value::String)
+            match engine.render(expr, data) {
+                Ok(text) => {
+                    spend(text.len())?;
+                    Ok(Some(Value::String(text)))
+                }
+                Err(_) => Ok(None),
+            }
         }
         Value::Object(fields) => {
             let mut out = Map::new();
             for (key, leaf) in fields {
-                if let Some(v) = render_mask(engine, leaf, data) {
+                if let Some(v) = render_within(engine, leaf, data, budget)? {
                     out.insert(key.clone(), v);
                 }
             }
-            Some(Value::Object(out))
+            Ok(Some(Value::Object(out)))
         }
-        _ => None,
+        _ => Ok(None),
+    }
+}
+
+/// The length of a value as compact JSON, counted without building the text.
+fn json_len(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(b) => 4 + usize::from(!*b),
+        Value::Number(n) => n.to_string().len(),
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => items.iter().map(|i| json_len(i) + 1).sum::<usize>() + 1,
+        Value::Object(map) => {
+            map.iter()
+                .map(|(k, i)| k.len() + 4 + json_len(i))
+                .sum::<usize>()
+                + 1
+        }
     }
 }
 
@@ -87,5 +134,17 @@ mod tests {
         );
         assert_eq!(plain_path("{{ data | last4 }}"), None);
         assert_eq!(plain_path("{{ data }}"), Some(vec![]));
+    }
+
+    #[test]
+    fn a_mask_renders_at_most_one_mebibyte_in_all() {
+        let big = json!("x".repeat(400 * 1024));
+        let one = json!({"a": "{{ data }}", "b": "{{ data }}"});
+        assert!(render_mask(&Upper, &one, &big).is_some());
+        // Many plain leaves, each a copy of the data: refused once they pass 1 MiB together.
+        let many: Map<String, Value> = (0..40)
+            .map(|i| (format!("k{i}"), json!("{{ data }}")))
+            .collect();
+        assert_eq!(render_mask(&Upper, &Value::Object(many), &big), None);
     }
 }

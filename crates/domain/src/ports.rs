@@ -188,11 +188,13 @@ pub trait TokenRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Vec<StoredToken>, RepoError>;
 
-    /// The live token of this type with this fingerprint, oldest first.
+    /// The live token of this type in this container with this fingerprint, oldest first.
+    /// Deduplication never looks into another container (docs/decisions.md §6).
     async fn find_by_fingerprint(
         &self,
         tenant_id: Uuid,
         token_type: &str,
+        container: &str,
         fingerprint: &str,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError>;

@@ -102,6 +102,7 @@ impl Vault {
         caller.require(Permission::ApplicationCreate)?;
         let now = self.ports.clock.now();
         let new = NewApplication::parse(raw, now)?;
+        caller.may_grant(&new.permissions)?;
         let app = Application {
             id: self.ports.clock.new_id(),
             tenant_id: caller.tenant_id,
@@ -132,6 +133,9 @@ impl Vault {
         page: PageRequest,
     ) -> Result<Page<Application>, Error> {
         caller.require(Permission::ApplicationRead)?;
+        if ids.len() > tokens::MAX_ID_FILTERS {
+            return Err(Error::invalid("id", "at most 100 values"));
+        }
         Ok(self
             .ports
             .applications
@@ -165,6 +169,16 @@ impl Vault {
         caller.require(Permission::ApplicationUpdate)?;
         let mut app = self.find_application(caller, id).await?;
         let changes = ApplicationChanges::parse(raw, app.app_type)?;
+        caller.may_grant(&changes.permissions)?;
+        if app.id == caller.application_id
+            && changes
+                .permissions
+                .iter()
+                .any(|p| !app.permissions.contains(p))
+        {
+            // No application raises its own rights (docs/decisions.md §4).
+            return Err(Error::Forbidden);
+        }
         app.name = changes.name;
         app.permissions = changes.permissions;
         app.rules = changes.rules;

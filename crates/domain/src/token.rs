@@ -108,7 +108,7 @@ pub struct StoredToken {
 }
 
 /// `POST /tokens` (and each tokenize object) as a client sent it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RawNewToken {
     /// `type`.
     pub token_type: Option<String>,
@@ -237,7 +237,7 @@ pub enum IdSpec {
 }
 
 /// A validated create request (expressions not yet checked: that needs the engine).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NewToken {
     /// Type.
     pub token_type: TokenType,
@@ -311,6 +311,43 @@ pub fn check_literal_id(id: &str) -> Result<(), &'static str> {
         return Err("must not contain whitespace or any of # / \\ + ? [ ] | & = % < > { } ^");
     }
     Ok(())
+}
+
+/// The stand-in `Debug` prints for a value that may hold token data.
+fn redacted<T>(v: Option<&T>) -> Option<&'static str> {
+    v.map(|_| "<redacted>")
+}
+
+impl fmt::Debug for RawNewToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawNewToken")
+            .field("type", &self.token_type)
+            .field("data", &redacted(self.data.as_ref()))
+            .field("containers", &self.containers)
+            .field("mask", &redacted(self.mask.as_ref()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for NewToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NewToken")
+            .field("type", &self.token_type)
+            .field("data", &"<redacted>")
+            .field("container", &self.container)
+            .field("mask", &redacted(self.mask.as_ref()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for RawTokenPatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawTokenPatch")
+            .field("data", &redacted(self.data.as_ref()))
+            .field("containers", &self.containers)
+            .field("mask", &redacted(self.mask.as_ref()))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether a string is an expression rather than a literal.
@@ -431,7 +468,7 @@ pub fn mask_expressions<'a>(mask: &'a Value, field: &str, out: &mut Vec<(String,
 
 /// `PATCH /tokens/{id}` (merge-patch) as a client sent it. Each field is `None` when absent,
 /// `Some(Value::Null)` when explicitly null.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct RawTokenPatch {
     /// `data` (replaced).
     pub data: Option<Value>,
@@ -524,5 +561,15 @@ mod tests {
             expires_at: None,
         };
         assert!(!format!("{t:?}").contains("super-secret"));
+        let raw = raw("token", json!("super-secret"));
+        assert!(!format!("{raw:?}").contains("super-secret"));
+        let new = NewToken::parse(raw, now()).unwrap();
+        assert!(!format!("{new:?}").contains("super-secret"));
+        let patch = RawTokenPatch {
+            data: Some(json!("super-secret")),
+            mask: Some(json!("super-secret")),
+            ..RawTokenPatch::default()
+        };
+        assert!(!format!("{patch:?}").contains("super-secret"));
     }
 }

@@ -8,21 +8,84 @@ use liquid_core::{
 };
 use rand::RngExt;
 
-/// Registers every vault filter.
+use crate::capped::Capped;
+
+macro_rules! capped {
+    ($builder:expr, $($filter:expr),+ $(,)?) => {
+        $builder$(.filter(Capped::new($filter)))+
+    };
+}
+
+/// Registers Shopify's standard filters and the vault's, each wrapped in [`Capped`] (literal
+/// arguments, bounded output). No tags are registered: `{% … %}` does not parse.
 pub fn register(builder: ParserBuilder) -> ParserBuilder {
-    builder
-        .filter(RevealLast)
-        .filter(Reveal)
-        .filter(Last4)
-        .filter(PadLeft)
-        .filter(PadRight)
-        .filter(Stringify)
-        .filter(Json)
-        .filter(ToString)
-        .filter(ToNumber)
-        .filter(ToBoolean)
-        .filter(AliasPreserveFormat)
-        .filter(AliasPreserveLength)
+    use liquid_lib::stdlib;
+    let builder = capped!(
+        builder,
+        stdlib::Abs,
+        stdlib::Append,
+        stdlib::AtLeast,
+        stdlib::AtMost,
+        stdlib::Capitalize,
+        stdlib::Ceil,
+        stdlib::Compact,
+        stdlib::Concat,
+        stdlib::Date,
+        stdlib::Default,
+        stdlib::DividedBy,
+        stdlib::Downcase,
+        stdlib::Escape,
+        stdlib::EscapeOnce,
+        stdlib::First,
+        stdlib::Floor,
+        stdlib::Join,
+        stdlib::Last,
+        stdlib::Lstrip,
+        stdlib::Map,
+        stdlib::Minus,
+        stdlib::Modulo,
+        stdlib::NewlineToBr,
+        stdlib::Plus,
+        stdlib::Prepend,
+        stdlib::Remove,
+        stdlib::RemoveFirst,
+        stdlib::Replace,
+        stdlib::ReplaceFirst,
+        stdlib::Reverse,
+        stdlib::Round,
+        stdlib::Rstrip,
+        stdlib::Size,
+        stdlib::Slice,
+        stdlib::Sort,
+        stdlib::SortNatural,
+        stdlib::Split,
+        stdlib::Strip,
+        stdlib::StripHtml,
+        stdlib::StripNewlines,
+        stdlib::Times,
+        stdlib::Truncate,
+        stdlib::TruncateWords,
+        stdlib::Uniq,
+        stdlib::Upcase,
+        stdlib::UrlDecode,
+        stdlib::UrlEncode,
+        stdlib::Where,
+    );
+    capped!(
+        builder,
+        RevealLast,
+        Reveal,
+        Last4,
+        PadLeft,
+        PadRight,
+        Stringify,
+        Json,
+        ToString,
+        ToNumber,
+        ToBoolean,
+        AliasPreserveFormat,
+        AliasPreserveLength,
+    )
 }
 
 /// A Liquid value as canonical JSON (object keys sorted).
@@ -68,8 +131,10 @@ fn count(n: i64) -> usize {
     usize::try_from(n.max(0)).unwrap_or(0)
 }
 
+/// The mask character: one character (longer arguments are refused when parsing; see
+/// `capped`), `X` by default.
 fn mask_char(c: Option<&str>) -> String {
-    c.filter(|c| !c.is_empty()).unwrap_or("X").to_string()
+    c.and_then(|c| c.chars().next()).unwrap_or('X').to_string()
 }
 
 macro_rules! simple_filter {

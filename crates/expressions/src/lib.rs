@@ -2,7 +2,10 @@
 //! maintained, with the standard filters), plus the vault's own filters of decisions §6 and
 //! JSONPath (`json: '$.path'`) through `serde_json_path`.
 
+mod capped;
 mod filters;
+
+pub use capped::MAX_OUTPUT;
 
 use liquid::{Parser, ParserBuilder};
 use serde_json::Value;
@@ -23,7 +26,7 @@ impl std::fmt::Debug for LiquidExpressions {
 impl LiquidExpressions {
     /// Builds the parser with every filter registered.
     pub fn new() -> Self {
-        let parser = filters::register(ParserBuilder::with_stdlib())
+        let parser = filters::register(ParserBuilder::new())
             .build()
             .expect("the filter registry is valid");
         Self { parser }
@@ -63,7 +66,11 @@ impl Expressions for LiquidExpressions {
             "data".into(),
             liquid_core::model::to_value(data).map_err(|e| e.to_string())?,
         );
-        template.render(&globals).map_err(|e| e.to_string())
+        let mut out = capped::CappedWriter::default();
+        template
+            .render_to(&mut out, &globals)
+            .map_err(|e| e.to_string())?;
+        String::from_utf8(out.buffer).map_err(|e| e.to_string())
     }
 }
 
@@ -146,6 +153,58 @@ mod tests {
         );
         assert!(e.render("{% if true %}x{% endif %}", &json!(1)).is_err());
         assert!(e.check("{{ data | reveal_last: 4 }}").is_ok());
+    }
+
+    #[test]
+    fn arguments_must_be_literals_and_characters_one_character() {
+        let e = LiquidExpressions::new();
+        // The attacks of the review: a variable argument repeats the data inside a filter.
+        for expr in [
+            "{{ data | reveal_last: 0, data }}",
+            "{{ data | replace: '', data }}",
+            "{{ data | append: data }}",
+            "{{ data | join: data }}",
+            "{{ data | pad_left: 10, data }}",
+            "{{ data | reveal_last: 2, 'ab' }}",
+            "{{ data | reveal: 1, 1, '' }}",
+            "{{ data | pad_right: 5, '**' }}",
+        ] {
+            assert!(e.check(expr).is_err(), "{expr} must be refused");
+            assert!(e.render(expr, &json!("0123456789")).is_err(), "{expr}");
+        }
+        assert!(e.check("{{ data | reveal_last: 2, '*' }}").is_ok());
+        assert!(
+            e.check("{{ data.a | append: 'x' | replace: 'a', 'b' }}")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn output_is_capped_before_it_is_allocated() {
+        let e = LiquidExpressions::new();
+        let big = json!("a".repeat(600 * 1024));
+        // 600 KiB × a 4 KiB replacement between every character: ~2.5 TB if allowed.
+        let four_k = "y".repeat(4000);
+        let expr = format!("{{{{ data | replace: '', '{four_k}' }}}}");
+        assert!(e.check(&expr).is_ok());
+        assert!(e.render(&expr, &big).is_err());
+        assert!(e.render("{{ data | append: data }}", &big).is_err());
+        // Each output fits; together they pass 1 MiB.
+        assert!(e.render("{{ data }}{{ data }}", &big).is_err());
+        assert_eq!(e.render("{{ data }}", &big).unwrap().len(), 600 * 1024);
+        assert!(
+            e.render("{{ data | escape }}", &big).is_err(),
+            "6× growth bound"
+        );
+        let small = json!("x".repeat(1000));
+        assert_eq!(
+            e.render("{{ data | replace: 'x', 'yy' }}", &small)
+                .unwrap()
+                .len(),
+            2000
+        );
+        let lines = json!("\n".repeat(200_000));
+        assert!(e.render("{{ data | newline_to_br }}", &lines).is_err());
     }
 
     #[test]

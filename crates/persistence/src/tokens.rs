@@ -207,12 +207,14 @@ impl TokenRepository for SeaOrmTokenRepository {
         &self,
         tenant_id: Uuid,
         token_type: &str,
+        container: &str,
         fingerprint: &str,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
         token::Entity::find()
             .filter(token::Column::TenantId.eq(tenant_id))
             .filter(token::Column::TokenType.eq(token_type))
+            .filter(token::Column::Container.eq(container))
             .filter(token::Column::Fingerprint.eq(fingerprint))
             .filter(live(now))
             .order_by_asc(token::Column::CreatedAt)

@@ -196,19 +196,38 @@ async fn dedup_key_is_unique_per_tenant_and_fingerprints_are_found() {
             r.tokens.insert(&b).await.unwrap(),
             TokenWrite::DuplicateFingerprint
         );
+        // The same dedup key in another container is another token (docs/decisions.md §6).
+        let mut c = token(r.tenant, "c-1", "/other/", now());
+        c.fingerprint = Some("FP".into());
+        c.dedup_key = Some("FP".into());
+        assert_eq!(r.tokens.insert(&c).await.unwrap(), TokenWrite::Done);
         // Without a dedup key equal fingerprints coexist.
         b.dedup_key = None;
         assert_eq!(r.tokens.insert(&b).await.unwrap(), TokenWrite::Done);
         let found = r
             .tokens
-            .find_by_fingerprint(r.tenant, "token", "FP", now())
+            .find_by_fingerprint(r.tenant, "token", "/", "FP", now())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(found.id, "a-1", "oldest first");
+        let other = r
+            .tokens
+            .find_by_fingerprint(r.tenant, "token", "/other/", "FP", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(other.id, "c-1", "only its own container");
         assert!(
             r.tokens
-                .find_by_fingerprint(r.tenant, "card", "FP", now())
+                .find_by_fingerprint(r.tenant, "token", "/none/", "FP", now())
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            r.tokens
+                .find_by_fingerprint(r.tenant, "card", "/", "FP", now())
                 .await
                 .unwrap()
                 .is_none()

@@ -59,7 +59,7 @@ mock! {
         async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
         async fn get_many(&self, tenant_id: Uuid, ids: &[String], now: OffsetDateTime) -> Result<Vec<StoredToken>, RepoError>;
-        async fn find_by_fingerprint(&self, tenant_id: Uuid, token_type: &str, fingerprint: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn find_by_fingerprint(&self, tenant_id: Uuid, token_type: &str, container: &str, fingerprint: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
         async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
         async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
         async fn list(&self, tenant_id: Uuid, filter: &TokenFilter, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
@@ -560,7 +560,7 @@ mod tokens {
         let mut lookups = 0;
         tokens
             .expect_find_by_fingerprint()
-            .returning(move |_, _, _, _| {
+            .returning(move |_, _, _, _, _| {
                 lookups += 1;
                 // Nothing the first time (before the insert), the winner after the conflict.
                 Ok((lookups > 1).then(|| winner.clone()))

@@ -20,8 +20,9 @@ use crate::permission::Permission;
 use crate::ports::{TokenFilter, TokenWrite, TypeCount};
 use crate::token::{
     IdSpec, NewToken, RawNewToken, RawTokenPatch, StoredToken, Token, check_literal_id,
-    check_mask_shape, check_metadata, mask_expressions, parse_containers,
+    mask_expressions,
 };
+use crate::token_patch::TokenPatch;
 use crate::token_type::TokenType;
 
 /// At most this many tokens per detokenize request.
@@ -31,13 +32,23 @@ const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
 /// Attempts at a unique id from an alias expression.
 const ALIAS_ATTEMPTS: usize = 5;
 
-/// A token as a response shows it: `data` only when the caller's transform allows.
-#[derive(Clone, Debug)]
+/// A token as a response shows it: `data` only when the caller's transform allows. `Debug`
+/// prints neither the data nor what is shown of it.
+#[derive(Clone)]
 pub struct TokenView {
     /// The token (its `data` field is never shown directly).
     pub token: Token,
     /// What the response carries as `data`.
     pub shown: Option<Value>,
+}
+
+impl std::fmt::Debug for TokenView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenView")
+            .field("token", &self.token)
+            .field("shown", &self.shown.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 /// The result of tokenize: the request's shape with tokens in place of values.
@@ -77,6 +88,18 @@ fn month_of(t: OffsetDateTime) -> String {
 
 fn data_context(tenant_id: Uuid, id: &str, field: &str) -> Vec<u8> {
     format!("tokenvault:token:v1:{tenant_id}:{id}:{field}").into_bytes()
+}
+
+/// What a fingerprint hashes: the type, the expression's text and its output, each
+/// length-prefixed, so that no choice of expression or data yields another token's input (a
+/// hand-made expression never matches the type's default; no planted duplicates).
+fn fingerprint_input(token_type: TokenType, expr: &str, rendered: &str) -> Vec<u8> {
+    let mut input = b"tokenvault:fingerprint:v2".to_vec();
+    for part in [token_type.as_str(), expr, rendered] {
+        input.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        input.extend_from_slice(part.as_bytes());
+    }
+    input
 }
 
 fn to_json_bytes(v: &Value) -> Vec<u8> {
@@ -221,9 +244,7 @@ impl Vault {
         let rendered = self.ports.expressions.render(expr, data).map_err(|_| {
             Error::invalid("fingerprint_expression", "cannot be evaluated on this data")
         })?;
-        let mut input = token_type.as_str().as_bytes().to_vec();
-        input.push(0);
-        input.extend_from_slice(rendered.as_bytes());
+        let input = fingerprint_input(token_type, expr, &rendered);
         self.ports
             .cipher
             .fingerprint(tenant_id, &input)
@@ -425,7 +446,13 @@ impl Vault {
         let found = self
             .ports
             .tokens
-            .find_by_fingerprint(token.tenant_id, token.token_type.as_str(), fp, now)
+            .find_by_fingerprint(
+                token.tenant_id,
+                token.token_type.as_str(),
+                token.container.as_str(),
+                fp,
+                now,
+            )
             .await?;
         match found {
             Some(stored) => {
@@ -486,6 +513,7 @@ impl Vault {
     ) -> Result<Page<TokenView>, Error> {
         caller.require(Permission::TokenRead)?;
         let mut errors = ValidationErrors::new();
+        check_list_filters(&filter, &mut errors);
         for t in &filter.types {
             if TokenType::parse(t).is_none() {
                 errors.add("type", "is not a known token type");
@@ -525,7 +553,10 @@ impl Vault {
 
     // ---- update and delete ------------------------------------------------------------------
 
-    /// `PATCH /tokens/{id}` (merge-patch).
+    /// `PATCH /tokens/{id}` (merge-patch, docs/decisions.md §6). A change of `mask`,
+    /// `fingerprint_expression` or `containers` needs `token:read` resolving to `reveal`: each
+    /// decides what the token shows of its data, so only a caller who could already see the
+    /// value may change it.
     pub async fn update_token(
         &self,
         caller: &Principal,
@@ -538,108 +569,37 @@ impl Vault {
             .await?;
         // A token made with per-token deduplication keeps it across updates.
         let dedup = caller.settings.deduplicate_tokens || stored.dedup_key.is_some();
-        self.ensure_key(caller.tenant_id).await?;
-        let mut token = self.decrypt_token(stored)?;
+        let token_type = TokenType::parse(&stored.token_type)
+            .ok_or_else(|| Error::Internal("stored token has an invalid type".into()))?;
         let now = self.ports.clock.now();
+        let patch = TokenPatch::parse(patch, token_type, now).map_err(Error::Validation)?;
         let mut errors = ValidationErrors::new();
-        let mut data_changed = false;
-        match patch.data {
-            None => {}
-            Some(Value::Null) => errors.add("data", "must not be null"),
-            Some(data) => {
-                token.token_type.validate(&data, &mut errors);
-                token.data = data;
-                data_changed = true;
-            }
+        if let Some(Some(mask)) = &patch.mask {
+            self.check_mask(mask, &mut errors);
         }
-        match patch.metadata {
-            None => {}
-            Some(Value::Null) => token.metadata.clear(),
-            Some(Value::Object(changes)) => {
-                for (k, v) in changes {
-                    match v {
-                        Value::Null => {
-                            token.metadata.remove(&k);
-                        }
-                        Value::String(s) => {
-                            token.metadata.insert(k, s);
-                        }
-                        _ => errors.add(format!("metadata.{k}"), "must be a string or null"),
-                    }
-                }
-                check_metadata(&token.metadata, &mut errors);
-            }
-            Some(_) => errors.add("metadata", "must be an object"),
-        }
-        let mut moved_to = None;
-        match patch.containers {
-            None => {}
-            Some(Value::Array(items)) => {
-                let names: Option<Vec<String>> = items
-                    .iter()
-                    .map(|v| v.as_str().map(str::to_owned))
-                    .collect();
-                match names {
-                    Some(names) => {
-                        if let Some(c) = parse_containers(
-                            Some(&names),
-                            token.token_type.default_container(),
-                            &mut errors,
-                        ) && c != token.container
-                        {
-                            moved_to = Some(c);
-                        }
-                    }
-                    None => errors.add("containers", "must be an array of strings"),
-                }
-            }
-            Some(_) => errors.add("containers", "must be an array of strings"),
-        }
-        match patch.mask {
-            None => {}
-            Some(Value::Null) => token.mask = None,
-            Some(mask) => {
-                check_mask_shape(&mask, "mask", &mut errors);
-                if errors.is_empty() {
-                    self.check_mask(&mask, &mut errors);
-                }
-                token.mask = Some(mask);
-            }
-        }
-        let mut expression_changed = false;
-        match patch.fingerprint_expression {
-            None => {}
-            Some(Value::Null) => {
-                token.fingerprint_expression = None;
-                expression_changed = true;
-            }
-            Some(Value::String(expr)) => {
-                self.check_expression("fingerprint_expression", &expr, &mut errors);
-                token.fingerprint_expression = Some(expr);
-                expression_changed = true;
-            }
-            Some(_) => errors.add("fingerprint_expression", "must be a string or null"),
-        }
-        match patch.expires_at {
-            None => {}
-            Some(Value::Null) => token.expires_at = None,
-            Some(Value::String(s)) => match crate::token::parse_time(&s) {
-                Some(at) if at > now => token.expires_at = Some(at),
-                Some(_) => errors.add("expires_at", "must be in the future"),
-                None => errors.add("expires_at", "must be an RFC 3339 date"),
-            },
-            Some(_) => errors.add("expires_at", "must be an RFC 3339 date or null"),
+        if let Some(Some(expr)) = &patch.fingerprint_expression {
+            self.check_expression("fingerprint_expression", expr, &mut errors);
         }
         errors.into_result(())?;
-        if let Some(dest) = moved_to {
-            caller.require_on(&dest, Permission::TokenUpdate)?;
-            token.container = dest;
+        self.ensure_key(caller.tenant_id).await?;
+        let mut token = self.decrypt_token(stored)?;
+        let source = token.container.clone();
+        let had_fingerprint = token.fingerprint.is_some();
+        let changed = patch.apply(&mut token).map_err(Error::Validation)?;
+        if changed.touches_disclosure()
+            && caller.access(&source, Permission::TokenRead) != Some(Transform::Reveal)
+        {
+            return Err(Error::Forbidden);
         }
-        let fingerprinted = token.fingerprint.is_some() && !expression_changed;
-        if data_changed || expression_changed || (dedup && token.fingerprint.is_none()) {
+        let transform = caller.require_on(&token.container, Permission::TokenUpdate)?;
+        let refingerprint = changed.data
+            || changed.fingerprint_expression
+            || (dedup && token.fingerprint.is_none());
+        if refingerprint {
+            let keep = had_fingerprint && !changed.fingerprint_expression;
             let expr = match (
                 &token.fingerprint_expression,
-                caller.settings.fingerprint_tokens || dedup || fingerprinted,
+                caller.settings.fingerprint_tokens || dedup || keep,
             ) {
                 (Some(e), _) => Some(e.clone()),
                 (None, true) => Some(token.token_type.default_fingerprint().to_string()),
@@ -663,9 +623,8 @@ impl Vault {
             }
         }
         self.record_active(caller.tenant_id, [token.id.as_str()]);
-        let shown = caller
-            .access(&token.container, Permission::TokenRead)
-            .and_then(|t| self.show(&token, t));
+        // The response shows data under the transform that decided the update access.
+        let shown = self.show(&token, transform);
         Ok(TokenView { token, shown })
     }
 
@@ -751,6 +710,7 @@ impl Vault {
                 match NewToken::parse(raw, now) {
                     Ok(new) => {
                         caller.require_on(&new.container, Permission::TokenCreate)?;
+                        too_many(batch)?;
                         let (token, dedup) = self
                             .prepare(caller, new, now)
                             .map_err(|e| prefix_error(e, path))?;
@@ -801,6 +761,7 @@ impl Vault {
                 )
                 .map_err(Error::Validation)?;
                 caller.require_on(&new.container, Permission::TokenCreate)?;
+                too_many(batch)?;
                 let (token, dedup) = self.prepare(caller, new, now)?;
                 let id = token.id.clone();
                 batch.push((token, dedup));
@@ -842,11 +803,17 @@ impl Vault {
             }
             return Err(Error::Validation(errors));
         }
+        // Authorize every token before decrypting any.
+        let mut transforms = Vec::with_capacity(found.len());
+        for stored in &found {
+            let container = Container::parse(&stored.container)
+                .map_err(|_| Error::Internal("stored token has an invalid container".into()))?;
+            transforms.push(caller.require_on(&container, Permission::TokenRead)?);
+        }
         self.ensure_key(caller.tenant_id).await?;
         let mut values = BTreeMap::new();
-        for stored in found {
+        for (stored, transform) in found.into_iter().zip(transforms) {
             let token = self.decrypt_token(stored)?;
-            let transform = caller.require_on(&token.container, Permission::TokenRead)?;
             let shown = self.show(&token, transform).ok_or(Error::Forbidden)?;
             values.insert(token.id.clone(), shown);
         }
@@ -952,6 +919,39 @@ impl Vault {
             monthly_active_tokens,
         })
     }
+}
+
+/// At most this many `id` values in one list filter (docs/decisions.md §6).
+pub const MAX_ID_FILTERS: usize = 100;
+/// At most this many `type` values in one list filter.
+pub const MAX_TYPE_FILTERS: usize = 20;
+/// At most this many `metadata.<key>` filters in one list.
+pub const MAX_METADATA_FILTERS: usize = 20;
+/// At most this many tokens in one `POST /tokenize`.
+pub const MAX_TOKENIZE: usize = 1_000;
+
+/// Bounds every list filter before a query is built from it (each value is a bound parameter).
+fn check_list_filters(filter: &TokenFilter, errors: &mut ValidationErrors) {
+    if filter.ids.len() > MAX_ID_FILTERS {
+        errors.add("id", "at most 100 values");
+    }
+    if filter.types.len() > MAX_TYPE_FILTERS {
+        errors.add("type", "at most 20 values");
+    }
+    if filter.metadata.len() > MAX_METADATA_FILTERS {
+        errors.add("metadata", "at most 20 filters");
+    }
+}
+
+/// Refuses a tokenize request once it holds [`MAX_TOKENIZE`] tokens, before any more work.
+fn too_many(batch: &[(Token, bool)]) -> Result<(), Error> {
+    if batch.len() >= MAX_TOKENIZE {
+        return Err(Error::invalid(
+            "body",
+            "at most 1000 tokens can be created in one request",
+        ));
+    }
+    Ok(())
 }
 
 fn prefix_error(e: Error, path: &str) -> Error {
