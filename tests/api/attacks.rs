@@ -156,6 +156,8 @@ async fn token_update_cannot_change_what_a_token_discloses_without_reveal() {
             .await;
         assert_eq!(res.status(), 200);
         assert_eq!(attacker.read(id).await["data"], "4242");
+        // Responses carry the token's own expressions (never data).
+        assert_eq!(owner.read(id).await["mask"], "{{ data | last4 }}");
     })
     .await;
 }

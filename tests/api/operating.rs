@@ -75,3 +75,78 @@ async fn openapi_document_is_served() {
     })
     .await;
 }
+
+/// Runs the server with `config` and returns what `run` returned, stopping it at once if it
+/// did start.
+async fn run_once(config: tokenvault_server::Config) -> anyhow::Result<()> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tokenvault_server::run(config, listener, async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_server_without_the_tenants_master_key_refuses_to_start() {
+    for backend in backends() {
+        let mut app = TestApp::spawn(backend).await;
+        app.shutdown().await.unwrap();
+        // A lost development key: a fresh data directory makes a new one.
+        let key_file = app.config.data_dir.join("master.key");
+        let kept = std::fs::read(&key_file).unwrap();
+        std::fs::remove_file(&key_file).unwrap();
+        let refused = run_once(app.config.clone()).await;
+        let message = refused.expect_err("must refuse to start").to_string();
+        assert!(message.contains("master key"), "{message}");
+        assert!(!message.contains(&String::from_utf8_lossy(&kept).to_string()));
+        // With the right key back it serves again.
+        std::fs::write(&key_file, &kept).unwrap();
+        app.restart().await;
+        assert_eq!(app.get("/tenants/self").await.status(), 200);
+        app.stop().await;
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn files_the_server_creates_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    // The embedded default: no DATABASE_URL, a SQLite file in the data directory.
+    let mut app = TestApp::spawn_with(tokenvault_tests::DbBackend::Sqlite, |c| {
+        c.database_url = None;
+    })
+    .await;
+    let created: Value = app
+        .post(
+            "/applications",
+            &serde_json::json!({"name": "w", "type": "private", "permissions": ["token:read"]}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(created["key"].is_string());
+    let dir = app.config.data_dir.clone();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "data directory");
+    for name in [
+        "tokenvault.db",
+        "tokenvault.db-wal",
+        "tokenvault.db-shm",
+        "master.key",
+    ] {
+        let path = dir.join(name);
+        assert!(path.exists(), "{name} exists");
+        assert_eq!(mode(&path), 0o600, "{name}");
+    }
+    app.shutdown().await.unwrap();
+    // A database left world-readable (by an earlier version) is narrowed at start.
+    std::fs::set_permissions(
+        dir.join("tokenvault.db"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    app.restart().await;
+    assert_eq!(mode(&dir.join("tokenvault.db")), 0o600);
+    app.stop().await;
+}

@@ -357,6 +357,7 @@ impl Vault {
     }
 }
 
+mod keys;
 mod tokens;
 
 pub use tokens::{TokenView, Tokenized};

@@ -37,17 +37,81 @@ pub enum ConnectError {
     Migrate(String),
 }
 
+/// How a pool is opened.
+#[derive(Clone, Copy, Debug)]
+pub struct DbOptions {
+    /// Pool size.
+    pub max_connections: u32,
+    /// SQLite only: `synchronous=NORMAL` instead of `FULL` (faster; an acknowledged commit can
+    /// be lost on power loss).
+    pub sqlite_synchronous_normal: bool,
+}
+
+impl DbOptions {
+    /// `max_connections` connections, durable SQLite (`synchronous=FULL`).
+    pub fn new(max_connections: u32) -> Self {
+        Self {
+            max_connections,
+            sqlite_synchronous_normal: false,
+        }
+    }
+}
+
+/// Creates the SQLite file (owner-only, 0600) when missing and narrows an existing file and its
+/// `-wal`/`-shm` companions to 0600. SQLite gives the companions the database file's mode.
+fn restrict_sqlite_files(path: &std::path::Path) -> Result<(), ConnectError> {
+    let io = |e: std::io::Error| ConnectError::Connect(format!("{}: {e}", path.display()));
+    if path.as_os_str().is_empty() || path.to_str() == Some(":memory:") {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        if !path.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(path)
+                .map_err(io)?;
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let file = std::path::PathBuf::from(name);
+            if let Ok(meta) = std::fs::metadata(&file)
+                && meta.permissions().mode() & 0o077 != 0
+            {
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                    .map_err(io)?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = io;
+    Ok(())
+}
+
 /// Opens a pool on `url` (`sqlite://path?mode=rwc` or `postgres://…`). SQLite gets WAL,
-/// `synchronous=NORMAL`, foreign keys and a busy timeout; the file is created when missing.
-pub async fn connect(url: &str, max_connections: u32) -> Result<DatabaseConnection, ConnectError> {
+/// `synchronous=FULL` (unless `options` says `NORMAL`), foreign keys and a busy timeout; the
+/// file is created when missing, readable by the owner only.
+pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection, ConnectError> {
+    let max_connections = options.max_connections;
     if url.starts_with("sqlite:") {
+        let synchronous = if options.sqlite_synchronous_normal {
+            SqliteSynchronous::Normal
+        } else {
+            SqliteSynchronous::Full
+        };
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| ConnectError::Connect(e.to_string()))?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            .synchronous(synchronous)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
+        restrict_sqlite_files(options.get_filename())?;
         // No ping before each acquire: it costs a worker round trip per query, and a broken
         // connection surfaces as an error on the query itself anyway.
         let pool = SqlitePoolOptions::new()

@@ -93,7 +93,7 @@ impl TestDatabase {
                 )
             }
         };
-        let db = crate::connect(&url, 4)
+        let db = crate::connect(&url, crate::DbOptions::new(4))
             .await
             .expect("connect to the test database");
         crate::migrate(&db)

@@ -318,3 +318,31 @@ async fn migrations_go_down_and_up_again() {
         db.destroy().await;
     }
 }
+
+#[tokio::test]
+async fn sqlite_is_durable_unless_told_otherwise() {
+    use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
+    use tokenvault_persistence::{DbOptions, connect};
+    let dir = std::env::temp_dir().join(format!("tv-sync-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}/s.db?mode=rwc", dir.display());
+    // PRAGMA synchronous: 2 is FULL, 1 is NORMAL.
+    for (normal, expected) in [(false, 2), (true, 1)] {
+        let options = DbOptions {
+            max_connections: 1,
+            sqlite_synchronous_normal: normal,
+        };
+        let db = connect(&url, options).await.unwrap();
+        let rows = db
+            .query_all_raw(Statement::from_string(
+                DatabaseBackend::Sqlite,
+                "PRAGMA synchronous",
+            ))
+            .await
+            .unwrap();
+        let level: i32 = rows[0].try_get_by_index(0).unwrap();
+        assert_eq!(level, expected, "normal={normal}");
+        db.close().await.unwrap();
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -38,6 +38,9 @@ pub struct Config {
     pub workers: Option<usize>,
     /// Log filter when `RUST_LOG` is unset (`TOKENVAULT_LOG`).
     pub log: String,
+    /// SQLite durability (`TOKENVAULT_SQLITE_SYNCHRONOUS`): `full` (default: an acknowledged
+    /// write survives power loss) or `normal` (faster; the last commits may be lost then).
+    pub sqlite_synchronous: String,
 }
 
 #[derive(Serialize)]
@@ -49,6 +52,7 @@ struct Defaults {
     db_max_connections: u32,
     log: &'static str,
     included_monthly_active_tokens: u64,
+    sqlite_synchronous: &'static str,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -59,6 +63,7 @@ const DEFAULTS: Defaults = Defaults {
     db_max_connections: 8,
     log: "info",
     included_monthly_active_tokens: 1000,
+    sqlite_synchronous: "full",
 };
 
 impl Config {
@@ -96,6 +101,16 @@ impl Config {
             db_max_connections: 4,
             workers: Some(1),
             log: DEFAULTS.log.into(),
+            sqlite_synchronous: DEFAULTS.sqlite_synchronous.into(),
+        }
+    }
+
+    /// Whether SQLite runs with `synchronous=NORMAL` (`TOKENVAULT_SQLITE_SYNCHRONOUS=normal`).
+    pub fn sqlite_synchronous_normal(&self) -> anyhow::Result<bool> {
+        match self.sqlite_synchronous.to_ascii_lowercase().as_str() {
+            "full" => Ok(false),
+            "normal" => Ok(true),
+            _ => anyhow::bail!("TOKENVAULT_SQLITE_SYNCHRONOUS must be `full` or `normal`"),
         }
     }
 

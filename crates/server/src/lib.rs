@@ -49,13 +49,14 @@ pub fn current_master_key(config: &Config) -> anyhow::Result<MasterKey> {
         return MasterKey::from_base64(key.expose_secret()).map_err(anyhow::Error::msg);
     }
     if let Some(path) = &config.master_key_file {
+        warn_if_readable_by_others(path);
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the master key file {}", path.display()))?;
         return MasterKey::from_base64(&text).map_err(anyhow::Error::msg);
     }
     let path = config.data_dir.join("master.key");
     if !path.exists() {
-        std::fs::create_dir_all(&config.data_dir)?;
+        create_private_dir(&config.data_dir)?;
         let key = MasterKey::generate_base64();
         write_private(&path, key.as_bytes())?;
         tracing::warn!(
@@ -65,6 +66,35 @@ pub fn current_master_key(config: &Config) -> anyhow::Result<MasterKey> {
     }
     let text = std::fs::read_to_string(&path)?;
     MasterKey::from_base64(&text).map_err(anyhow::Error::msg)
+}
+
+/// Creates the data directory owner-only (0700). An existing directory is left as it is.
+fn create_private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("cannot create the data directory {}", dir.display()))
+}
+
+/// Warns when a master key file may be read by users other than its owner.
+fn warn_if_readable_by_others(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                path = %path.display(),
+                "the master key file is readable by other users; make it 0600"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
@@ -100,14 +130,13 @@ pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
 async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Result<Vault> {
     let url = config.effective_database_url();
     if config.database_url.as_deref().is_none_or(str::is_empty) {
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!(
-                "cannot create the data directory {}",
-                config.data_dir.display()
-            )
-        })?;
+        create_private_dir(&config.data_dir)?;
     }
-    let db = tokenvault_persistence::connect(&url, config.db_max_connections).await?;
+    let options = tokenvault_persistence::DbOptions {
+        max_connections: config.db_max_connections,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+    };
+    let db = tokenvault_persistence::connect(&url, options).await?;
     tokenvault_persistence::migrate(&db).await?;
     Ok(Vault::new(Ports {
         tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
@@ -130,6 +159,25 @@ fn bootstrap_key(config: &Config) -> anyhow::Result<Option<ApiKey>> {
                 .context("TOKENVAULT_BOOTSTRAP_KEY must be `key_` followed by 32 letters or digits")
         })
         .transpose()
+}
+
+/// Refuses to start when a tenant's data key is wrapped under a master key this server was not
+/// given (a wrong `TOKENVAULT_MASTER_KEY`, a lost development key, a rotation that left a
+/// tenant behind): better a clear message now than a 500 on every token request later.
+async fn refuse_foreign_master_keys(vault: &Vault) -> anyhow::Result<()> {
+    let foreign = vault
+        .tenants_without_master_key()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot check the tenant keys: {e}"))?;
+    if let Some(first) = foreign.first() {
+        anyhow::bail!(
+            "{} tenant key(s) (first: tenant {first}) are wrapped under a master key this server \
+             was not given; start it with the right TOKENVAULT_MASTER_KEY or \
+             TOKENVAULT_MASTER_KEY_FILE (and TOKENVAULT_PREVIOUS_MASTER_KEYS during a rotation)",
+            foreign.len()
+        );
+    }
+    Ok(())
 }
 
 /// First start: tenant "Default" with a management application; its key is printed once
@@ -202,6 +250,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let vault = open_vault(&config).await?;
+    refuse_foreign_master_keys(&vault).await?;
     bootstrap(&vault, &config).await?;
     let settings = HttpSettings {
         body_limit: config.body_limit,

@@ -585,6 +585,35 @@ mod tokens {
     }
 
     #[tokio::test]
+    async fn an_expired_duplicate_in_the_index_is_purged_not_a_conflict() {
+        let mut tokens = MockTokens::new();
+        tokens
+            .expect_find_by_fingerprint()
+            .returning(|_, _, _, _, _| Ok(None));
+        let mut inserts = 0;
+        tokens.expect_insert().times(2).returning(move |_| {
+            inserts += 1;
+            Ok(if inserts == 1 {
+                TokenWrite::DuplicateFingerprint
+            } else {
+                TokenWrite::Done
+            })
+        });
+        tokens.expect_delete_expired().times(1).returning(|_| Ok(1));
+        let vault = token_vault(tokens);
+        let settings = TenantSettings {
+            fingerprint_tokens: false,
+            deduplicate_tokens: true,
+        };
+        let who = caller(&[Permission::TokenCreate], vec![], settings);
+        let (_, created) = vault
+            .create_token(&who, raw("card_number", json!("4242424242424242")))
+            .await
+            .unwrap();
+        assert!(created);
+    }
+
+    #[tokio::test]
     async fn reads_apply_the_deciding_rule() {
         let mut tokens = MockTokens::new();
         tokens

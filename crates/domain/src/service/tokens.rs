@@ -409,6 +409,7 @@ impl Vault {
             return Ok((existing, false));
         }
         let mut attempts = 0;
+        let mut purged = false;
         loop {
             let stored = self.encrypt_token(&token, dedup)?;
             match self.ports.tokens.insert(&stored).await? {
@@ -420,10 +421,16 @@ impl Vault {
                 TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
                 TokenWrite::DuplicateFingerprint => {
                     // Lost a race with an identical create: return the winner.
-                    return match self.existing_duplicate(&token, now).await? {
-                        Some(existing) => Ok((existing, false)),
-                        None => Err(Error::Conflict("duplicate token".into())),
-                    };
+                    if let Some(existing) = self.existing_duplicate(&token, now).await? {
+                        return Ok((existing, false));
+                    }
+                    // The index still holds an expired token the sweep has not deleted yet:
+                    // expired tokens are gone at once, so delete them now and try again.
+                    if purged {
+                        return Err(Error::Conflict("duplicate token".into()));
+                    }
+                    self.ports.tokens.delete_expired(now).await?;
+                    purged = true;
                 }
                 TokenWrite::Missing => {
                     return Err(Error::Internal("insert reported a missing row".into()));
@@ -1030,31 +1037,6 @@ fn substitute(v: Value, values: &BTreeMap<String, Value>) -> Value {
                 .collect(),
         ),
         other => other,
-    }
-}
-
-impl Vault {
-    /// `tokenvault keys rotate-master`: re-wraps every tenant key under the cipher's current
-    /// master key. Tenants already current are skipped; returns how many were re-wrapped.
-    /// Safe while servers run: they keep their unwrapped keys, and a concurrent change of the
-    /// same tenant key is detected (compare-and-set) and left to the next run.
-    pub async fn rotate_master_key(&self) -> Result<u64, Error> {
-        let mut rewrapped = 0;
-        for (tenant_id, wrapped) in self.ports.tenants.data_keys().await? {
-            let fresh = self.ports.cipher.rewrap(tenant_id, &wrapped).map_err(|e| {
-                Error::Internal(format!("cannot re-wrap the key of tenant {tenant_id}: {e}"))
-            })?;
-            if let Some(fresh) = fresh
-                && self
-                    .ports
-                    .tenants
-                    .replace_data_key(tenant_id, &wrapped, &fresh)
-                    .await?
-            {
-                rewrapped += 1;
-            }
-        }
-        Ok(rewrapped)
     }
 }
 

@@ -19,8 +19,9 @@ use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;
 
-/// A token. `data` is present only where the caller's transform shows it.
-#[derive(Debug, Serialize, ToSchema)]
+/// A token. `data` is present only where the caller's transform shows it. (No `Debug`: it
+/// may hold data.)
+#[derive(Serialize, ToSchema)]
 pub struct TokenResponse {
     /// Identifier.
     pub id: String,
@@ -43,6 +44,10 @@ pub struct TokenResponse {
     /// Its own fingerprint expression.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fingerprint_expression: Option<String>,
+    /// Its own mask: an expression, or an object of them (never data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub mask: Option<Value>,
     /// Creating application.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created_by: Option<uuid::Uuid>,
@@ -71,6 +76,7 @@ impl From<TokenView> for TokenResponse {
             metadata: t.metadata,
             fingerprint: t.fingerprint,
             fingerprint_expression: t.fingerprint_expression,
+            mask: t.mask,
             created_by: t.created_by,
             created_at: format_time(t.created_at),
             modified_by: t.modified_by,
