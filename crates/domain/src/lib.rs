@@ -13,6 +13,7 @@ pub mod page;
 pub mod permission;
 pub mod ports;
 pub mod service;
+pub mod template;
 pub mod tenant;
 pub mod token;
 pub mod token_patch;

@@ -22,6 +22,8 @@ use tokenvault_migrations::{Migrator, MigratorTrait};
 pub use applications::SeaOrmApplicationRepository;
 pub use tenants::SeaOrmTenantRepository;
 pub use tokens::SeaOrmTokenRepository;
+#[cfg(feature = "test-support")]
+pub use tokens::explain_children_page;
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]

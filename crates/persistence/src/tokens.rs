@@ -4,10 +4,14 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr, OnConflict, Query};
+use sea_orm::sea_query::{
+    Alias, Asterisk, DynIden, Expr, ExprTrait, Func, IntoIden, JoinType, LikeExpr, OnConflict,
+    Order, Query, SelectStatement,
+};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseBackend, DatabaseConnection, DbErr,
-    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection,
+    DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -134,6 +138,155 @@ fn metadata_equals(
             ),
             value,
         )
+    }
+}
+
+/// Every filter of a list as one condition on `tokens` (columns qualified by table name), or
+/// `None` when the caller may read no container at all.
+fn filter_condition(
+    backend: DatabaseBackend,
+    tenant_id: Uuid,
+    filter: &TokenFilter,
+    now: OffsetDateTime,
+) -> Option<Condition> {
+    let mut condition = Condition::all()
+        .add(token::Column::TenantId.eq(tenant_id))
+        .add(live(now));
+    match &filter.visibility {
+        Visibility::All => {}
+        Visibility::Prefixes(prefixes) if prefixes.is_empty() => return None,
+        Visibility::Prefixes(prefixes) => {
+            let mut any = Condition::any();
+            for p in prefixes {
+                any = any.add(
+                    Expr::col((token::Entity, token::Column::Container))
+                        .like(LikeExpr::new(escape_like(p)).escape('\\')),
+                );
+            }
+            condition = condition.add(any);
+        }
+    }
+    if !filter.ids.is_empty() {
+        condition = condition.add(token::Column::Id.is_in(filter.ids.iter().cloned()));
+    }
+    if !filter.types.is_empty() {
+        condition = condition.add(token::Column::TokenType.is_in(filter.types.iter().cloned()));
+    }
+    for (k, v) in &filter.metadata {
+        condition = condition.add(metadata_equals(backend, k, v));
+    }
+    Some(condition)
+}
+
+/// The children of `parent` that satisfy `condition`, as a query that starts from the
+/// association rows (the primary key `(tenant_id, parent_id, child_id)`) and looks each child
+/// up by its primary key: a page of children costs the same however many tokens the tenant
+/// holds. Planners would rather walk the tenant's tokens in page order and probe the
+/// associations for each, so the order is forced: SQLite keeps the left table of a
+/// `CROSS JOIN` outside; PostgreSQL cannot reorder a `LATERAL` subquery kept from being
+/// flattened by `OFFSET 0`. Returns the statement without order or limit, and the name to
+/// qualify the token columns with.
+pub(crate) fn children_query(
+    backend: DatabaseBackend,
+    tenant_id: Uuid,
+    parent: &str,
+    condition: Condition,
+) -> (SelectStatement, DynIden) {
+    let parent_matches = Condition::all()
+        .add(Expr::col((association::Entity, association::Column::TenantId)).eq(tenant_id))
+        .add(Expr::col((association::Entity, association::Column::ParentId)).eq(parent));
+    let joins = Condition::all()
+        .add(
+            Expr::col((token::Entity, token::Column::TenantId))
+                .equals((association::Entity, association::Column::TenantId)),
+        )
+        .add(
+            Expr::col((token::Entity, token::Column::Id))
+                .equals((association::Entity, association::Column::ChildId)),
+        );
+    if backend == DatabaseBackend::Postgres {
+        let alias: DynIden = Alias::new("t").into_iden();
+        let child = Query::select()
+            .column((token::Entity, Asterisk))
+            .from(token::Entity)
+            .cond_where(joins.add(condition))
+            .offset(0)
+            .to_owned();
+        let query = Query::select()
+            .column((alias.clone(), Asterisk))
+            .from(association::Entity)
+            .join_lateral(
+                JoinType::InnerJoin,
+                child,
+                alias.clone(),
+                Expr::cust("TRUE"),
+            )
+            .cond_where(parent_matches)
+            .to_owned();
+        (query, alias)
+    } else {
+        let query = Query::select()
+            .column((token::Entity, Asterisk))
+            .from(association::Entity)
+            .cross_join(token::Entity)
+            .cond_where(parent_matches.add(joins).add(condition))
+            .to_owned();
+        (query, token::Entity.into_iden())
+    }
+}
+
+/// One page of `query`, newest first by `(created_at, id)` of the token columns of `table`.
+fn newest_first(
+    mut query: SelectStatement,
+    table: DynIden,
+    limit: u64,
+    offset: u64,
+) -> SelectStatement {
+    query
+        .order_by((table.clone(), token::Column::CreatedAt), Order::Desc)
+        .order_by((table, token::Column::Id), Order::Desc)
+        .limit(limit)
+        .offset(offset);
+    query
+}
+
+impl SeaOrmTokenRepository {
+    async fn list_children(
+        &self,
+        tenant_id: Uuid,
+        parent: &str,
+        condition: Condition,
+        page: PageRequest,
+    ) -> Result<Page<StoredToken>, RepoError> {
+        let backend = self.db.get_database_backend();
+        let (query, table) = children_query(backend, tenant_id, parent, condition);
+        let count = Query::select()
+            .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
+            .from_subquery(query.clone(), Alias::new("children"))
+            .to_owned();
+        let total: i64 = self
+            .db
+            .query_one_raw(backend.build(&count))
+            .await
+            .map_err(repo_err)?
+            .map(|row| row.try_get("", "n"))
+            .transpose()
+            .map_err(repo_err)?
+            .unwrap_or(0);
+        let items = newest_first(query, table, page.size, page.offset());
+        let items = token::Entity::find()
+            .from_raw_sql(backend.build(&items))
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total_items: u64::try_from(total).unwrap_or(0),
+            request: page,
+        })
     }
 }
 
@@ -271,51 +424,18 @@ impl TokenRepository for SeaOrmTokenRepository {
         page: PageRequest,
         now: OffsetDateTime,
     ) -> Result<Page<StoredToken>, RepoError> {
-        let mut query = token::Entity::find()
-            .filter(token::Column::TenantId.eq(tenant_id))
-            .filter(live(now));
-        match &filter.visibility {
-            Visibility::All => {}
-            Visibility::Prefixes(prefixes) if prefixes.is_empty() => {
-                return Ok(Page {
-                    items: Vec::new(),
-                    total_items: 0,
-                    request: page,
-                });
-            }
-            Visibility::Prefixes(prefixes) => {
-                let mut any = Condition::any();
-                for p in prefixes {
-                    any = any.add(
-                        Expr::col(token::Column::Container)
-                            .like(LikeExpr::new(escape_like(p)).escape('\\')),
-                    );
-                }
-                query = query.filter(any);
-            }
-        }
-        if !filter.ids.is_empty() {
-            query = query.filter(token::Column::Id.is_in(filter.ids.iter().cloned()));
-        }
-        if !filter.types.is_empty() {
-            query = query.filter(token::Column::TokenType.is_in(filter.types.iter().cloned()));
-        }
         let backend = self.db.get_database_backend();
-        for (k, v) in &filter.metadata {
-            query = query.filter(metadata_equals(backend, k, v));
-        }
+        let Some(condition) = filter_condition(backend, tenant_id, filter, now) else {
+            return Ok(Page {
+                items: Vec::new(),
+                total_items: 0,
+                request: page,
+            });
+        };
         if let Some(parent) = &filter.parent {
-            query = query.filter(
-                token::Column::Id.in_subquery(
-                    Query::select()
-                        .column(association::Column::ChildId)
-                        .from(association::Entity)
-                        .and_where(association::Column::TenantId.eq(tenant_id))
-                        .and_where(association::Column::ParentId.eq(parent.clone()))
-                        .to_owned(),
-                ),
-            );
+            return self.list_children(tenant_id, parent, condition, page).await;
         }
+        let query = token::Entity::find().filter(condition);
         let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
         let items = query
             .order_by_desc(token::Column::CreatedAt)
@@ -446,5 +566,59 @@ impl TokenRepository for SeaOrmTokenRepository {
             .count(&self.db)
             .await
             .map_err(repo_err)
+    }
+}
+
+/// The plan the database chooses for a page of `parent`'s children, one line per plan step:
+/// SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (with sequential scans
+/// disabled, so that small test tables show the plan large ones get). For tests that assert
+/// the query starts from the association index.
+#[cfg(feature = "test-support")]
+pub async fn explain_children_page(
+    db: &DatabaseConnection,
+    tenant_id: Uuid,
+    parent: &str,
+    now: OffsetDateTime,
+) -> Result<Vec<String>, DbErr> {
+    use sea_orm::Statement;
+    let backend = db.get_database_backend();
+    let filter = TokenFilter {
+        ids: Vec::new(),
+        types: Vec::new(),
+        metadata: Vec::new(),
+        visibility: Visibility::Prefixes(vec!["/pci/".into()]),
+        parent: Some(parent.to_string()),
+    };
+    let condition =
+        filter_condition(backend, tenant_id, &filter, now).unwrap_or_else(Condition::all);
+    let (query, table) = children_query(backend, tenant_id, parent, condition);
+    let page = newest_first(query, table, 20, 0);
+    let built = backend.build(&page);
+    if backend == DatabaseBackend::Postgres {
+        let txn = db.begin().await?;
+        txn.execute_unprepared("ANALYZE tokens; ANALYZE token_associations")
+            .await?;
+        txn.execute_unprepared("SET LOCAL enable_seqscan = off")
+            .await?;
+        let rows = txn
+            .query_all_raw(Statement {
+                sql: format!("EXPLAIN {}", built.sql),
+                ..built
+            })
+            .await?;
+        txn.rollback().await?;
+        rows.iter()
+            .map(|r| r.try_get::<String>("", "QUERY PLAN"))
+            .collect()
+    } else {
+        let rows = db
+            .query_all_raw(Statement {
+                sql: format!("EXPLAIN QUERY PLAN {}", built.sql),
+                ..built
+            })
+            .await?;
+        rows.iter()
+            .map(|r| r.try_get::<String>("", "detail"))
+            .collect()
     }
 }

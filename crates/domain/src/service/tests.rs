@@ -613,6 +613,58 @@ mod tokens {
         assert!(created);
     }
 
+    /// A report must see every activity recorded before it started, even while the background
+    /// flush has drained the buffer and is still writing (docs/decisions.md §10). The write is
+    /// made slow by holding the fake repository until the test lets it go; no timing involved.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_report_waits_for_the_flush_in_flight() {
+        use futures_util::FutureExt as _;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let written = Arc::new(AtomicU64::new(0));
+        let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let entered_tx = std::sync::Mutex::new(Some(entered_tx));
+        let go_rx = std::sync::Mutex::new(go_rx);
+        let mut tokens = MockTokens::new();
+        tokens
+            .expect_get()
+            .returning(|_, id, _| Ok(Some(stored(id, "/pci/high/", &json!("4242424242424242")))));
+        let w = written.clone();
+        tokens.expect_record_activity().returning(move |entries| {
+            if let Some(tx) = entered_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            go_rx.lock().unwrap().recv().unwrap();
+            w.fetch_add(entries.len() as u64, Ordering::SeqCst);
+            Ok(())
+        });
+        let w = written.clone();
+        tokens
+            .expect_count_active()
+            .returning(move |_, _| Ok(w.load(Ordering::SeqCst)));
+        tokens.expect_count_by_type().returning(|_, _| Ok(vec![]));
+        let vault = token_vault(tokens);
+        let who = caller(
+            &[Permission::TokenRead, Permission::ReportRead],
+            vec![],
+            TenantSettings::default(),
+        );
+        vault.get_token(&who, "t-1").await.unwrap();
+        let background = tokio::spawn({
+            let vault = vault.clone();
+            async move { vault.flush_activity().await }
+        });
+        entered_rx.await.unwrap(); // the background flush has drained the buffer and is writing
+        let mut report = Box::pin(vault.usage_report(&who));
+        assert!(
+            (&mut report).now_or_never().is_none(),
+            "the report waits for the flush in flight"
+        );
+        go_tx.send(()).unwrap();
+        assert_eq!(background.await.unwrap().unwrap(), 1);
+        assert_eq!(report.await.unwrap().monthly_active_tokens, 1);
+    }
+
     #[tokio::test]
     async fn reads_apply_the_deciding_rule() {
         let mut tokens = MockTokens::new();

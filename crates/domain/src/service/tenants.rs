@@ -1,0 +1,122 @@
+//! Tenant use cases (the caller's own tenant) and provisioning (bootstrap, CLI).
+
+use uuid::Uuid;
+
+use super::{ProvisionedTenant, Vault};
+use crate::application::{ApiKey, Application};
+use crate::auth::Principal;
+use crate::error::Error;
+use crate::permission::{ApplicationType, Permission};
+use crate::tenant::{RawTenantUpdate, Tenant, TenantChanges, TenantSettings};
+
+impl Vault {
+    /// `GET /tenants/self`.
+    pub async fn get_tenant(&self, caller: &Principal) -> Result<Tenant, Error> {
+        caller.require(Permission::TenantRead)?;
+        self.own_tenant(caller).await
+    }
+
+    /// `PUT /tenants/self`.
+    pub async fn update_tenant(
+        &self,
+        caller: &Principal,
+        raw: RawTenantUpdate,
+    ) -> Result<Tenant, Error> {
+        caller.require(Permission::TenantUpdate)?;
+        let changes = TenantChanges::parse(raw)?;
+        let mut tenant = self.own_tenant(caller).await?;
+        changes.apply(&mut tenant);
+        tenant.modified_by = Some(caller.application_id);
+        tenant.modified_at = Some(self.ports.clock.now());
+        if !self.ports.tenants.update(&tenant).await? {
+            return Err(Error::NotFound);
+        }
+        Ok(tenant)
+    }
+
+    /// `DELETE /tenants/self`: the tenant and everything it owns; its keys stop working.
+    pub async fn delete_tenant(&self, caller: &Principal) -> Result<(), Error> {
+        caller.require(Permission::TenantDelete)?;
+        if self.ports.tenants.delete(caller.tenant_id).await? {
+            self.ports.cipher.forget_tenant_key(caller.tenant_id);
+            tracing::info!(tenant_id = %caller.tenant_id, "tenant deleted");
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    async fn own_tenant(&self, caller: &Principal) -> Result<Tenant, Error> {
+        self.ports
+            .tenants
+            .get(caller.tenant_id)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// Creates a tenant with a management application holding every management permission.
+    /// `key` fixes that application's key (bootstrap); otherwise one is generated.
+    pub async fn provision_tenant(
+        &self,
+        name: &str,
+        owner_id: Option<Uuid>,
+        key: Option<ApiKey>,
+    ) -> Result<ProvisionedTenant, Error> {
+        let mut errors = crate::ValidationErrors::new();
+        let name = crate::application::parse_name(Some(name.to_string()), &mut errors);
+        let name = errors.into_result(name)?.unwrap_or_default();
+        let now = self.ports.clock.now();
+        let tenant = Tenant {
+            id: self.ports.clock.new_id(),
+            owner_id: owner_id.unwrap_or_else(|| self.ports.clock.new_id()),
+            name,
+            settings: TenantSettings::default(),
+            created_by: None,
+            created_at: now,
+            modified_by: None,
+            modified_at: None,
+        };
+        let application = Application {
+            id: self.ports.clock.new_id(),
+            tenant_id: tenant.id,
+            name: format!(
+                "{} management",
+                tenant.name.chars().take(180).collect::<String>()
+            ),
+            app_type: ApplicationType::Management,
+            permissions: Permission::management(),
+            rules: Vec::new(),
+            created_by: None,
+            created_at: now,
+            modified_by: None,
+            modified_at: None,
+            expires_at: None,
+        };
+        let key = key.unwrap_or_else(|| self.ports.keys.generate());
+        let data_key = self.ports.cipher.new_tenant_key(tenant.id);
+        self.ports
+            .tenants
+            .create_with_application(
+                &tenant,
+                &data_key,
+                &application,
+                &self.ports.keys.hash(&key),
+            )
+            .await?;
+        tracing::info!(tenant_id = %tenant.id, "tenant provisioned");
+        Ok(ProvisionedTenant {
+            tenant,
+            application,
+            key,
+        })
+    }
+
+    /// First start: with no tenant at all, creates tenant "Default" and its management
+    /// application. Returns `None` when the database already had a tenant.
+    pub async fn bootstrap(&self, key: Option<ApiKey>) -> Result<Option<ProvisionedTenant>, Error> {
+        if self.ports.tenants.any().await? {
+            return Ok(None);
+        }
+        self.provision_tenant("Default", None, key).await.map(Some)
+    }
+}

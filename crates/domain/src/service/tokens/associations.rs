@@ -1,0 +1,83 @@
+//! Parent/child associations and child tokens.
+
+use super::TokenView;
+use crate::auth::Principal;
+use crate::error::Error;
+use crate::permission::Permission;
+use crate::ports::TokenWrite;
+use crate::service::Vault;
+use crate::token::RawNewToken;
+
+impl Vault {
+    /// `POST /tokens/{parent}/children/{child}`: `token:read` on both.
+    pub async fn associate(
+        &self,
+        caller: &Principal,
+        parent: &str,
+        child: &str,
+    ) -> Result<(), Error> {
+        caller.require(Permission::TokenRead)?;
+        for id in [parent, child] {
+            self.authorize_stored(caller, id, Permission::TokenRead)
+                .await?;
+        }
+        match self
+            .ports
+            .tokens
+            .associate(caller.tenant_id, parent, child)
+            .await?
+        {
+            TokenWrite::Done => Ok(()),
+            TokenWrite::Missing => Err(Error::NotFound),
+            _ => Err(Error::Conflict("association exists".into())),
+        }
+    }
+
+    /// `DELETE /tokens/{parent}/children/{child}`.
+    pub async fn dissociate(
+        &self,
+        caller: &Principal,
+        parent: &str,
+        child: &str,
+    ) -> Result<(), Error> {
+        caller.require(Permission::TokenDelete)?;
+        self.authorize_stored(caller, parent, Permission::TokenDelete)
+            .await?;
+        if self
+            .ports
+            .tokens
+            .dissociate(caller.tenant_id, parent, child)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    /// `POST /tokens/{parent}/children`: `token:create` for the child, `token:read` on the parent.
+    pub async fn create_child(
+        &self,
+        caller: &Principal,
+        parent: &str,
+        raw: RawNewToken,
+    ) -> Result<TokenView, Error> {
+        caller.require(Permission::TokenCreate)?;
+        caller.require(Permission::TokenRead)?;
+        self.authorize_stored(caller, parent, Permission::TokenRead)
+            .await?;
+        let (child, _) = self.create_token(caller, raw).await?;
+        match self
+            .ports
+            .tokens
+            .associate(caller.tenant_id, parent, &child.token.id)
+            .await?
+        {
+            TokenWrite::Done | TokenWrite::DuplicateId => Ok(child),
+            TokenWrite::Missing => Err(Error::NotFound),
+            TokenWrite::DuplicateFingerprint => {
+                Err(Error::Internal("unexpected association result".into()))
+            }
+        }
+    }
+}

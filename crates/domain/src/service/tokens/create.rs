@@ -1,0 +1,179 @@
+//! `POST /tokens`: validation, alias ids, fingerprints and deduplication (within one
+//! container).
+
+use super::{ALIAS_ATTEMPTS, TokenView};
+use crate::auth::Principal;
+use crate::error::{Error, ValidationErrors};
+use crate::permission::Permission;
+use crate::ports::TokenWrite;
+use crate::service::Vault;
+use crate::token::{IdSpec, NewToken, RawNewToken, Token, check_literal_id};
+use serde_json::Value;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+impl Vault {
+    /// Turns a validated request into a token (id chosen, expressions checked, fingerprint).
+    pub(super) fn prepare(
+        &self,
+        caller: &Principal,
+        new: NewToken,
+        now: OffsetDateTime,
+    ) -> Result<(Token, bool), Error> {
+        let mut errors = ValidationErrors::new();
+        if let Some(mask) = &new.mask {
+            self.check_mask(mask, &mut errors);
+        }
+        if let Some(expr) = &new.fingerprint_expression {
+            self.check_expression("fingerprint_expression", expr, &mut errors);
+        }
+        if let IdSpec::Expression(expr) = &new.id {
+            self.check_expression("id", expr, &mut errors);
+        }
+        errors.into_result(())?;
+        let dedup = new
+            .deduplicate
+            .unwrap_or(caller.settings.deduplicate_tokens);
+        let fingerprint = match (
+            &new.fingerprint_expression,
+            caller.settings.fingerprint_tokens || dedup,
+        ) {
+            (Some(expr), _) => {
+                Some(self.fingerprint_of(caller.tenant_id, new.token_type, expr, &new.data)?)
+            }
+            (None, true) => Some(self.fingerprint_of(
+                caller.tenant_id,
+                new.token_type,
+                new.token_type.default_fingerprint(),
+                &new.data,
+            )?),
+            (None, false) => None,
+        };
+        let id = self.render_id(&new.id, &new.data)?;
+        Ok((
+            Token {
+                id,
+                tenant_id: caller.tenant_id,
+                token_type: new.token_type,
+                data: new.data,
+                container: new.container,
+                metadata: new.metadata,
+                mask: new.mask,
+                fingerprint,
+                fingerprint_expression: new.fingerprint_expression,
+                created_by: Some(caller.application_id),
+                created_at: now,
+                modified_by: None,
+                modified_at: None,
+                expires_at: new.expires_at,
+            },
+            dedup,
+        ))
+    }
+
+    pub(super) fn render_id(&self, spec: &IdSpec, data: &Value) -> Result<String, Error> {
+        match spec {
+            IdSpec::Generated => Ok(Uuid::new_v4().to_string()),
+            IdSpec::Literal(id) => Ok(id.clone()),
+            IdSpec::Expression(expr) => {
+                let id = self
+                    .ports
+                    .expressions
+                    .render(expr, data)
+                    .map_err(|_| Error::invalid("id", "cannot be evaluated on this data"))?;
+                check_literal_id(&id).map_err(|m| {
+                    Error::invalid(
+                        "id",
+                        format!("evaluates to an id that {}", m.trim_start_matches("must ")),
+                    )
+                })?;
+                Ok(id)
+            }
+        }
+    }
+
+    // ---- create ---------------------------------------------------------------------------
+
+    /// `POST /tokens`. Returns the token (without data) and whether it was created (`false`: an
+    /// existing token was returned by deduplication).
+    pub async fn create_token(
+        &self,
+        caller: &Principal,
+        raw: RawNewToken,
+    ) -> Result<(TokenView, bool), Error> {
+        caller.require(Permission::TokenCreate)?;
+        let now = self.ports.clock.now();
+        let new = NewToken::parse(raw, now).map_err(Error::Validation)?;
+        caller.require_on(&new.container, Permission::TokenCreate)?;
+        self.ensure_key(caller.tenant_id).await?;
+        let alias = matches!(new.id, IdSpec::Expression(_));
+        let spec = new.id.clone();
+        let (mut token, dedup) = self.prepare(caller, new, now)?;
+        if dedup && let Some(existing) = self.existing_duplicate(&token, now).await? {
+            return Ok((existing, false));
+        }
+        let mut attempts = 0;
+        let mut purged = false;
+        loop {
+            let stored = self.encrypt_token(&token, dedup)?;
+            match self.ports.tokens.insert(&stored).await? {
+                TokenWrite::Done => break,
+                TokenWrite::DuplicateId if alias && attempts + 1 < ALIAS_ATTEMPTS => {
+                    attempts += 1;
+                    token.id = self.render_id(&spec, &token.data)?;
+                }
+                TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
+                TokenWrite::DuplicateFingerprint => {
+                    // Lost a race with an identical create: return the winner.
+                    if let Some(existing) = self.existing_duplicate(&token, now).await? {
+                        return Ok((existing, false));
+                    }
+                    // The index still holds an expired token the sweep has not deleted yet:
+                    // expired tokens are gone at once, so delete them now and try again.
+                    if purged {
+                        return Err(Error::Conflict("duplicate token".into()));
+                    }
+                    self.ports.tokens.delete_expired(now).await?;
+                    purged = true;
+                }
+                TokenWrite::Missing => {
+                    return Err(Error::Internal("insert reported a missing row".into()));
+                }
+            }
+        }
+        self.record_active(caller.tenant_id, [token.id.as_str()]);
+        tracing::info!(token_type = token.token_type.as_str(), "token created");
+        Ok((TokenView { token, shown: None }, true))
+    }
+
+    pub(super) async fn existing_duplicate(
+        &self,
+        token: &Token,
+        now: OffsetDateTime,
+    ) -> Result<Option<TokenView>, Error> {
+        let Some(fp) = &token.fingerprint else {
+            return Ok(None);
+        };
+        let found = self
+            .ports
+            .tokens
+            .find_by_fingerprint(
+                token.tenant_id,
+                token.token_type.as_str(),
+                token.container.as_str(),
+                fp,
+                now,
+            )
+            .await?;
+        match found {
+            Some(stored) => {
+                let existing = self.decrypt_token(stored)?;
+                Ok(Some(TokenView {
+                    token: existing,
+                    shown: None,
+                }))
+            }
+            None => Ok(None),
+        }
+    }
+}

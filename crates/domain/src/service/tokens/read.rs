@@ -1,0 +1,118 @@
+//! `GET /tokens/{id}` and the lists (`GET /tokens`, children), filtered in the query to the
+//! containers the caller may read.
+
+use super::TokenView;
+use crate::auth::Principal;
+use crate::container::Container;
+use crate::error::{Error, ValidationErrors};
+use crate::page::{Page, PageRequest};
+use crate::permission::Permission;
+use crate::ports::TokenFilter;
+use crate::service::Vault;
+use crate::token::StoredToken;
+use crate::token_type::TokenType;
+
+impl Vault {
+    /// The live token `id` if the caller may exercise `permission` on its container (404 when
+    /// missing, 403 when not allowed); its data stays encrypted.
+    pub(super) async fn authorize_stored(
+        &self,
+        caller: &Principal,
+        id: &str,
+        permission: Permission,
+    ) -> Result<StoredToken, Error> {
+        let stored = self
+            .ports
+            .tokens
+            .get(caller.tenant_id, id, self.ports.clock.now())
+            .await?
+            .ok_or(Error::NotFound)?;
+        let container = Container::parse(&stored.container)
+            .map_err(|_| Error::Internal("stored token has an invalid container".into()))?;
+        caller.require_on(&container, permission)?;
+        Ok(stored)
+    }
+
+    /// `GET /tokens/{id}`.
+    pub async fn get_token(&self, caller: &Principal, id: &str) -> Result<TokenView, Error> {
+        caller.require(Permission::TokenRead)?;
+        // Authorized on the stored row: nothing is decrypted for a caller who may not read it.
+        let stored = self
+            .authorize_stored(caller, id, Permission::TokenRead)
+            .await?;
+        self.ensure_key(caller.tenant_id).await?;
+        let token = self.decrypt_token(stored)?;
+        let transform = caller.require_on(&token.container, Permission::TokenRead)?;
+        self.record_active(caller.tenant_id, [token.id.as_str()]);
+        let shown = self.show(&token, transform);
+        Ok(TokenView { token, shown })
+    }
+
+    /// `GET /tokens` and `GET /tokens/{parent}/children`: filtered in the query to the
+    /// containers the caller may read.
+    pub async fn list_tokens(
+        &self,
+        caller: &Principal,
+        mut filter: TokenFilter,
+        page: PageRequest,
+    ) -> Result<Page<TokenView>, Error> {
+        caller.require(Permission::TokenRead)?;
+        let mut errors = ValidationErrors::new();
+        check_list_filters(&filter, &mut errors);
+        for t in &filter.types {
+            if TokenType::parse(t).is_none() {
+                errors.add("type", "is not a known token type");
+            }
+        }
+        errors.into_result(())?;
+        if let Some(parent) = &filter.parent {
+            self.authorize_stored(caller, parent, Permission::TokenRead)
+                .await?;
+        }
+        filter.visibility = caller.visibility(Permission::TokenRead);
+        let now = self.ports.clock.now();
+        let page = self
+            .ports
+            .tokens
+            .list(caller.tenant_id, &filter, page, now)
+            .await?;
+        if !page.items.is_empty() {
+            self.ensure_key(caller.tenant_id).await?;
+        }
+        let mut items = Vec::with_capacity(page.items.len());
+        for stored in page.items {
+            let token = self.decrypt_token(stored)?;
+            let Some(transform) = caller.access(&token.container, Permission::TokenRead) else {
+                continue; // the query already excludes these; never show one that slipped in
+            };
+            let shown = self.show(&token, transform);
+            items.push(TokenView { token, shown });
+        }
+        self.record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
+        Ok(Page {
+            items,
+            total_items: page.total_items,
+            request: page.request,
+        })
+    }
+}
+
+/// At most this many `id` values in one list filter (docs/decisions.md §6).
+pub const MAX_ID_FILTERS: usize = 100;
+/// At most this many `type` values in one list filter.
+pub const MAX_TYPE_FILTERS: usize = 20;
+/// At most this many `metadata.<key>` filters in one list.
+pub const MAX_METADATA_FILTERS: usize = 20;
+
+/// Bounds every list filter before a query is built from it (each value is a bound parameter).
+fn check_list_filters(filter: &TokenFilter, errors: &mut ValidationErrors) {
+    if filter.ids.len() > MAX_ID_FILTERS {
+        errors.add("id", "at most 100 values");
+    }
+    if filter.types.len() > MAX_TYPE_FILTERS {
+        errors.add("type", "at most 20 values");
+    }
+    if filter.metadata.len() > MAX_METADATA_FILTERS {
+        errors.add("metadata", "at most 20 filters");
+    }
+}

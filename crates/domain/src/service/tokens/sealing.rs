@@ -1,0 +1,176 @@
+//! Sealing: the tenant key, encryption of `data` and `mask` (AES-GCM bound to tenant, id and
+//! field), the caller's transform, expression checks and fingerprints.
+
+use crate::access::Transform;
+use crate::container::Container;
+use crate::error::{Error, ValidationErrors};
+use crate::mask::render_mask;
+use crate::service::Vault;
+use crate::token::{StoredToken, Token, mask_expressions};
+use crate::token_type::TokenType;
+use serde_json::Value;
+use uuid::Uuid;
+
+fn data_context(tenant_id: Uuid, id: &str, field: &str) -> Vec<u8> {
+    format!("tokenvault:token:v1:{tenant_id}:{id}:{field}").into_bytes()
+}
+
+/// What a fingerprint hashes: the type, the expression's text and its output, each
+/// length-prefixed, so that no choice of expression or data yields another token's input (a
+/// hand-made expression never matches the type's default; no planted duplicates).
+fn fingerprint_input(token_type: TokenType, expr: &str, rendered: &str) -> Vec<u8> {
+    let mut input = b"tokenvault:fingerprint:v2".to_vec();
+    for part in [token_type.as_str(), expr, rendered] {
+        input.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        input.extend_from_slice(part.as_bytes());
+    }
+    input
+}
+
+fn to_json_bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+impl Vault {
+    pub(super) async fn ensure_key(&self, tenant_id: Uuid) -> Result<(), Error> {
+        if self.ports.cipher.has_tenant_key(tenant_id) {
+            return Ok(());
+        }
+        let wrapped = if let Some(w) = self.ports.tenants.data_key(tenant_id).await? {
+            w
+        } else {
+            // A tenant made before data keys existed gets one now (first writer wins).
+            let fresh = self.ports.cipher.new_tenant_key(tenant_id);
+            self.ports
+                .tenants
+                .replace_data_key(tenant_id, &[], &fresh)
+                .await?;
+            self.ports
+                .tenants
+                .data_key(tenant_id)
+                .await?
+                .ok_or(Error::NotFound)?
+        };
+        self.ports
+            .cipher
+            .load_tenant_key(tenant_id, &wrapped)
+            .map_err(|e| Error::Internal(format!("cannot unwrap the tenant key: {e}")))
+    }
+
+    pub(super) fn check_expression(&self, field: &str, expr: &str, errors: &mut ValidationErrors) {
+        if let Err(why) = self.ports.expressions.check(expr) {
+            tracing::debug!(field, reason = %why, "expression refused");
+            errors.add(field, "is not a valid expression");
+        }
+    }
+
+    pub(super) fn check_mask(&self, mask: &Value, errors: &mut ValidationErrors) {
+        let mut exprs = Vec::new();
+        mask_expressions(mask, "mask", &mut exprs);
+        for (field, expr) in exprs {
+            self.check_expression(&field, expr, errors);
+        }
+    }
+
+    pub(super) fn encrypt_token(&self, token: &Token, dedup: bool) -> Result<StoredToken, Error> {
+        let cipher = &self.ports.cipher;
+        let seal = |field: &str, v: &Value| {
+            cipher
+                .encrypt(
+                    token.tenant_id,
+                    &data_context(token.tenant_id, &token.id, field),
+                    &to_json_bytes(v),
+                )
+                .map_err(|e| Error::Internal(format!("encryption failed: {e}")))
+        };
+        Ok(StoredToken {
+            id: token.id.clone(),
+            tenant_id: token.tenant_id,
+            token_type: token.token_type.as_str().to_string(),
+            container: token.container.as_str().to_string(),
+            metadata: token.metadata.clone(),
+            data: seal("data", &token.data)?,
+            mask: token.mask.as_ref().map(|m| seal("mask", m)).transpose()?,
+            fingerprint: token.fingerprint.clone(),
+            dedup_key: if dedup {
+                token.fingerprint.clone()
+            } else {
+                None
+            },
+            fingerprint_expression: token.fingerprint_expression.clone(),
+            created_by: token.created_by,
+            created_at: token.created_at,
+            modified_by: token.modified_by,
+            modified_at: token.modified_at,
+            expires_at: token.expires_at,
+        })
+    }
+
+    pub(super) fn decrypt_token(&self, stored: StoredToken) -> Result<Token, Error> {
+        let cipher = &self.ports.cipher;
+        let open = |field: &str, ct: &[u8]| -> Result<Value, Error> {
+            let bytes = cipher
+                .decrypt(
+                    stored.tenant_id,
+                    &data_context(stored.tenant_id, &stored.id, field),
+                    ct,
+                )
+                .map_err(|e| Error::Internal(format!("token {field} cannot be decrypted: {e}")))?;
+            serde_json::from_slice(&bytes)
+                .map_err(|_| Error::Internal("stored token is not JSON".into()))
+        };
+        let corrupt = |what: &str| Error::Internal(format!("stored token has an invalid {what}"));
+        Ok(Token {
+            data: open("data", &stored.data)?,
+            mask: stored
+                .mask
+                .as_deref()
+                .map(|m| open("mask", m))
+                .transpose()?,
+            token_type: TokenType::parse(&stored.token_type).ok_or_else(|| corrupt("type"))?,
+            container: Container::parse(&stored.container).map_err(|_| corrupt("container"))?,
+            id: stored.id,
+            tenant_id: stored.tenant_id,
+            metadata: stored.metadata,
+            fingerprint: stored.fingerprint,
+            fingerprint_expression: stored.fingerprint_expression,
+            created_by: stored.created_by,
+            created_at: stored.created_at,
+            modified_by: stored.modified_by,
+            modified_at: stored.modified_at,
+            expires_at: stored.expires_at,
+        })
+    }
+
+    /// What the caller sees of `token.data` under `transform`.
+    pub(super) fn show(&self, token: &Token, transform: Transform) -> Option<Value> {
+        match transform {
+            Transform::Reveal => Some(token.data.clone()),
+            Transform::Redact => None,
+            Transform::Mask => {
+                let mask = token
+                    .mask
+                    .clone()
+                    .or_else(|| token.token_type.default_mask())?;
+                render_mask(self.ports.expressions.as_ref(), &mask, &token.data)
+            }
+        }
+    }
+
+    pub(super) fn fingerprint_of(
+        &self,
+        tenant_id: Uuid,
+        token_type: TokenType,
+        expr: &str,
+        data: &Value,
+    ) -> Result<String, Error> {
+        let rendered = self.ports.expressions.render(expr, data).map_err(|_| {
+            Error::invalid("fingerprint_expression", "cannot be evaluated on this data")
+        })?;
+        let input = fingerprint_input(token_type, expr, &rendered);
+        self.ports
+            .cipher
+            .fingerprint(tenant_id, &input)
+            .map_err(|e| Error::Internal(format!("fingerprint failed: {e}")))
+    }
+}

@@ -1,0 +1,160 @@
+//! `POST /tokenize`: any JSON, tokens in place of values, all or nothing, at most
+//! [`MAX_TOKENIZE`] tokens.
+
+use super::{MAX_TOKENIZE, TokenView, Tokenized};
+use crate::auth::Principal;
+use crate::error::{Error, ValidationErrors};
+use crate::permission::Permission;
+use crate::ports::TokenWrite;
+use crate::service::Vault;
+use crate::token::{NewToken, RawNewToken, Token};
+use serde_json::Value;
+use std::collections::HashSet;
+use time::OffsetDateTime;
+
+impl Vault {
+    /// `POST /tokenize`: every object with `type` and `data` becomes a token, every other scalar
+    /// leaf a `token`-type token; all or nothing.
+    pub async fn tokenize(&self, caller: &Principal, body: Value) -> Result<Tokenized, Error> {
+        caller.require(Permission::TokenCreate)?;
+        self.ensure_key(caller.tenant_id).await?;
+        let now = self.ports.clock.now();
+        let mut batch = Vec::new();
+        let mut errors = ValidationErrors::new();
+        let shape = self.tokenize_value(caller, body, "", now, &mut batch, &mut errors)?;
+        errors.into_result(())?;
+        let ids: HashSet<&str> = batch.iter().map(|(t, _)| t.id.as_str()).collect();
+        if ids.len() != batch.len() {
+            return Err(Error::Conflict("duplicate token id in the request".into()));
+        }
+        let stored = batch
+            .iter()
+            .map(|(t, dedup)| self.encrypt_token(t, *dedup))
+            .collect::<Result<Vec<_>, _>>()?;
+        match self.ports.tokens.insert_all(&stored).await? {
+            TokenWrite::Done => {}
+            TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
+            _ => return Err(Error::Conflict("an identical token exists".into())),
+        }
+        self.record_active(caller.tenant_id, batch.iter().map(|(t, _)| t.id.as_str()));
+        Ok(shape)
+    }
+
+    fn tokenize_value(
+        &self,
+        caller: &Principal,
+        value: Value,
+        path: &str,
+        now: OffsetDateTime,
+        batch: &mut Vec<(Token, bool)>,
+        errors: &mut ValidationErrors,
+    ) -> Result<Tokenized, Error> {
+        let field = |k: &str| {
+            if path.is_empty() {
+                k.to_string()
+            } else {
+                format!("{path}.{k}")
+            }
+        };
+        match value {
+            Value::Object(map) if map.contains_key("type") && map.contains_key("data") => {
+                let raw = match RawNewToken::from_object(&map) {
+                    Ok(raw) => raw,
+                    Err(e) => {
+                        for (f, msgs) in e.fields() {
+                            for m in msgs {
+                                errors.add(field(f), m.clone());
+                            }
+                        }
+                        return Ok(Tokenized::Keep(Value::Null));
+                    }
+                };
+                match NewToken::parse(raw, now) {
+                    Ok(new) => {
+                        caller.require_on(&new.container, Permission::TokenCreate)?;
+                        too_many(batch)?;
+                        let (token, dedup) = self
+                            .prepare(caller, new, now)
+                            .map_err(|e| prefix_error(e, path))?;
+                        batch.push((token.clone(), dedup));
+                        Ok(Tokenized::Token(Box::new(TokenView { token, shown: None })))
+                    }
+                    Err(e) => {
+                        for (f, msgs) in e.fields() {
+                            for m in msgs {
+                                errors.add(field(f), m.clone());
+                            }
+                        }
+                        Ok(Tokenized::Keep(Value::Null))
+                    }
+                }
+            }
+            Value::Object(map) => {
+                let mut out = Vec::with_capacity(map.len());
+                for (k, v) in map {
+                    let child = self.tokenize_value(caller, v, &field(&k), now, batch, errors)?;
+                    out.push((k, child));
+                }
+                Ok(Tokenized::Object(out))
+            }
+            Value::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, v) in items.into_iter().enumerate() {
+                    out.push(self.tokenize_value(
+                        caller,
+                        v,
+                        &field(&i.to_string()),
+                        now,
+                        batch,
+                        errors,
+                    )?);
+                }
+                Ok(Tokenized::Array(out))
+            }
+            Value::Null => Ok(Tokenized::Keep(Value::Null)),
+            leaf => {
+                let new = NewToken::parse(
+                    RawNewToken {
+                        token_type: Some("token".into()),
+                        data: Some(leaf),
+                        ..RawNewToken::default()
+                    },
+                    now,
+                )
+                .map_err(Error::Validation)?;
+                caller.require_on(&new.container, Permission::TokenCreate)?;
+                too_many(batch)?;
+                let (token, dedup) = self.prepare(caller, new, now)?;
+                let id = token.id.clone();
+                batch.push((token, dedup));
+                Ok(Tokenized::Id(id))
+            }
+        }
+    }
+}
+
+/// Refuses a tokenize request once it holds [`MAX_TOKENIZE`] tokens, before any more work.
+fn too_many(batch: &[(Token, bool)]) -> Result<(), Error> {
+    if batch.len() >= MAX_TOKENIZE {
+        return Err(Error::invalid(
+            "body",
+            "at most 1000 tokens can be created in one request",
+        ));
+    }
+    Ok(())
+}
+
+fn prefix_error(e: Error, path: &str) -> Error {
+    match e {
+        Error::Validation(v) if !path.is_empty() => {
+            let mut out = ValidationErrors::new();
+            for (f, msgs) in v.fields() {
+                for m in msgs {
+                    out.add(format!("{path}.{f}"), m.clone());
+                }
+            }
+            Error::Validation(out)
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,146 @@
+//! Monthly active tokens and the usage report (docs/decisions.md §10).
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::Vault;
+use crate::auth::Principal;
+use crate::error::Error;
+use crate::permission::Permission;
+use crate::ports::TypeCount;
+
+/// Activity entries remembered as written, to skip re-writing them within a month.
+const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
+
+/// Tokens read or used, per (tenant, month, token), waiting to be written in one batch.
+#[derive(Default)]
+pub struct ActivityBuffer {
+    pending: Mutex<HashSet<(Uuid, String, String)>>,
+    flushed: Mutex<HashSet<(Uuid, String, String)>>,
+    /// Held for a whole flush: one flush at a time, so a report's flush waits for the one in
+    /// flight and then reads only after every activity recorded before it was written.
+    flushing: futures_util::lock::Mutex<()>,
+}
+
+impl std::fmt::Debug for ActivityBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActivityBuffer").finish_non_exhaustive()
+    }
+}
+
+/// The live usage report.
+#[derive(Clone, Debug)]
+pub struct UsageReport {
+    /// Live tokens per type.
+    pub by_type: Vec<TypeCount>,
+    /// Distinct tokens active this UTC month.
+    pub monthly_active_tokens: u64,
+}
+
+fn month_of(t: OffsetDateTime) -> String {
+    format!("{:04}-{:02}", t.year(), u8::from(t.month()))
+}
+
+impl Vault {
+    pub(super) fn record_active<'a>(
+        &self,
+        tenant_id: Uuid,
+        ids: impl IntoIterator<Item = &'a str>,
+    ) {
+        let month = month_of(self.ports.clock.now());
+        let flushed = self
+            .activity
+            .flushed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pending = self
+            .activity
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for id in ids {
+            let entry = (tenant_id, month.clone(), id.to_string());
+            if !flushed.contains(&entry) {
+                pending.insert(entry);
+            }
+        }
+    }
+
+    /// Background job (and the usage report): writes buffered activity in one batch. Flushes
+    /// run one at a time: a caller that finds a flush in flight waits for it, so on return
+    /// every activity recorded before the call has been written.
+    pub async fn flush_activity(&self) -> Result<usize, Error> {
+        let _one_at_a_time = self.activity.flushing.lock().await;
+        let batch: Vec<(Uuid, String, String)> = {
+            let mut pending = self
+                .activity
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pending.drain().collect()
+        };
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        if let Err(e) = self.ports.tokens.record_activity(&batch).await {
+            let mut pending = self
+                .activity
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pending.extend(batch);
+            return Err(e.into());
+        }
+        let month = month_of(self.ports.clock.now());
+        let mut flushed = self
+            .activity
+            .flushed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        flushed.retain(|(_, m, _)| *m == month);
+        if flushed.len() > MAX_REMEMBERED_ACTIVITY {
+            // Only an optimisation (upserts are idempotent): bound the memory it takes.
+            flushed.clear();
+        }
+        let n = batch.len();
+        flushed.extend(batch);
+        Ok(n)
+    }
+
+    /// `GET /tenants/self/reports/usage` (docs/decisions.md §10).
+    pub async fn usage_report(&self, caller: &Principal) -> Result<UsageReport, Error> {
+        caller.require(Permission::ReportRead)?;
+        if let Err(e) = self.flush_activity().await {
+            tracing::warn!(error = %e, "activity flush before the report failed");
+        }
+        let now = self.ports.clock.now();
+        let by_type = self
+            .ports
+            .tokens
+            .count_by_type(caller.tenant_id, now)
+            .await?;
+        let monthly_active_tokens = self
+            .ports
+            .tokens
+            .count_active(caller.tenant_id, &month_of(now))
+            .await?;
+        Ok(UsageReport {
+            by_type,
+            monthly_active_tokens,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn months_are_utc_calendar_months() {
+        let t = OffsetDateTime::from_unix_timestamp(1_801_000_000).unwrap();
+        assert_eq!(month_of(t), "2027-01");
+    }
+}
