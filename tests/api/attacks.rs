@@ -84,6 +84,24 @@ async fn no_application_grants_what_it_does_not_hold() {
         assert_eq!(stored["permissions"], json!(["report:read"]));
         let stored: Value = app.get(&own).await.json().await.unwrap();
         assert_eq!(stored["permissions"], json!(["application:update", "application:read"]));
+        // Nor act on a stronger application: a new key would be its rights in the caller's hands.
+        let boot: Value = app.get("/applications/key").await.json().await.unwrap();
+        let boot_path = format!("/applications/{}", boot["id"].as_str().unwrap());
+        for (method, path) in [
+            (Method::POST, format!("{boot_path}/regenerate")),
+            (Method::DELETE, boot_path.clone()),
+        ] {
+            let res = app.request_as(Some(key), method, &path).send().await.unwrap();
+            assert_problem(res, 403).await;
+        }
+        let res = app
+            .request_as(Some(key), Method::PUT, &boot_path)
+            .json(&json!({"name": "mine now", "permissions": ["application:update"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 403).await;
+        assert_eq!(app.get("/tenants/self").await.status(), 200, "the bootstrap key still works");
         // Lowering its own permissions is fine.
         let lower = app
             .request_as(Some(key), Method::PUT, &own)
@@ -227,6 +245,36 @@ async fn deduplication_stays_in_its_container_and_cannot_be_planted() {
             .await;
         assert_eq!(again.status(), 200);
         assert_eq!(again.json::<Value>().await.unwrap()["id"], mine["id"]);
+        // Creating a child that deduplicates to a token the caller cannot read does not link it.
+        let creator = with(
+            app,
+            &[],
+            json!([
+                rule(1, "/general/", "reveal", &["token:read", "token:create"]),
+                rule(2, "/pci/high/", "reveal", &["token:create"])
+            ]),
+        )
+        .await;
+        let parent = creator
+            .create(&json!({"type": "token", "data": "parent"}))
+            .await;
+        let res = creator
+            .post(
+                &format!("/tokens/{}/children", parent["id"].as_str().unwrap()),
+                &json!({"type": "card_number", "data": CARD, "deduplicate_token": true}),
+            )
+            .await;
+        assert_problem(res, 403).await;
+        let children: Value = owner
+            .get(&format!(
+                "/tokens/{}/children",
+                parent["id"].as_str().unwrap()
+            ))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(children["pagination"]["total_items"], 0);
 
         // Planting: data X with a constant expression equal to the victim's value.
         let planted = owner
@@ -278,6 +326,29 @@ async fn expression_bombs_are_refused_and_the_server_stays_up() {
         assert_invalid(res, &["fingerprint_expression"]).await;
         let res = owner.patch(&path, &json!({"mask": "{{ data | append: data }}"})).await;
         assert_invalid(res, &["mask"]).await;
+        // A literal can still ask for a lot: a date width, a JSONPath that selects a node many
+        // times, an integer division that overflows.
+        for (field, expr) in [
+            ("fingerprint_expression", "{{ 'now' | date: '%99999999999T' }}"),
+            ("mask", "{{ data | json: '$..*..*..*' }}"),
+            ("mask", "{{ data | json: '$[*,*,*,*]' }}"),
+            ("id", "{{ -9223372036854775808 | divided_by: -1 }}"),
+        ] {
+            let body = json!({"type": "token", "data": [[[1]]], field: expr});
+            let res = owner.post("/tokens", &body).await;
+            assert!(res.status() == 400, "{expr}: {}", res.status());
+        }
+        let leaves: serde_json::Map<String, Value> =
+            (0..33).map(|i| (format!("k{i}"), json!("{{ data }}"))).collect();
+        let res = owner.post("/tokens", &json!({"type": "token", "data": "x", "mask": leaves})).await;
+        assert_invalid(res, &["mask"]).await;
+        // Detokenize copies a value per occurrence: the answer is bounded too.
+        let t = owner.create(&json!({"type": "token", "data": "z".repeat(200_000)})).await;
+        let expr = format!("{{{{ {} }}}}", t["id"].as_str().unwrap());
+        let res = owner.post("/detokenize", &json!(vec![expr.clone(); 60])).await;
+        assert_invalid(res, &["body"]).await;
+        let res = owner.post("/detokenize", &json!(vec![expr; 5])).await;
+        assert_eq!(res.status(), 200);
         healthy(app).await;
     })
     .await;

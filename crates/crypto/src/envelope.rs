@@ -1,4 +1,4 @@
-//! Envelope encryption (decisions §6): each tenant has a random 256-bit data key, stored wrapped
+//! Envelope encryption (docs/decisions.md §6): each tenant has a random 256-bit data key, stored wrapped
 //! (AES-256-GCM) under a master key and bound to the tenant id; token fields are sealed with
 //! AES-256-GCM under the data key, bound to tenant, token id and field. Unwrapped keys live in
 //! a cache and are zeroized when dropped. Fingerprints are HMAC-SHA256 under a key derived from

@@ -1,4 +1,4 @@
-//! Access rules and their evaluation (interface: Access Rule; decisions §4).
+//! Access rules and their evaluation (docs/api.md, Access rules; docs/decisions.md §4).
 
 use crate::container::Container;
 use crate::error::ValidationErrors;
@@ -213,7 +213,7 @@ pub fn parse_permissions(
     ok.then_some(out)
 }
 
-/// Decides access to a token in `container` for `permission` (decisions §4): the first rule
+/// Decides access to a token in `container` for `permission` (docs/decisions.md §4): the first rule
 /// (ascending priority) whose container covers the token's and that lists the permission decides;
 /// otherwise a plain permission grants with the implicit transform (`reveal` for use, `mask` for
 /// everything else); otherwise `None` (denied).

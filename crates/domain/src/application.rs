@@ -9,7 +9,7 @@ use crate::access::{self, AccessRule, RawRule};
 use crate::error::{Error, ValidationErrors};
 use crate::permission::{ApplicationType, Permission};
 
-/// The longest name of an application, proxy, reactor or tenant (interface: Limits).
+/// The longest name of an application, proxy, reactor or tenant (docs/api.md).
 pub const MAX_NAME_LEN: usize = 200;
 
 /// Validates a resource name: required, 1..=200 characters.

@@ -34,9 +34,10 @@ impl Principal {
                 .any(|r| r.permissions.contains(&permission))
     }
 
-    /// `Ok` when the caller may give an application these permissions: a management permission
-    /// only when the caller holds it itself (decisions §4, granting); token permissions and
-    /// rules are given by any holder of `application:create`/`application:update`. 403 otherwise.
+    /// `Ok` when the caller may give an application these permissions — or act on an application
+    /// holding them (update, regenerate its key, delete): a management permission only when the
+    /// caller holds it itself (docs/decisions.md §4, granting); token permissions and rules are
+    /// given by any holder of `application:create`/`application:update`. 403 otherwise.
     pub fn may_grant(&self, permissions: &[Permission]) -> Result<(), Error> {
         let management = permissions
             .iter()
@@ -61,7 +62,7 @@ impl Principal {
 
 impl Principal {
     /// The transform under which the caller may do `permission` on a token in `container`
-    /// (decisions §4), or `None` when no rule or plain permission grants it.
+    /// (docs/decisions.md §4), or `None` when no rule or plain permission grants it.
     pub fn access(
         &self,
         container: &crate::container::Container,

@@ -1,4 +1,4 @@
-//! Containers: path-like names (`/pci/high/`) that scope tokens and access rules (decisions §4).
+//! Containers: path-like names (`/pci/high/`) that scope tokens and access rules (docs/decisions.md §4).
 
 use std::fmt;
 

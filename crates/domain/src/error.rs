@@ -60,7 +60,7 @@ impl fmt::Display for ValidationErrors {
 }
 
 /// The error of every use case. Each variant maps to exactly one HTTP status in the inbound
-/// adapter (decisions §2).
+/// adapter (docs/decisions.md §2).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Bad input (400), naming each field.
@@ -78,12 +78,53 @@ pub enum Error {
     /// Conflict with existing state (409).
     #[error("conflict: {0}")]
     Conflict(String),
-    /// Anything unexpected (500). The message goes to the log only, never to a client.
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// Anything unexpected (500): what failed and, when there is one, its cause. Both go to the
+    /// log only (the whole chain), never to a client.
+    #[error("internal error: {context}")]
+    Internal {
+        /// What the use case was doing.
+        context: String,
+        /// The underlying failure.
+        #[source]
+        source: Option<BoxError>,
+    },
 }
 
+/// A failure carried as the cause of another.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 impl Error {
+    /// An unexpected failure without an underlying cause.
+    pub fn internal(context: impl Into<String>) -> Self {
+        Self::Internal {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// An unexpected failure caused by `source` (kept, not formatted into the message).
+    pub fn internal_from(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Internal {
+            context: context.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// `self` and every cause below it, joined by `: ` (for the log).
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            out.push_str(": ");
+            out.push_str(&cause.to_string());
+            next = cause.source();
+        }
+        out
+    }
+
     /// A validation error for a single field.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::Validation(ValidationErrors::single(field, message))
@@ -96,16 +137,34 @@ pub enum RepoError {
     /// A uniqueness constraint was violated.
     #[error("conflict: {0}")]
     Conflict(String),
-    /// The backend failed; the message is for the log.
-    #[error("storage failure: {0}")]
-    Backend(String),
+    /// The backend failed; the cause is for the log.
+    #[error("storage failure")]
+    Backend(#[source] BoxError),
 }
 
 impl From<RepoError> for Error {
     fn from(err: RepoError) -> Self {
         match err {
             RepoError::Conflict(what) => Error::Conflict(what),
-            RepoError::Backend(cause) => Error::Internal(cause),
+            backend @ RepoError::Backend(_) => Error::internal_from("storage", backend),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_keep_their_cause_chain() {
+        let io = std::io::Error::other("disk on fire");
+        let repo = RepoError::Backend(Box::new(io));
+        let err = Error::from(repo);
+        assert!(std::error::Error::source(&err).is_some(), "cause kept");
+        assert_eq!(
+            err.chain(),
+            "internal error: storage: storage failure: disk on fire"
+        );
+        assert_eq!(Error::internal("x").chain(), "internal error: x");
     }
 }

@@ -79,7 +79,7 @@ fn render_within(
 }
 
 /// The length of a value as compact JSON, counted without building the text.
-fn json_len(v: &Value) -> usize {
+pub fn json_len(v: &Value) -> usize {
     match v {
         Value::Null => 4,
         Value::Bool(b) => 4 + usize::from(!*b),

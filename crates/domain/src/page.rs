@@ -1,4 +1,4 @@
-//! Pagination (decisions §3): `page` ≥ 1 (default 1), `size` 1..=100 (default 20).
+//! Pagination (docs/decisions.md §3): `page` ≥ 1 (default 1), `size` 1..=100 (default 20).
 
 use crate::error::{Error, ValidationErrors};
 

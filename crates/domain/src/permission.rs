@@ -1,4 +1,4 @@
-//! Permissions, application types, and which type may hold which permission (decisions §4).
+//! Permissions, application types, and which type may hold which permission (docs/decisions.md §4).
 
 use std::fmt;
 
@@ -70,7 +70,7 @@ macro_rules! permissions {
                 }
             }
 
-            /// Whether an application of `ty` may hold this permission (decisions §4 table).
+            /// Whether an application of `ty` may hold this permission (docs/decisions.md §4 table).
             pub fn allowed_for(self, ty: ApplicationType) -> bool {
                 match self {
                     $(Permission::$variant => matches!(ty, $(ApplicationType::$ty)|+),)+

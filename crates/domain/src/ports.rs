@@ -293,7 +293,7 @@ pub trait Cipher: Send + Sync {
     fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
 }
 
-/// The expression language (Liquid with the filters of decisions §6).
+/// The expression language (Liquid with the filters of docs/decisions.md §6).
 pub trait Expressions: Send + Sync {
     /// Parses `expression`; the error says why it does not parse.
     fn check(&self, expression: &str) -> Result<(), String>;

@@ -1,4 +1,4 @@
-//! Tenants and their settings (interface: Tenant, Tenant Settings; decisions §5).
+//! Tenants and their settings (docs/api.md, Tenants; docs/decisions.md §5).
 
 use std::collections::BTreeMap;
 

@@ -16,7 +16,7 @@ use crate::token_type::TokenType;
 pub const MAX_ID_LEN: usize = 400;
 /// Shortest literal token id.
 pub const MIN_ID_LEN: usize = 3;
-/// Characters a literal id may not contain (decisions §6).
+/// Characters a literal id may not contain (docs/decisions.md §6).
 pub const FORBIDDEN_ID_CHARS: &str = "#/\\+?[]|&=%<>{}^";
 /// Most metadata entries on one token.
 pub const MAX_METADATA_ENTRIES: usize = 50;
@@ -410,7 +410,7 @@ impl NewToken {
         check_metadata(&metadata, &mut errors);
         let mask = raw.mask.filter(|m| !m.is_null());
         if let Some(m) = &mask {
-            check_mask_shape(m, "mask", &mut errors);
+            check_mask(m, &mut errors);
         }
         if raw
             .fingerprint_expression
@@ -436,6 +436,20 @@ impl NewToken {
             }),
             _ => Err(errors),
         }
+    }
+}
+
+/// The most expressions one mask may hold (each is rendered on every read).
+pub const MAX_MASK_FIELDS: usize = 32;
+
+/// Validates a mask: its shape ([`check_mask_shape`]) and at most [`MAX_MASK_FIELDS`]
+/// expressions in all.
+pub fn check_mask(mask: &Value, errors: &mut ValidationErrors) {
+    check_mask_shape(mask, "mask", errors);
+    let mut leaves = Vec::new();
+    mask_expressions(mask, "mask", &mut leaves);
+    if leaves.len() > MAX_MASK_FIELDS {
+        errors.add("mask", "at most 32 expressions");
     }
 }
 

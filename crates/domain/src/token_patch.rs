@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use crate::container::Container;
 use crate::error::ValidationErrors;
 use crate::token::{
-    MAX_EXPRESSION_LEN, RawTokenPatch, Token, check_mask_shape, check_metadata, parse_containers,
+    MAX_EXPRESSION_LEN, RawTokenPatch, Token, check_mask, check_metadata, parse_containers,
     parse_time,
 };
 use crate::token_type::TokenType;
@@ -156,7 +156,7 @@ impl TokenPatch {
             None => {}
             Some(Value::Null) => patch.mask = Some(None),
             Some(mask) => {
-                check_mask_shape(&mask, "mask", &mut errors);
+                check_mask(&mask, &mut errors);
                 patch.mask = Some(Some(mask));
             }
         }

@@ -1,4 +1,4 @@
-//! The eight token types of decisions §6: validation of their data, default container, default
+//! The eight token types of docs/decisions.md §6: validation of their data, default container, default
 //! mask and default fingerprint expression.
 
 use serde_json::{Value, json};

@@ -86,6 +86,22 @@ impl<F: ParseFilter + Clone + 'static> ParseFilter for Capped<F> {
         {
             return Err(refuse("filter arguments must be literals", &name));
         }
+        match name.as_str() {
+            "date" if args.first().is_some_and(|f| has_width(&f.to_kstr())) => {
+                return Err(refuse("date formats cannot set a width", &name));
+            }
+            "json" => {
+                let path = args.first().map(|p| p.to_kstr().to_string());
+                if !path.as_deref().is_some_and(is_simple_json_path) {
+                    return Err(refuse(
+                        "the JSONPath must be a simple path: names, indices, slices or *, \
+                         without `..`, unions or filters",
+                        &name,
+                    ));
+                }
+            }
+            _ => {}
+        }
         let inner = self.inner.parse(FilterArguments {
             positional: Box::new(positional.into_iter()),
             keyword: Box::new(keyword.into_iter()),
@@ -96,6 +112,46 @@ impl<F: ParseFilter + Clone + 'static> ParseFilter for Capped<F> {
     fn reflection(&self) -> &dyn FilterReflection {
         self
     }
+}
+
+/// Whether a `date` format sets a field width (`%99999999T` pads that many characters).
+fn has_width(format: &str) -> bool {
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            let rest: String = chars
+                .clone()
+                .skip_while(|f| matches!(f, '-' | '_' | '0' | '^' | '#'))
+                .take(1)
+                .collect();
+            if rest.starts_with(|d: char| d.is_ascii_digit()) {
+                return true;
+            }
+            chars.next();
+        }
+    }
+    false
+}
+
+/// A JSONPath whose result is at most as large as the document: it parses, and has no
+/// descendant segment (`..`), union (`,`) or filter (`?`) outside quoted names, which can
+/// select the same node many times over.
+fn is_simple_json_path(path: &str) -> bool {
+    if serde_json_path::JsonPath::parse(path).is_err() {
+        return false;
+    }
+    let mut quote = None;
+    let mut previous = ' ';
+    for c in path.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None if c == ',' || c == '?' || (c == '.' && previous == '.') => return false,
+            _ => {}
+        }
+        previous = c;
+    }
+    true
 }
 
 struct CappedFilter {
@@ -210,5 +266,23 @@ impl std::io::Write for CappedWriter {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// The length of a JSON value as compact text, counted without building it.
+pub fn json_size(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Null | serde_json::Value::Bool(_) => 5,
+        serde_json::Value::Number(n) => n.to_string().len(),
+        serde_json::Value::String(s) => s.len() + 2,
+        serde_json::Value::Array(items) => {
+            items.iter().map(|i| json_size(i) + 1).sum::<usize>() + 2
+        }
+        serde_json::Value::Object(map) => {
+            map.iter()
+                .map(|(k, i)| k.len() + 4 + json_size(i))
+                .sum::<usize>()
+                + 2
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The vault's Liquid filters (decisions §6). `remove` and the rest of Shopify's standard
+//! The vault's Liquid filters (docs/decisions.md §6). `remove` and the rest of Shopify's standard
 //! filters come from liquid's stdlib.
 
 use liquid::ParserBuilder;
@@ -427,6 +427,12 @@ impl Filter for JsonFilter {
             .map_err(|e| liquid_core::Error::with_msg(format!("invalid JSONPath: {e}")))?;
         let doc = to_json(input);
         let found = path.query(&doc).all();
+        let total: usize = found.iter().map(|v| crate::capped::json_size(v)).sum();
+        if total > crate::capped::MAX_OUTPUT {
+            return Err(liquid_core::Error::with_msg(
+                "the JSONPath selects more than 1 MiB",
+            ));
+        }
         Ok(match found.as_slice() {
             [] => Value::Nil,
             [one] => from_json(one),

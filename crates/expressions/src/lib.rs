@@ -1,5 +1,5 @@
 //! Expression adapter: the domain's [`Expressions`] port on the `liquid` crate (Shopify Liquid,
-//! maintained, with the standard filters), plus the vault's own filters of decisions §6 and
+//! maintained, with the standard filters), plus the vault's own filters of docs/decisions.md §6 and
 //! JSONPath (`json: '$.path'`) through `serde_json_path`.
 
 mod capped;
@@ -52,26 +52,37 @@ fn refuse_tags(expression: &str) -> Result<(), String> {
 impl Expressions for LiquidExpressions {
     fn check(&self, expression: &str) -> Result<(), String> {
         refuse_tags(expression)?;
-        self.parser
-            .parse(expression)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        contained(|| {
+            self.parser
+                .parse(expression)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
     }
 
     fn render(&self, expression: &str, data: &Value) -> Result<String, String> {
         refuse_tags(expression)?;
-        let template = self.parser.parse(expression).map_err(|e| e.to_string())?;
-        let mut globals = liquid::Object::new();
-        globals.insert(
-            "data".into(),
-            liquid_core::model::to_value(data).map_err(|e| e.to_string())?,
-        );
-        let mut out = capped::CappedWriter::default();
-        template
-            .render_to(&mut out, &globals)
-            .map_err(|e| e.to_string())?;
-        String::from_utf8(out.buffer).map_err(|e| e.to_string())
+        contained(|| {
+            let template = self.parser.parse(expression).map_err(|e| e.to_string())?;
+            let mut globals = liquid::Object::new();
+            globals.insert(
+                "data".into(),
+                liquid_core::model::to_value(data).map_err(|e| e.to_string())?,
+            );
+            let mut out = capped::CappedWriter::default();
+            template
+                .render_to(&mut out, &globals)
+                .map_err(|e| e.to_string())?;
+            String::from_utf8(out.buffer).map_err(|e| e.to_string())
+        })
     }
+}
+
+/// Runs `f`, turning a panic inside the engine (a standard filter dividing `i64::MIN` by -1,
+/// say) into an error: no expression may take a worker down.
+fn contained<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err("the expression failed".into()))
 }
 
 #[cfg(test)]
@@ -172,6 +183,23 @@ mod tests {
             assert!(e.check(expr).is_err(), "{expr} must be refused");
             assert!(e.render(expr, &json!("0123456789")).is_err(), "{expr}");
         }
+        for expr in [
+            "{{ 'now' | date: '%99999T' }}",
+            "{{ 'now' | date: '%-0999d' }}",
+            "{{ data | json: '$..a' }}",
+            "{{ data | json: '$[0,1]' }}",
+            "{{ data | json: '$[?@.a]' }}",
+        ] {
+            assert!(e.check(expr).is_err(), "{expr} must be refused");
+        }
+        assert!(e.check("{{ 'now' | date: '%Y-%m-%d %%' }}").is_ok());
+        assert!(e.check("{{ data | json: '$.a[0][*].b' }}").is_ok());
+        assert!(e.check("{{ data | json: \"$['a,b']\" }}").is_ok());
+        // A panic inside a standard filter is an error, not a crash.
+        assert!(
+            e.render("{{ -9223372036854775808 | divided_by: -1 }}", &json!(1))
+                .is_err()
+        );
         assert!(e.check("{{ data | reveal_last: 2, '*' }}").is_ok());
         assert!(
             e.check("{{ data.a | append: 'x' | replace: 'a', 'b' }}")

@@ -175,6 +175,10 @@ fn known_attacks_fail_cleanly() {
         "{{ data | pad_left: 4096, data }}".to_string(),
         "{{ data | escape | escape | escape | escape }}".to_string(),
         "{{ data }}{{ data }}{{ data }}".to_string(),
+        "{{ 'now' | date: '%99999999999T' }}".to_string(),
+        "{{ -9223372036854775808 | divided_by: -1 }}".to_string(),
+        "{{ -9223372036854775808 | modulo: -1 }}".to_string(),
+        "{{ data | json: '$..*..*..*..*' }}".to_string(),
     ] {
         if let Ok(out) = engine.render(&expr, &data) {
             assert!(out.len() <= MAX_OUTPUT, "{expr}");

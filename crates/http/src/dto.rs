@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::problem::ApiError;
 
-/// RFC 3339 in UTC with milliseconds (decisions §1).
+/// RFC 3339 in UTC with milliseconds (docs/decisions.md §1).
 pub fn format_time(t: OffsetDateTime) -> String {
     let format =
         format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
@@ -296,7 +296,7 @@ impl From<UpdateTenantRequest> for RawTenantUpdate {
     }
 }
 
-/// The pagination object of every list (decisions §3).
+/// The pagination object of every list (docs/decisions.md §3).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Pagination {
     /// Items over all pages.

@@ -20,7 +20,7 @@ use crate::problem::ApiError;
 /// The API key header.
 pub const API_KEY_HEADER: &str = "svc-api-key";
 
-/// The deepest JSON nesting accepted (decisions §1).
+/// The deepest JSON nesting accepted (docs/decisions.md §1).
 pub const MAX_JSON_DEPTH: usize = 64;
 
 /// The authenticated caller of a route (401 when the key is missing, unknown or expired).
@@ -211,7 +211,7 @@ impl QueryParams {
         self.0.get(name).map_or(&[], Vec::as_slice)
     }
 
-    /// `page` and `size` (decisions §3).
+    /// `page` and `size` (docs/decisions.md §3).
     pub fn page(&self) -> Result<PageRequest, ApiError> {
         Ok(PageRequest::parse(self.first("page"), self.first("size"))?)
     }

@@ -1,4 +1,4 @@
-//! The one mapping from failures to RFC 7807 `application/problem+json` (decisions §2), used by
+//! The one mapping from failures to RFC 7807 `application/problem+json` (docs/decisions.md §2), used by
 //! every route, every extractor and, through the middleware, by actix's own errors.
 
 use std::collections::BTreeMap;
@@ -108,9 +108,10 @@ impl From<Error> for ApiError {
                     "The request conflicts with the current state.",
                 )
             }
-            Error::Internal(cause) => {
-                // The cause goes to the log (with the trace id of the span), never to the client.
-                tracing::error!(cause = %cause, "internal error");
+            Error::Internal { .. } => {
+                // The whole cause chain goes to the log (with the trace id of the span), never
+                // to the client.
+                tracing::error!(error = %err.chain(), "internal error");
                 Self::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "An unexpected error occurred.",

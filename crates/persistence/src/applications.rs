@@ -78,7 +78,7 @@ fn rules_json(rules: &[AccessRule]) -> String {
 }
 
 fn corrupt(what: &str, id: Uuid) -> RepoError {
-    RepoError::Backend(format!("stored {what} of application {id} is unreadable"))
+    RepoError::Backend(format!("stored {what} of application {id} is unreadable").into())
 }
 
 fn parse_permissions(names: &[String], id: Uuid) -> Result<Vec<Permission>, RepoError> {

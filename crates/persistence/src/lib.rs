@@ -148,6 +148,6 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<(), ConnectError> {
 pub(crate) fn repo_err(err: DbErr) -> RepoError {
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(what)) => RepoError::Conflict(what),
-        _ => RepoError::Backend(err.to_string()),
+        _ => RepoError::Backend(Box::new(err)),
     }
 }

@@ -89,6 +89,8 @@ impl Vault {
     ) -> Result<Application, Error> {
         caller.require(Permission::ApplicationUpdate)?;
         let mut app = self.find_application(caller, id).await?;
+        // Only an application no stronger than the caller may be changed.
+        caller.may_grant(&app.permissions)?;
         let changes = ApplicationChanges::parse(raw, app.app_type)?;
         caller.may_grant(&changes.permissions)?;
         if app.id == caller.application_id
@@ -120,6 +122,8 @@ impl Vault {
     ) -> Result<(Application, ApiKey), Error> {
         caller.require(Permission::ApplicationUpdate)?;
         let mut app = self.find_application(caller, id).await?;
+        // A new key is the application's rights in the caller's hands.
+        caller.may_grant(&app.permissions)?;
         app.modified_by = Some(caller.application_id);
         app.modified_at = Some(self.ports.clock.now());
         let key = self.ports.keys.generate();
@@ -138,6 +142,9 @@ impl Vault {
     /// `DELETE /applications/{id}`.
     pub async fn delete_application(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ApplicationDelete)?;
+        // A weaker key cannot remove a stronger application (and lock its owner out).
+        let app = self.find_application(caller, id).await?;
+        caller.may_grant(&app.permissions)?;
         if self.ports.applications.delete(caller.tenant_id, id).await? {
             tracing::info!(application_id = %id, "application deleted");
             Ok(())

@@ -15,7 +15,7 @@ impl Vault {
         let mut rewrapped = 0;
         for (tenant_id, wrapped) in self.ports.tenants.data_keys().await? {
             let fresh = self.ports.cipher.rewrap(tenant_id, &wrapped).map_err(|e| {
-                Error::Internal(format!("cannot re-wrap the key of tenant {tenant_id}: {e}"))
+                Error::internal_from(format!("cannot re-wrap the key of tenant {tenant_id}"), e)
             })?;
             if let Some(fresh) = fresh
                 && self

@@ -338,7 +338,8 @@ async fn regenerate_replaces_the_key_hash() {
 #[tokio::test]
 async fn delete_of_unknown_is_not_found() {
     let mut apps = MockApplications::new();
-    apps.expect_delete().returning(|_, _| Ok(false));
+    apps.expect_get().returning(|_, _| Ok(None));
+    apps.expect_delete().never();
     let vault = vault(MockTenants::new(), apps);
     let err = vault
         .delete_application(

@@ -66,7 +66,12 @@ impl Vault {
         caller.require(Permission::TokenRead)?;
         self.authorize_stored(caller, parent, Permission::TokenRead)
             .await?;
-        let (child, _) = self.create_token(caller, raw).await?;
+        let (child, created) = self.create_token(caller, raw).await?;
+        if !created {
+            // Deduplication returned an existing token: linking it is associating two existing
+            // tokens, which needs `token:read` on the child too.
+            caller.require_on(&child.token.container, Permission::TokenRead)?;
+        }
         match self
             .ports
             .tokens
@@ -76,7 +81,7 @@ impl Vault {
             TokenWrite::Done | TokenWrite::DuplicateId => Ok(child),
             TokenWrite::Missing => Err(Error::NotFound),
             TokenWrite::DuplicateFingerprint => {
-                Err(Error::Internal("unexpected association result".into()))
+                Err(Error::internal("unexpected association result"))
             }
         }
     }

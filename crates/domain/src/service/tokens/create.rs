@@ -137,7 +137,7 @@ impl Vault {
                     purged = true;
                 }
                 TokenWrite::Missing => {
-                    return Err(Error::Internal("insert reported a missing row".into()));
+                    return Err(Error::internal("insert reported a missing row"));
                 }
             }
         }

@@ -1,9 +1,10 @@
 //! `POST /detokenize`: `{{ id }}` expressions replaced by the data the caller may read.
 
-use super::MAX_DETOKENIZE;
+use super::{MAX_DETOKENIZE, MAX_DETOKENIZED_BYTES};
 use crate::auth::Principal;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
+use crate::mask::json_len;
 use crate::permission::Permission;
 use crate::service::Vault;
 use crate::template::{collect_expressions, substitute};
@@ -16,6 +17,7 @@ impl Vault {
         caller.require(Permission::TokenRead)?;
         let mut ids = Vec::new();
         collect_expressions(&body, &mut ids);
+        let occurrences = ids.clone();
         let unique: Vec<String> = ids
             .into_iter()
             .collect::<std::collections::BTreeSet<_>>()
@@ -48,7 +50,7 @@ impl Vault {
         let mut transforms = Vec::with_capacity(found.len());
         for stored in &found {
             let container = Container::parse(&stored.container)
-                .map_err(|_| Error::Internal("stored token has an invalid container".into()))?;
+                .map_err(|_| Error::internal("stored token has an invalid container"))?;
             transforms.push(caller.require_on(&container, Permission::TokenRead)?);
         }
         self.ensure_key(caller.tenant_id).await?;
@@ -57,6 +59,18 @@ impl Vault {
             let token = self.decrypt_token(stored)?;
             let shown = self.show(&token, transform).ok_or(Error::Forbidden)?;
             values.insert(token.id.clone(), shown);
+        }
+        // Each occurrence is a copy: bound the whole answer before building it.
+        let output: usize = occurrences
+            .iter()
+            .filter_map(|id| values.get(id))
+            .map(json_len)
+            .sum();
+        if output > MAX_DETOKENIZED_BYTES {
+            return Err(Error::invalid(
+                "body",
+                "the detokenized body would exceed 10 MiB",
+            ));
         }
         self.record_active(caller.tenant_id, values.keys().map(String::as_str));
         Ok(substitute(body, &values))

@@ -1,5 +1,5 @@
 //! Token use cases: create, read, update, delete, list, tokenize, detokenize, associations and
-//! the usage report. Access is evaluated per token (decisions §4); data is encrypted before it
+//! the usage report. Access is evaluated per token (docs/decisions.md §4); data is encrypted before it
 //! reaches storage and decrypted only to be shown under the caller's transform.
 
 use serde_json::Value;
@@ -8,6 +8,9 @@ use crate::token::Token;
 
 /// At most this many tokens per detokenize request.
 pub const MAX_DETOKENIZE: usize = 100;
+/// At most this many bytes of token data substituted into one detokenize answer (an id may
+/// occur many times in a body).
+pub const MAX_DETOKENIZED_BYTES: usize = 10 << 20;
 /// Attempts at a unique id from an alias expression.
 const ALIAS_ATTEMPTS: usize = 5;
 

@@ -28,7 +28,7 @@ impl Vault {
             .await?
             .ok_or(Error::NotFound)?;
         let container = Container::parse(&stored.container)
-            .map_err(|_| Error::Internal("stored token has an invalid container".into()))?;
+            .map_err(|_| Error::internal("stored token has an invalid container"))?;
         caller.require_on(&container, permission)?;
         Ok(stored)
     }

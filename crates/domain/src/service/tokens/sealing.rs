@@ -54,7 +54,7 @@ impl Vault {
         self.ports
             .cipher
             .load_tenant_key(tenant_id, &wrapped)
-            .map_err(|e| Error::Internal(format!("cannot unwrap the tenant key: {e}")))
+            .map_err(|e| Error::internal_from("cannot unwrap the tenant key", e))
     }
 
     pub(super) fn check_expression(&self, field: &str, expr: &str, errors: &mut ValidationErrors) {
@@ -81,7 +81,7 @@ impl Vault {
                     &data_context(token.tenant_id, &token.id, field),
                     &to_json_bytes(v),
                 )
-                .map_err(|e| Error::Internal(format!("encryption failed: {e}")))
+                .map_err(|e| Error::internal_from("encryption failed", e))
         };
         Ok(StoredToken {
             id: token.id.clone(),
@@ -115,11 +115,13 @@ impl Vault {
                     &data_context(stored.tenant_id, &stored.id, field),
                     ct,
                 )
-                .map_err(|e| Error::Internal(format!("token {field} cannot be decrypted: {e}")))?;
+                .map_err(|e| {
+                    Error::internal_from(format!("token {field} cannot be decrypted"), e)
+                })?;
             serde_json::from_slice(&bytes)
-                .map_err(|_| Error::Internal("stored token is not JSON".into()))
+                .map_err(|e| Error::internal_from("stored token is not JSON", e))
         };
-        let corrupt = |what: &str| Error::Internal(format!("stored token has an invalid {what}"));
+        let corrupt = |what: &str| Error::internal(format!("stored token has an invalid {what}"));
         Ok(Token {
             data: open("data", &stored.data)?,
             mask: stored
@@ -171,6 +173,6 @@ impl Vault {
         self.ports
             .cipher
             .fingerprint(tenant_id, &input)
-            .map_err(|e| Error::Internal(format!("fingerprint failed: {e}")))
+            .map_err(|e| Error::internal_from("fingerprint failed", e))
     }
 }

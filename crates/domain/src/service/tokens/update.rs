@@ -29,7 +29,7 @@ impl Vault {
         // A token made with per-token deduplication keeps it across updates.
         let dedup = caller.settings.deduplicate_tokens || stored.dedup_key.is_some();
         let token_type = TokenType::parse(&stored.token_type)
-            .ok_or_else(|| Error::Internal("stored token has an invalid type".into()))?;
+            .ok_or_else(|| Error::internal("stored token has an invalid type"))?;
         let now = self.ports.clock.now();
         let patch = TokenPatch::parse(patch, token_type, now).map_err(Error::Validation)?;
         let mut errors = ValidationErrors::new();
