@@ -23,7 +23,7 @@ pub use applications::SeaOrmApplicationRepository;
 pub use tenants::SeaOrmTenantRepository;
 pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]
-pub use tokens::explain_children_page;
+pub use tokens::explain_list_page;
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]

@@ -235,6 +235,28 @@ pub(crate) fn children_query(
     }
 }
 
+/// One page of a token list, newest first by `(created_at, id)`. With an `id` filter (at most
+/// 100 values) SQLite must find the rows by primary key and sort them, not walk the tenant's
+/// tokens in page order looking for them: `+created_at` keeps its planner from using the
+/// `(tenant_id, created_at)` index for the order. (PostgreSQL chooses so from statistics.)
+fn list_page(
+    backend: DatabaseBackend,
+    query: sea_orm::Select<token::Entity>,
+    filter: &TokenFilter,
+    limit: u64,
+    offset: u64,
+) -> sea_orm::Select<token::Entity> {
+    let query = if backend == DatabaseBackend::Sqlite && !filter.ids.is_empty() {
+        query.order_by(Expr::cust("+\"tokens\".\"created_at\""), Order::Desc)
+    } else {
+        query.order_by_desc(token::Column::CreatedAt)
+    };
+    query
+        .order_by_desc(token::Column::Id)
+        .offset(offset)
+        .limit(limit)
+}
+
 /// One page of `query`, newest first by `(created_at, id)` of the token columns of `table`.
 fn newest_first(
     mut query: SelectStatement,
@@ -437,11 +459,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         }
         let query = token::Entity::find().filter(condition);
         let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
-        let items = query
-            .order_by_desc(token::Column::CreatedAt)
-            .order_by_desc(token::Column::Id)
-            .offset(page.offset())
-            .limit(page.size)
+        let items = list_page(backend, query, filter, page.size, page.offset())
             .all(&self.db)
             .await
             .map_err(repo_err)?
@@ -569,30 +587,35 @@ impl TokenRepository for SeaOrmTokenRepository {
     }
 }
 
-/// The plan the database chooses for a page of `parent`'s children, one line per plan step:
-/// SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (with sequential scans
-/// disabled, so that small test tables show the plan large ones get). For tests that assert
-/// the query starts from the association index.
+/// The plan the database chooses for the first page of a token list with `filter` (its
+/// `parent` selects the children query), one line per plan step: SQLite's `EXPLAIN QUERY PLAN`
+/// details, PostgreSQL's `EXPLAIN` lines (after `ANALYZE`, with sequential scans disabled, so
+/// that small test tables show the plan large ones get). For tests that assert plans.
 #[cfg(feature = "test-support")]
-pub async fn explain_children_page(
+pub async fn explain_list_page(
     db: &DatabaseConnection,
     tenant_id: Uuid,
-    parent: &str,
+    filter: &TokenFilter,
     now: OffsetDateTime,
 ) -> Result<Vec<String>, DbErr> {
-    use sea_orm::Statement;
+    use sea_orm::{QueryTrait as _, Statement};
     let backend = db.get_database_backend();
-    let filter = TokenFilter {
-        ids: Vec::new(),
-        types: Vec::new(),
-        metadata: Vec::new(),
-        visibility: Visibility::Prefixes(vec!["/pci/".into()]),
-        parent: Some(parent.to_string()),
-    };
     let condition =
-        filter_condition(backend, tenant_id, &filter, now).unwrap_or_else(Condition::all);
-    let (query, table) = children_query(backend, tenant_id, parent, condition);
-    let page = newest_first(query, table, 20, 0);
+        filter_condition(backend, tenant_id, filter, now).unwrap_or_else(Condition::all);
+    let page = match &filter.parent {
+        Some(parent) => {
+            let (query, table) = children_query(backend, tenant_id, parent, condition);
+            newest_first(query, table, 20, 0)
+        }
+        None => list_page(
+            backend,
+            token::Entity::find().filter(condition),
+            filter,
+            20,
+            0,
+        )
+        .into_query(),
+    };
     let built = backend.build(&page);
     if backend == DatabaseBackend::Postgres {
         let txn = db.begin().await?;

@@ -616,7 +616,10 @@ async fn a_children_page_starts_from_the_association_index() {
             let child = format!("n-{i}");
             tokens.associate(tenant_id, "c-1", &child).await.unwrap();
         }
-        let plan = tokenvault_persistence::explain_children_page(&db.db, tenant_id, "p-1", now())
+        let mut children = filter();
+        children.parent = Some("p-1".into());
+        children.visibility = Visibility::Prefixes(vec!["/pci/".into()]);
+        let plan = tokenvault_persistence::explain_list_page(&db.db, tenant_id, &children, now())
             .await
             .unwrap();
         let text = plan.join("\n");
@@ -662,6 +665,43 @@ async fn a_children_page_starts_from_the_association_index() {
             .unwrap();
         assert_eq!(page.total_items, 2);
         assert_eq!(page.items.len(), 2);
+        db.destroy().await;
+    }
+}
+
+/// Listing by `id` (at most 100 values) finds the rows by primary key instead of walking the
+/// tenant's tokens in page order.
+#[tokio::test]
+async fn a_list_by_id_uses_the_primary_key() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let tenant_id = tenant(&tenants).await;
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        for i in 0..60 {
+            let t = token(tenant_id, &format!("t-{i}"), "/pci/high/", now());
+            tokens.insert(&t).await.unwrap();
+        }
+        let mut by_id = filter();
+        by_id.ids = vec!["t-1".into(), "t-7".into()];
+        let plan = tokenvault_persistence::explain_list_page(&db.db, tenant_id, &by_id, now())
+            .await
+            .unwrap();
+        let text = plan.join("\n");
+        match backend {
+            tokenvault_persistence::testing::Backend::Sqlite => assert!(
+                text.contains("sqlite_autoindex_tokens_1 (tenant_id=? AND id=?)"),
+                "{text}"
+            ),
+            tokenvault_persistence::testing::Backend::Postgres => {
+                assert!(text.contains("using tokens_pkey on tokens"), "{text}");
+            }
+        }
+        let page = tokens
+            .list(tenant_id, &by_id, PageRequest { page: 1, size: 20 }, now())
+            .await
+            .unwrap();
+        assert_eq!(ids(&page).len(), 2);
         db.destroy().await;
     }
 }
