@@ -400,3 +400,36 @@ async fn batches_rules_and_list_filters_are_bounded() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn tokenize_deduplicates_like_create() {
+    on_each_backend(async |app| {
+        let owner = full(app).await;
+        let existing = owner
+            .create(&json!({"type": "card_number", "data": CARD, "deduplicate_token": true}))
+            .await;
+        let item = json!({"type": "card_number", "data": CARD, "deduplicate_token": true});
+        let fresh = json!({"type": "token", "data": "same", "deduplicate_token": true});
+        let res = owner
+            .post(
+                "/tokenize",
+                &json!({"a": item, "b": [item, fresh, fresh], "c": "plain"}),
+            )
+            .await;
+        assert_eq!(res.status(), 200, "a deduplicated value is no conflict");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["a"]["id"], existing["id"]);
+        assert_eq!(body["b"][0]["id"], existing["id"]);
+        assert_eq!(
+            body["b"][1]["id"], body["b"][2]["id"],
+            "one token per value in a request"
+        );
+        assert_ne!(body["b"][1]["id"], existing["id"]);
+        let listed: Value = owner.get("/tokens").await.json().await.unwrap();
+        assert_eq!(
+            listed["pagination"]["total_items"], 3,
+            "the card, `same` and `plain`"
+        );
+    })
+    .await;
+}

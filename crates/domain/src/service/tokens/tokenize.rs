@@ -8,8 +8,9 @@ use crate::permission::Permission;
 use crate::ports::TokenWrite;
 use crate::service::Vault;
 use crate::token::{NewToken, RawNewToken, Token};
+use crate::token_type::TokenType;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 
 impl Vault {
@@ -27,7 +28,8 @@ impl Vault {
         if ids.len() != batch.len() {
             return Err(Error::Conflict("duplicate token id in the request".into()));
         }
-        let stored = batch
+        let (fresh, existing) = self.deduplicate(batch, now).await?;
+        let stored = fresh
             .iter()
             .map(|(t, dedup)| self.encrypt_token(t, *dedup))
             .collect::<Result<Vec<_>, _>>()?;
@@ -36,8 +38,48 @@ impl Vault {
             TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
             _ => return Err(Error::Conflict("an identical token exists".into())),
         }
-        self.record_active(caller.tenant_id, batch.iter().map(|(t, _)| t.id.as_str()));
-        Ok(shape)
+        let active = fresh
+            .iter()
+            .map(|(t, _)| t.id.as_str())
+            .chain(existing.values().map(|v| v.token.id.as_str()));
+        self.record_active(caller.tenant_id, active);
+        Ok(in_place_of(shape, &existing))
+    }
+
+    /// Deduplication as for `POST /tokens`: a deduplicated item whose value already exists in
+    /// its container — stored, or earlier in this request — becomes that token. Returns the
+    /// tokens to insert and, by the id each item was given, the token that replaces it.
+    async fn deduplicate(
+        &self,
+        batch: Vec<(Token, bool)>,
+        now: OffsetDateTime,
+    ) -> Result<(Vec<(Token, bool)>, HashMap<String, TokenView>), Error> {
+        let mut fresh = Vec::with_capacity(batch.len());
+        let mut existing = HashMap::new();
+        let mut first: HashMap<(TokenType, String, String), TokenView> = HashMap::new();
+        for (token, dedup) in batch {
+            let Some(fp) = token.fingerprint.clone().filter(|_| dedup) else {
+                fresh.push((token, dedup));
+                continue;
+            };
+            let key = (token.token_type, token.container.as_str().to_string(), fp);
+            if let Some(view) = first.get(&key) {
+                existing.insert(token.id.clone(), view.clone());
+            } else if let Some(view) = self.existing_duplicate(&token, now).await? {
+                first.insert(key, view.clone());
+                existing.insert(token.id.clone(), view);
+            } else {
+                first.insert(
+                    key,
+                    TokenView {
+                        token: token.clone(),
+                        shown: None,
+                    },
+                );
+                fresh.push((token, dedup));
+            }
+        }
+        Ok((fresh, existing))
     }
 
     fn tokenize_value(
@@ -156,5 +198,32 @@ fn prefix_error(e: Error, path: &str) -> Error {
             Error::Validation(out)
         }
         other => other,
+    }
+}
+
+/// The request's shape with each deduplicated item replaced by the token it matched.
+fn in_place_of(shape: Tokenized, existing: &HashMap<String, TokenView>) -> Tokenized {
+    match shape {
+        Tokenized::Token(view) => match existing.get(&view.token.id) {
+            Some(found) => Tokenized::Token(Box::new(found.clone())),
+            None => Tokenized::Token(view),
+        },
+        Tokenized::Id(id) => match existing.get(&id) {
+            Some(found) => Tokenized::Id(found.token.id.clone()),
+            None => Tokenized::Id(id),
+        },
+        Tokenized::Array(items) => Tokenized::Array(
+            items
+                .into_iter()
+                .map(|i| in_place_of(i, existing))
+                .collect(),
+        ),
+        Tokenized::Object(fields) => Tokenized::Object(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k, in_place_of(v, existing)))
+                .collect(),
+        ),
+        keep @ Tokenized::Keep(_) => keep,
     }
 }
