@@ -1,21 +1,14 @@
-//! Architecture invariant: the domain crate depends on no I/O crate.
+//! Architecture invariants: the domain crate depends on no I/O crate, and no adapter depends
+//! on another.
 
 use std::process::Command;
 
-#[test]
-fn domain_depends_on_no_io_crate() {
+/// The names of the packages `package` depends on (normal dependencies, transitively).
+fn dependencies(package: &str) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
-            "tree",
-            "-p",
-            "tokenvault-domain",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
-            "{p}",
+            "tree", "-p", package, "-e", "normal", "--prefix", "none", "--format", "{p}",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -26,14 +19,42 @@ fn domain_depends_on_no_io_crate() {
         String::from_utf8_lossy(&out.stderr)
     );
     let tree = String::from_utf8_lossy(&out.stdout);
-    let names: Vec<&str> = tree
+    let names: Vec<String> = tree
         .lines()
         .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
         .collect();
     assert!(
-        names.contains(&"tokenvault-domain"),
+        names.iter().any(|n| n == package),
         "cargo tree printed nothing useful: {tree}"
     );
+    names
+}
+
+#[test]
+fn adapters_do_not_know_each_other() {
+    let adapters = [
+        "tokenvault-http",
+        "tokenvault-persistence",
+        "tokenvault-crypto",
+        "tokenvault-expressions",
+        "tokenvault-code",
+    ];
+    for adapter in adapters {
+        let names = dependencies(adapter);
+        for other in adapters.iter().filter(|a| **a != adapter) {
+            assert!(
+                !names.iter().any(|n| n == other),
+                "{adapter} depends on {other}"
+            );
+        }
+    }
+}
+
+#[test]
+fn domain_depends_on_no_io_crate() {
+    let names = dependencies("tokenvault-domain");
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     for forbidden in [
         "actix-web",
         "sea-orm",

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod application;
 pub mod auth;
+pub mod code;
 pub mod container;
 pub mod error;
 pub mod mask;

@@ -1,0 +1,345 @@
+//! One QuickJS runtime and what a call does on it: a fresh context per call (nothing one call
+//! defines is seen by the next), the prelude of globals, the CommonJS module, a small event
+//! loop for promises and timers, and the limits — an interrupt handler for CPU time, a deadline
+//! for the whole call, the runtime's memory limit, and the size of the result.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime, Value};
+use serde_json::Value as Json;
+use tokenvault_domain::code::{CodeCall, CodeError};
+
+/// Limits of every call.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Wall-clock time of a whole call, timers included.
+    pub timeout: Duration,
+    /// Memory of the runtime, in bytes.
+    pub memory: usize,
+    /// Largest result, as JSON text, in bytes.
+    pub max_output: usize,
+}
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// Loads the module with `new Function` (the source is parsed as a function body, so it cannot
+/// close the wrapper early) and calls what it exports.
+const RUN: &str = r"(function (source, request) {
+  const module = { exports: {} };
+  new Function('module', 'exports', source)(module, module.exports);
+  const main = module.exports;
+  if (typeof main !== 'function') throw new TypeError('module.exports must be a function');
+  return main(request);
+})";
+
+const CHECK: &str = r"(function (source) { new Function('module', 'exports', source); })";
+
+/// A timer the code set: its id and when it is due.
+type Timers = Rc<RefCell<Vec<(i32, Instant)>>>;
+
+/// A runtime reused by the calls of one worker thread.
+pub struct Engine {
+    runtime: Runtime,
+    deadline: Rc<Cell<Option<Instant>>>,
+    limits: Limits,
+}
+
+/// What ended a call that did not return.
+enum Stop {
+    Time,
+    Memory,
+}
+
+impl Engine {
+    /// A runtime with the memory limit and the interrupt handler installed.
+    pub fn new(limits: Limits) -> Result<Self, String> {
+        let runtime = Runtime::new().map_err(|e| e.to_string())?;
+        runtime.set_memory_limit(limits.memory);
+        runtime.set_max_stack_size(512 * 1024);
+        let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
+        let due = deadline.clone();
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            due.get().is_some_and(|at| Instant::now() >= at)
+        })));
+        Ok(Self {
+            runtime,
+            deadline,
+            limits,
+        })
+    }
+
+    /// Compiles `code` as a module body without running it.
+    pub fn check(&self, code: &str) -> Result<(), String> {
+        self.deadline
+            .set(Some(Instant::now() + self.limits.timeout));
+        let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
+        let outcome = context.with(|ctx| {
+            let check: Function = ctx.eval(CHECK).catch(&ctx).map_err(|e| e.to_string())?;
+            check
+                .call::<_, ()>((code,))
+                .catch(&ctx)
+                .map_err(|e| caught_message(&e))
+        });
+        self.deadline.set(None);
+        drop(context);
+        self.runtime.run_gc();
+        outcome
+    }
+
+    /// Runs one call. The `bool` is whether the runtime should be thrown away (it ran out of
+    /// memory or was stopped mid-way: its heap is not to be trusted for the next tenant).
+    pub fn run(&self, call: &CodeCall) -> (Result<Json, CodeError>, bool) {
+        let started = Instant::now();
+        let deadline = started + self.limits.timeout;
+        self.deadline.set(Some(deadline));
+        let context = match Context::full(&self.runtime) {
+            Ok(c) => c,
+            Err(e) => return (Err(CodeError::Internal(e.to_string())), true),
+        };
+        let timers: Timers = Rc::default();
+        let outcome = context.with(|ctx| self.call_in(&ctx, call, &timers, deadline));
+        self.deadline.set(None);
+        drop(context);
+        self.runtime.run_gc();
+        match outcome {
+            Ok(v) => (Ok(v), false),
+            Err(Ok(e)) => (Err(e), false),
+            Err(Err(Stop::Time)) => (
+                Err(CodeError::Limit(format!(
+                    "the code ran longer than {} ms",
+                    self.limits.timeout.as_millis()
+                ))),
+                true,
+            ),
+            Err(Err(Stop::Memory)) => (
+                Err(CodeError::Limit(format!(
+                    "the code used more than {} MiB",
+                    self.limits.memory >> 20
+                ))),
+                true,
+            ),
+        }
+    }
+
+    fn call_in(
+        &self,
+        ctx: &Ctx<'_>,
+        call: &CodeCall,
+        timers: &Timers,
+        deadline: Instant,
+    ) -> Result<Json, Result<CodeError, Stop>> {
+        let internal = |e: rquickjs::Error| Ok(CodeError::Internal(e.to_string()));
+        install_host(ctx, call.trace_id.clone(), timers.clone()).map_err(internal)?;
+        ctx.eval::<(), _>(PRELUDE)
+            .catch(ctx)
+            .map_err(|e| Ok(CodeError::Internal(caught_message(&e))))?;
+        let request = ctx.json_parse(call.request.to_string()).map_err(internal)?;
+        let run: Function = ctx.eval(RUN).map_err(internal)?;
+        let returned: Value = run
+            .call((call.code.as_str(), request))
+            .catch(ctx)
+            .map_err(|e| failure(ctx, &e, deadline))?;
+        let value = match returned.as_promise() {
+            None => returned.clone(),
+            Some(promise) => loop {
+                match promise.finish::<Value>() {
+                    Ok(v) => break v,
+                    // The job that was interrupted at the deadline leaves nothing to run.
+                    Err(rquickjs::Error::WouldBlock) if Instant::now() >= deadline => {
+                        return Err(Err(Stop::Time));
+                    }
+                    Err(rquickjs::Error::WouldBlock) => {
+                        Self::fire_next_timer(ctx, timers, deadline)?;
+                    }
+                    Err(e) => {
+                        return Err(match Err::<(), _>(e).catch(ctx) {
+                            Err(caught) => failure(ctx, &caught, deadline),
+                            Ok(()) => Ok(CodeError::Internal("no exception".into())),
+                        });
+                    }
+                }
+            },
+        };
+        self.to_json(ctx, value, deadline)
+    }
+
+    /// Waits for the earliest timer (never past the deadline) and runs its callback.
+    fn fire_next_timer(
+        ctx: &Ctx<'_>,
+        timers: &Timers,
+        deadline: Instant,
+    ) -> Result<(), Result<CodeError, Stop>> {
+        let next = {
+            let mut due = timers.borrow_mut();
+            due.sort_by_key(|(_, at)| *at);
+            if due.is_empty() {
+                None
+            } else {
+                Some(due.remove(0))
+            }
+        };
+        let Some((id, at)) = next else {
+            return Err(Ok(CodeError::Thrown {
+                status: 500,
+                message: "the promise the code returned never settles".into(),
+                errors: None,
+            }));
+        };
+        if at > deadline {
+            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+            return Err(Err(Stop::Time));
+        }
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        let fire: Function = ctx
+            .globals()
+            .get("__fireTimer")
+            .map_err(|e| Ok(CodeError::Internal(e.to_string())))?;
+        fire.call::<_, ()>((id,))
+            .catch(ctx)
+            .map_err(|e| failure(ctx, &e, deadline))
+    }
+
+    fn to_json<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        value: Value<'js>,
+        deadline: Instant,
+    ) -> Result<Json, Result<CodeError, Stop>> {
+        let text = ctx
+            .json_stringify(value)
+            .catch(ctx)
+            .map_err(|e| failure(ctx, &e, deadline))?;
+        let Some(text) = text else {
+            return Ok(Json::Null);
+        };
+        let text = text
+            .to_string()
+            .map_err(|e| Ok(CodeError::Internal(e.to_string())))?;
+        if text.len() > self.limits.max_output {
+            return Err(Ok(CodeError::Limit(format!(
+                "the code returned more than {} MiB",
+                self.limits.max_output >> 20
+            ))));
+        }
+        serde_json::from_str(&text).map_err(|e| Ok(CodeError::Internal(e.to_string())))
+    }
+}
+
+/// What a caught exception means: a limit (time, memory), or the code's own error.
+fn failure<'js>(
+    ctx: &Ctx<'js>,
+    caught: &CaughtError<'js>,
+    deadline: Instant,
+) -> Result<CodeError, Stop> {
+    if Instant::now() >= deadline {
+        return Err(Stop::Time);
+    }
+    let message = caught_message(caught);
+    if message.contains("out of memory") {
+        return Err(Stop::Memory);
+    }
+    let value = match caught {
+        CaughtError::Exception(e) => Some(e.as_value().clone()),
+        CaughtError::Value(v) => Some(v.clone()),
+        CaughtError::Error(_) => None,
+    };
+    Ok(value
+        .and_then(|v| thrown(ctx, &v, &message))
+        .unwrap_or(CodeError::Thrown {
+            status: 500,
+            message,
+            errors: None,
+        }))
+}
+
+/// Maps a thrown object of one of the prelude's classes to its status and `errors`.
+fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<CodeError> {
+    let object: &Object = value.as_object()?;
+    if let Ok(custom) = object.get::<_, Object>("__tokenvault_custom") {
+        let status: f64 = custom.get("status").unwrap_or(500.0);
+        let headers: Value = custom.get("headers").ok()?;
+        let body: Value = custom.get("body").ok()?;
+        return Some(CodeError::Custom {
+            status: status_code(status),
+            headers: json_of(ctx, headers).unwrap_or(Json::Null),
+            body: json_of(ctx, body).unwrap_or(Json::Null),
+        });
+    }
+    let status: f64 = object.get("__tokenvault_status").ok()?;
+    let errors: Option<Value> = object.get("errors").ok();
+    Some(CodeError::Thrown {
+        status: status_code(status),
+        message: message.to_string(),
+        errors: errors
+            .filter(|e| !e.is_undefined())
+            .and_then(|e| json_of(ctx, e)),
+    })
+}
+
+fn status_code(status: f64) -> u16 {
+    if status.is_finite() && (100.0..=599.0).contains(&status) {
+        // In range: the cast keeps the value.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let code = status as u16;
+        code
+    } else {
+        500
+    }
+}
+
+fn json_of<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Option<Json> {
+    let text = ctx.json_stringify(value).ok()??.to_string().ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn caught_message(caught: &CaughtError<'_>) -> String {
+    match caught {
+        CaughtError::Exception(e) => e.message().unwrap_or_else(|| "error".into()),
+        CaughtError::Value(v) => v
+            .as_string()
+            .and_then(|s| s.to_string().ok())
+            .unwrap_or_else(|| "a non-Error value was thrown".into()),
+        CaughtError::Error(e) => e.to_string(),
+    }
+}
+
+/// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host.
+fn install_host(ctx: &Ctx<'_>, trace_id: Option<String>, timers: Timers) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+    globals.set(
+        "__log",
+        Function::new(ctx.clone(), move |level: String, text: String| {
+            let trace_id = trace_id.as_deref().unwrap_or("-");
+            match level.as_str() {
+                "error" | "warn" => tracing::info!(trace_id, level, "code: {text}"),
+                _ => tracing::debug!(trace_id, level, "code: {text}"),
+            }
+        })?,
+    )?;
+    globals.set(
+        "__uuid",
+        Function::new(ctx.clone(), || uuid::Uuid::new_v4().to_string())?,
+    )?;
+    let set = timers.clone();
+    globals.set(
+        "__setTimer",
+        Function::new(ctx.clone(), move |id: i32, ms: f64| {
+            let ms = if ms.is_finite() {
+                ms.clamp(0.0, 1e12)
+            } else {
+                0.0
+            };
+            let at = Instant::now() + Duration::from_secs_f64(ms / 1000.0);
+            set.borrow_mut().push((id, at));
+        })?,
+    )?;
+    globals.set(
+        "__clearTimer",
+        Function::new(ctx.clone(), move |id: i32| {
+            timers.borrow_mut().retain(|(t, _)| *t != id);
+        })?,
+    )?;
+    Ok(())
+}

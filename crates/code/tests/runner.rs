@@ -1,0 +1,241 @@
+//! The runner against real QuickJS: the CommonJS contract, each sandbox limit ending within its
+//! bound while other calls keep answering, the escapes that must fail, and the globals.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
+use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+fn runner() -> QuickJsRunner {
+    QuickJsRunner::start(RunnerSettings {
+        workers: 2,
+        limits: Limits {
+            timeout: TIMEOUT,
+            memory: 16 << 20,
+            max_output: 1 << 20,
+        },
+    })
+    .unwrap()
+}
+
+fn call(code: &str, request: Value) -> CodeCall {
+    CodeCall {
+        code: code.into(),
+        request,
+        trace_id: Some("test".into()),
+    }
+}
+
+async fn run(r: &QuickJsRunner, code: &str) -> Result<Value, CodeError> {
+    r.run(call(code, json!({"args": {"x": 1}}))).await
+}
+
+#[tokio::test]
+async fn the_commonjs_contract() {
+    let r = runner();
+    let echo = "module.exports = async function (req) { return { args: req.args, n: 1 + 1 }; };";
+    assert_eq!(
+        run(&r, echo).await.unwrap(),
+        json!({"args": {"x": 1}, "n": 2})
+    );
+    let plain = "module.exports = function (req) { return req.args.x * 10; };";
+    assert_eq!(run(&r, plain).await.unwrap(), json!(10));
+    let awaits = r"module.exports = async (req) => {
+        const later = await new Promise((ok) => setTimeout(() => ok('done'), 20));
+        return { later, v: await Promise.resolve(req.args.x) };
+    };";
+    assert_eq!(
+        run(&r, awaits).await.unwrap(),
+        json!({"later": "done", "v": 1})
+    );
+    let nothing = "module.exports = async () => {};";
+    assert_eq!(run(&r, nothing).await.unwrap(), Value::Null);
+    let exports = "exports.x = 1;";
+    assert!(matches!(
+        run(&r, exports).await,
+        Err(CodeError::Thrown { status: 500, .. })
+    ));
+}
+
+#[tokio::test]
+async fn code_that_does_not_compile_is_refused_without_running() {
+    let r = runner();
+    assert!(
+        r.check("module.exports = async function (req) {")
+            .await
+            .is_err()
+    );
+    assert!(r.check("module.exports = (req) => req;").await.is_ok());
+    // Closing the wrapper early is a syntax error, not an escape.
+    assert!(r.check("}); while (true) {} (function () {").await.is_err());
+    // Checking never runs the code.
+    let started = Instant::now();
+    assert!(r.check("while (true) {}").await.is_ok());
+    assert!(started.elapsed() < TIMEOUT);
+}
+
+/// Each limit ends its call within its bound, and a trivial call on the other worker answers
+/// meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_limit_ends_the_call_and_others_keep_answering() {
+    let r = std::sync::Arc::new(runner());
+    for (name, code) in [
+        (
+            "infinite loop",
+            "module.exports = () => { while (true) {} };",
+        ),
+        (
+            "one-hour timer",
+            "module.exports = () => new Promise((ok) => setTimeout(ok, 3600000));",
+        ),
+        (
+            "async loop",
+            "module.exports = async () => { for (;;) { await Promise.resolve(); } };",
+        ),
+    ] {
+        let started = Instant::now();
+        let runaway = {
+            let r = r.clone();
+            tokio::spawn(async move { run(&r, code).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            run(&r, "module.exports = () => 'ok';").await.unwrap(),
+            json!("ok"),
+            "{name}: a trivial call answers meanwhile"
+        );
+        assert!(
+            !runaway.is_finished(),
+            "{name}: answered while the runaway still ran"
+        );
+        let outcome = runaway.await.unwrap();
+        assert!(
+            matches!(outcome, Err(CodeError::Limit(_))),
+            "{name}: {outcome:?}"
+        );
+        // Ended by its own deadline, not by the async side's margin (2 s) or never.
+        let took = started.elapsed();
+        assert!(
+            took >= TIMEOUT && took < TIMEOUT * 3,
+            "{name} took {took:?}"
+        );
+    }
+    let bomb =
+        "module.exports = () => { const a = []; for (;;) a.push('x'.repeat(1e5) + a.length); };";
+    assert!(matches!(run(&r, bomb).await, Err(CodeError::Limit(m)) if m.contains("MiB")));
+    let big = "module.exports = () => 'x'.repeat(2 * 1024 * 1024);";
+    assert!(matches!(run(&r, big).await, Err(CodeError::Limit(m)) if m.contains("returned")));
+    // The workers are still good afterwards.
+    assert_eq!(
+        run(&r, "module.exports = () => 7;").await.unwrap(),
+        json!(7)
+    );
+}
+
+#[tokio::test]
+async fn the_sandbox_has_no_way_out_and_calls_share_nothing() {
+    let r = runner();
+    for code in [
+        "module.exports = () => require('fs').readFileSync('/etc/passwd', 'utf8');",
+        "module.exports = () => process.env;",
+        "module.exports = async () => (await fetch('http://127.0.0.1/')).status;",
+        "module.exports = () => std.getenv('HOME');",
+        "module.exports = () => os.exec(['ls']);",
+    ] {
+        let outcome = run(&r, code).await;
+        assert!(
+            matches!(outcome, Err(CodeError::Thrown { status: 500, .. })),
+            "{code}: {outcome:?}"
+        );
+    }
+    let writes = r"module.exports = () => {
+        globalThis.leaked = 'secret'; Object.prototype.polluted = 1; Array.prototype.push = null;
+        console.log = () => { throw new Error('hijacked'); };
+        return 1;
+    };";
+    let reads = r"module.exports = () => [typeof leaked, ({}).polluted, typeof [].push,
+        (console.log('fine'), 'console ok')];";
+    for _ in 0..4 {
+        // Enough rounds that both workers ran the writer before a reader.
+        assert_eq!(run(&r, writes).await.unwrap(), json!(1));
+    }
+    for _ in 0..4 {
+        assert_eq!(
+            run(&r, reads).await.unwrap(),
+            json!(["undefined", null, "function", "console ok"])
+        );
+    }
+}
+
+#[tokio::test]
+async fn errors_map_to_their_status() {
+    let r = runner();
+    let cases = [
+        ("BadRequestError", 400),
+        ("AuthenticationError", 401),
+        ("InvalidPaymentMethodError", 402),
+        ("AuthorizationError", 403),
+        ("InvalidReactorConfigurationError", 400),
+        ("RateLimitError", 429),
+        ("ReactorRuntimeError", 500),
+        ("ServiceUnavailableError", 503),
+    ];
+    for (class, status) in cases {
+        let code =
+            format!("module.exports = async () => {{ throw new {class}({{ field: ['bad'] }}); }};");
+        match run(&r, &code).await {
+            Err(CodeError::Thrown {
+                status: s, errors, ..
+            }) => {
+                assert_eq!(s, status, "{class}");
+                assert_eq!(errors, Some(json!({"field": ["bad"]})), "{class}");
+            }
+            other => panic!("{class}: {other:?}"),
+        }
+    }
+    let plain = "module.exports = () => { throw new Error('my own words'); };";
+    assert_eq!(
+        run(&r, plain).await,
+        Err(CodeError::Thrown {
+            status: 500,
+            message: "my own words".into(),
+            errors: None
+        })
+    );
+    let custom = r"module.exports = () => {
+        throw new CustomHttpResponseError({ status: 418, headers: { 'x-a': 'b' }, body: { t: 1 } });
+    };";
+    assert_eq!(
+        run(&r, custom).await,
+        Err(CodeError::Custom {
+            status: 418,
+            headers: json!({"x-a": "b"}),
+            body: json!({"t": 1})
+        })
+    );
+}
+
+#[tokio::test]
+async fn the_globals_of_the_runtime() {
+    let r = runner();
+    let code = r"module.exports = async () => {
+        const bytes = new TextEncoder().encode('héllo');
+        const timer = setTimeout(() => { throw new Error('cleared timers never fire'); }, 10);
+        clearTimeout(timer);
+        await new Promise((ok) => setTimeout(ok, 30));
+        return {
+            b64: btoa('hi'), back: atob('aGk='),
+            bytes: bytes.length, text: new TextDecoder().decode(bytes),
+            uuid: /^[0-9a-f-]{36}$/.test(crypto.randomUUID()),
+        };
+    };";
+    assert_eq!(
+        run(&r, code).await.unwrap(),
+        json!({"b64": "aGk=", "back": "hi", "bytes": 6, "text": "héllo", "uuid": true})
+    );
+}

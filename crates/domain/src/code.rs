@@ -1,0 +1,74 @@
+//! The code runtime port (docs/decisions.md §7): tenant-written JavaScript, run in a sandbox for
+//! reactors and proxy transforms. The domain says what a call is and what can come back; the
+//! adapter (`tokenvault-code`, QuickJS) decides how.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// The longest code accepted (characters).
+pub const MAX_CODE_LEN: usize = 50_000;
+
+/// One invocation: the module's source and the request object it is called with.
+#[derive(Clone)]
+pub struct CodeCall {
+    /// A CommonJS module: `module.exports = async function (req) { … }`.
+    pub code: String,
+    /// The request object, without `svc` (`args`, `configuration`, …).
+    pub request: Value,
+    /// The trace id of the HTTP request, for `console.*` lines.
+    pub trace_id: Option<String>,
+}
+
+impl std::fmt::Debug for CodeCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The request carries detokenized data: never printed.
+        f.debug_struct("CodeCall")
+            .field("code_len", &self.code.len())
+            .field("trace_id", &self.trace_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a call failed. The `message` of a thrown error is the tenant's own text (it may hold
+/// whatever their code put there); nothing of the vault's is added to it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CodeError {
+    /// The code does not compile (422 at create/update).
+    Compile(String),
+    /// The code threw: one of the error classes (their status) or anything else (500). `errors`
+    /// is the class's constructor argument, for the problem body.
+    Thrown {
+        /// HTTP status of the class (500 for any other thrown value).
+        status: u16,
+        /// The error's message.
+        message: String,
+        /// The constructor argument, when one was given.
+        errors: Option<Value>,
+    },
+    /// `CustomHttpResponseError({status, headers, body})`: returned as given.
+    Custom {
+        /// Status.
+        status: u16,
+        /// Headers.
+        headers: Value,
+        /// Body.
+        body: Value,
+    },
+    /// A sandbox limit was reached: time, memory or output size (500 with this detail).
+    Limit(String),
+    /// The runtime itself failed (500; the cause is for the log).
+    Internal(String),
+}
+
+/// Runs tenant code in the sandbox.
+///
+/// # Errors
+/// `check`: the compiler's message. `run`: a [`CodeError`] for anything but a JSON result.
+#[async_trait]
+pub trait CodeRunner: Send + Sync {
+    /// Compiles `code` without running it.
+    async fn check(&self, code: &str) -> Result<(), String>;
+
+    /// Runs `call.code` with `call.request` and returns the JSON of what it returned.
+    async fn run(&self, call: CodeCall) -> Result<Value, CodeError>;
+}
