@@ -6,6 +6,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261122_000001_tenants_and_applications;
 mod m20261123_000002_tokens;
 mod m20261124_000003_dedup_per_container;
+mod m20261124_000004_reactors;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -17,6 +18,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000001_tenants_and_applications::Migration),
             Box::new(m20261123_000002_tokens::Migration),
             Box::new(m20261124_000003_dedup_per_container::Migration),
+            Box::new(m20261124_000004_reactors::Migration),
         ]
     }
 }

@@ -9,5 +9,6 @@ mod attacks;
 mod auth;
 mod errors;
 mod operating;
+mod reactors;
 mod tenants;
 mod tokens;

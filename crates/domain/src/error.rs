@@ -78,6 +78,30 @@ pub enum Error {
     /// Conflict with existing state (409).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Well-formed but unusable input (422): code that does not compile, naming the field.
+    #[error("unprocessable: {0}")]
+    Unprocessable(ValidationErrors),
+    /// Tenant code failed (a thrown error class, or a sandbox limit): its status, its message
+    /// as `detail` (the tenant's own words) and its constructor argument as `errors`.
+    #[error("code failed with status {status}")]
+    Code {
+        /// HTTP status.
+        status: u16,
+        /// The message.
+        detail: String,
+        /// The constructor argument of the error class, if any.
+        errors: Option<serde_json::Value>,
+    },
+    /// Tenant code asked for this exact response (`CustomHttpResponseError`).
+    #[error("custom response with status {status}")]
+    CustomResponse {
+        /// HTTP status.
+        status: u16,
+        /// Headers (an object of strings).
+        headers: serde_json::Value,
+        /// Body (any JSON).
+        body: serde_json::Value,
+    },
     /// Anything unexpected (500): what failed and, when there is one, its cause. Both go to the
     /// log only (the whole chain), never to a client.
     #[error("internal error: {context}")]

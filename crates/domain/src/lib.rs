@@ -13,6 +13,7 @@ pub mod mask;
 pub mod page;
 pub mod permission;
 pub mod ports;
+pub mod reactor;
 pub mod service;
 pub mod template;
 pub mod tenant;

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use crate::application::{ApiKey, Application};
+use crate::code::CodeRunner;
 use crate::ports::{
-    ApplicationRepository, Cipher, Clock, Expressions, KeyService, TenantRepository,
-    TokenRepository,
+    ApplicationRepository, Cipher, Clock, Expressions, FormulaRepository, KeyService,
+    ReactorRepository, TenantRepository, TokenRepository,
 };
 use crate::tenant::Tenant;
 
@@ -28,6 +29,12 @@ pub struct Ports {
     pub cipher: Arc<dyn Cipher>,
     /// The expression language.
     pub expressions: Arc<dyn Expressions>,
+    /// Reactor formula storage.
+    pub formulas: Arc<dyn FormulaRepository>,
+    /// Reactor storage.
+    pub reactors: Arc<dyn ReactorRepository>,
+    /// The code sandbox.
+    pub code: Arc<dyn CodeRunner>,
 }
 
 /// A tenant made outside the API (bootstrap, CLI) with its management key.
@@ -62,10 +69,12 @@ impl Vault {
 mod applications;
 mod authenticate;
 mod keys;
+mod reactors;
 mod tenants;
 mod tokens;
 mod usage;
 
+pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use tokens::{TokenView, Tokenized};
 pub use usage::UsageReport;
 

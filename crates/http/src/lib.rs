@@ -61,6 +61,7 @@ pub fn server(
             .configure(routes::applications::configure)
             .configure(routes::tenants::configure)
             .configure(routes::tokens::configure)
+            .configure(routes::reactors::configure)
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()

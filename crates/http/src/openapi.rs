@@ -6,7 +6,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::dto;
 use crate::problem::Problem;
-use crate::routes::{applications, meta, tenants, tokens};
+use crate::routes::{applications, meta, reactors, tenants, tokens};
 
 struct ApiKeyHeader;
 
@@ -31,6 +31,10 @@ impl Modify for ApiKeyHeader {
         tokens::create, tokens::list, tokens::get, tokens::update, tokens::delete,
         tokens::tokenize, tokens::detokenize, tokens::associate, tokens::dissociate,
         tokens::create_child, tokens::children,
+        reactors::create_formula, reactors::list_formulas, reactors::get_formula,
+        reactors::update_formula, reactors::delete_formula,
+        reactors::create, reactors::list, reactors::get, reactors::update, reactors::delete,
+        reactors::react,
         meta::health, meta::openapi,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),

@@ -1,7 +1,6 @@
 //! The one mapping from failures to RFC 7807 `application/problem+json` (docs/decisions.md §2), used by
 //! every route, every extractor and, through the middleware, by actix's own errors.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use actix_web::http::StatusCode;
@@ -36,20 +35,29 @@ pub struct Problem {
     pub status: u16,
     /// What went wrong, without any secret.
     pub detail: String,
-    /// Property name (dotted when nested) → messages, on validation errors.
+    /// Property name (dotted when nested) → messages, on validation errors; what tenant code
+    /// gave its error class, on code errors.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub errors: Option<BTreeMap<String, Vec<String>>>,
+    #[schema(value_type = Option<Object>)]
+    pub errors: Option<serde_json::Value>,
     /// The request's trace id, to find it in the log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
 }
+
+/// Marks a response that tenant code asked for (`CustomHttpResponseError`): sent as given, not
+/// turned into a problem by the trace middleware.
+#[derive(Clone, Copy, Debug)]
+pub struct TenantResponse;
 
 /// A failure on its way to becoming a problem response.
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
     detail: String,
-    errors: Option<BTreeMap<String, Vec<String>>>,
+    errors: Option<serde_json::Value>,
+    /// A response tenant code asked for, sent as given instead of a problem.
+    custom: Option<Box<(StatusCode, serde_json::Value, serde_json::Value)>>,
 }
 
 impl ApiError {
@@ -59,6 +67,7 @@ impl ApiError {
             status,
             detail: detail.into(),
             errors: None,
+            custom: None,
         }
     }
 
@@ -67,7 +76,8 @@ impl ApiError {
         Self {
             status: StatusCode::BAD_REQUEST,
             detail: "One or more validation errors occurred.".into(),
-            errors: Some(errors.fields().clone()),
+            errors: Some(fields_json(errors)),
+            custom: None,
         }
     }
 
@@ -108,6 +118,36 @@ impl From<Error> for ApiError {
                     "The request conflicts with the current state.",
                 )
             }
+            Error::Unprocessable(errors) => Self {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                detail: "The request is well-formed but cannot be processed.".into(),
+                errors: Some(fields_json(&errors)),
+                custom: None,
+            },
+            Error::Code {
+                status,
+                detail,
+                errors,
+            } => Self {
+                status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                detail,
+                errors,
+                custom: None,
+            },
+            Error::CustomResponse {
+                status,
+                headers,
+                body,
+            } => {
+                let status =
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                Self {
+                    status,
+                    detail: String::new(),
+                    errors: None,
+                    custom: Some(Box::new((status, headers, body))),
+                }
+            }
             Error::Internal { .. } => {
                 // The whole cause chain goes to the log (with the trace id of the span), never
                 // to the client.
@@ -121,11 +161,15 @@ impl From<Error> for ApiError {
     }
 }
 
+fn fields_json(errors: &ValidationErrors) -> serde_json::Value {
+    serde_json::to_value(errors.fields()).unwrap_or_default()
+}
+
 /// A problem response for `status`, carrying the current trace id.
 pub fn problem_response(
     status: StatusCode,
     detail: &str,
-    errors: Option<BTreeMap<String, Vec<String>>>,
+    errors: Option<serde_json::Value>,
 ) -> HttpResponse {
     let body = Problem {
         kind: "about:blank",
@@ -160,6 +204,31 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
+        if let Some(custom) = &self.custom {
+            let (status, headers, body) = custom.as_ref();
+            let mut response = HttpResponse::build(*status);
+            if let Some(headers) = headers.as_object() {
+                for (name, value) in headers {
+                    let value = value
+                        .as_str()
+                        .map_or_else(|| value.to_string(), str::to_string);
+                    if let (Ok(n), Ok(v)) = (
+                        header::HeaderName::try_from(name.as_str()),
+                        HeaderValue::try_from(value),
+                    ) {
+                        response.insert_header((n, v));
+                    }
+                }
+            }
+            let mut built = match body {
+                serde_json::Value::String(text) => response.body(text.clone()),
+                other => response
+                    .content_type("application/json")
+                    .body(other.to_string()),
+            };
+            built.extensions_mut().insert(TenantResponse);
+            return built;
+        }
         problem_response(self.status, &self.detail, self.errors.clone())
     }
 }

@@ -10,7 +10,7 @@ use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use tracing::Instrument;
 
-use crate::problem::{PROBLEM_JSON, TRACE_ID, default_detail, problem_response};
+use crate::problem::{PROBLEM_JSON, TRACE_ID, TenantResponse, default_detail, problem_response};
 
 /// The trace header, request and response.
 pub const TRACE_HEADER: &str = "svc-trace-id";
@@ -48,7 +48,15 @@ pub async fn trace_requests(
         .scope(trace_id.clone(), next.call(req).instrument(span.clone()))
         .await;
     let mut res = match result {
-        Ok(res) if res.status().as_u16() >= 400 && !is_problem(&res) => {
+        Ok(res)
+            if res.status().as_u16() >= 400
+                && !is_problem(&res)
+                && res
+                    .response()
+                    .extensions()
+                    .get::<TenantResponse>()
+                    .is_none() =>
+        {
             let status = res.status();
             let (req, _) = res.into_parts();
             let body = TRACE_ID.sync_scope(trace_id.clone(), || {

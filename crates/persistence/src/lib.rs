@@ -3,6 +3,7 @@
 
 mod applications;
 mod entity;
+mod reactors;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -20,6 +21,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
 pub use applications::SeaOrmApplicationRepository;
+pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 pub use tenants::SeaOrmTenantRepository;
 pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]

@@ -41,6 +41,12 @@ pub struct Config {
     /// SQLite durability (`TOKENVAULT_SQLITE_SYNCHRONOUS`): `full` (default: an acknowledged
     /// write survives power loss) or `normal` (faster; the last commits may be lost then).
     pub sqlite_synchronous: String,
+    /// Wall-clock limit of one code call in milliseconds (`TOKENVAULT_CODE_TIMEOUT_MS`).
+    pub code_timeout_ms: u64,
+    /// Memory limit of one code runtime in MiB (`TOKENVAULT_CODE_MEMORY_MB`).
+    pub code_memory_mb: usize,
+    /// Code worker threads, each with a warm runtime (`TOKENVAULT_CODE_WORKERS`).
+    pub code_workers: usize,
 }
 
 #[derive(Serialize)]
@@ -53,6 +59,9 @@ struct Defaults {
     log: &'static str,
     included_monthly_active_tokens: u64,
     sqlite_synchronous: &'static str,
+    code_timeout_ms: u64,
+    code_memory_mb: usize,
+    code_workers: usize,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -64,6 +73,9 @@ const DEFAULTS: Defaults = Defaults {
     log: "info",
     included_monthly_active_tokens: 1000,
     sqlite_synchronous: "full",
+    code_timeout_ms: 10_000,
+    code_memory_mb: 64,
+    code_workers: 4,
 };
 
 impl Config {
@@ -102,6 +114,9 @@ impl Config {
             workers: Some(1),
             log: DEFAULTS.log.into(),
             sqlite_synchronous: DEFAULTS.sqlite_synchronous.into(),
+            code_timeout_ms: DEFAULTS.code_timeout_ms,
+            code_memory_mb: DEFAULTS.code_memory_mb,
+            code_workers: 2,
         }
     }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
+use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
 use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
@@ -19,7 +20,8 @@ use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
 use tokenvault_persistence::{
-    SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
+    SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -138,12 +140,24 @@ async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Res
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
     tokenvault_persistence::migrate(&db).await?;
+    let code = QuickJsRunner::start(RunnerSettings {
+        workers: config.code_workers.max(1),
+        limits: Limits {
+            timeout: Duration::from_millis(config.code_timeout_ms.max(1)),
+            memory: config.code_memory_mb.max(1) << 20,
+            max_output: 1 << 20,
+        },
+    })
+    .context("cannot start the code workers")?;
     Ok(Vault::new(Ports {
         tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
         applications: Arc::new(SeaOrmApplicationRepository::new(db.clone())),
         keys: Arc::new(Sha256KeyService),
         clock: Arc::new(SystemClock),
-        tokens: Arc::new(SeaOrmTokenRepository::new(db)),
+        tokens: Arc::new(SeaOrmTokenRepository::new(db.clone())),
+        formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
+        reactors: Arc::new(SeaOrmReactorRepository::new(db)),
+        code: Arc::new(code),
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     }))

@@ -11,13 +11,16 @@ use uuid::Uuid;
 use super::{Ports, Vault};
 use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
 use crate::auth::Principal;
+use crate::code::{CodeCall, CodeError, CodeRunner};
 use crate::error::{Error, RepoError};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
-    ApplicationRepository, Cipher, CipherError, Clock, Expressions, KeyService, TenantRepository,
-    TokenFilter, TokenRepository, TokenWrite, TypeCount,
+    ApplicationRepository, Cipher, CipherError, Clock, Expressions, FormulaDelete,
+    FormulaRepository, KeyService, ReactorRepository, TenantRepository, TokenFilter,
+    TokenRepository, TokenWrite, TypeCount,
 };
+use crate::reactor::{Formula, Reactor};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
 use crate::token::StoredToken;
 
@@ -94,6 +97,82 @@ mock! {
     }
 }
 
+/// Formula storage for tests that never reach it: everything is missing.
+struct NoFormulas;
+
+#[async_trait]
+impl FormulaRepository for NoFormulas {
+    async fn insert(&self, _: &Formula) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no formulas in this test".into()))
+    }
+    async fn get(&self, _: Uuid, _: Uuid) -> Result<Option<Formula>, RepoError> {
+        Ok(None)
+    }
+    async fn get_many(&self, _: Uuid, _: &[Uuid]) -> Result<Vec<Formula>, RepoError> {
+        Ok(Vec::new())
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &[Uuid],
+        _: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Formula>, RepoError> {
+        Ok(Page {
+            items: Vec::new(),
+            total_items: 0,
+            request: page,
+        })
+    }
+    async fn update(&self, _: &Formula) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn delete(&self, _: Uuid, _: Uuid) -> Result<FormulaDelete, RepoError> {
+        Ok(FormulaDelete::Missing)
+    }
+}
+
+/// Reactor storage for tests that never reach it: everything is missing.
+struct NoReactors;
+
+#[async_trait]
+impl ReactorRepository for NoReactors {
+    async fn insert(&self, _: &Reactor) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no reactors in this test".into()))
+    }
+    async fn get(&self, _: Uuid, _: Uuid) -> Result<Option<Reactor>, RepoError> {
+        Ok(None)
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &[Uuid],
+        _: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Reactor>, RepoError> {
+        Ok(Page {
+            items: Vec::new(),
+            total_items: 0,
+            request: page,
+        })
+    }
+    async fn update(&self, _: &Reactor) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn delete(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+}
+
+mock! {
+    pub Code {}
+    #[async_trait]
+    impl CodeRunner for Code {
+        async fn check(&self, code: &str) -> Result<(), String>;
+        async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError>;
+    }
+}
+
 mock! {
     Keys {}
     impl KeyService for Keys {
@@ -140,6 +219,9 @@ fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
         tokens: Arc::new(MockTokens::new()),
         cipher: Arc::new(cipher),
         expressions: Arc::new(MockExprs::new()),
+        formulas: Arc::new(NoFormulas),
+        reactors: Arc::new(NoReactors),
+        code: Arc::new(MockCode::new()),
     })
 }
 
@@ -453,6 +535,9 @@ mod tokens {
             tokens: Arc::new(tokens),
             cipher: Arc::new(cipher()),
             expressions: Arc::new(exprs()),
+            formulas: Arc::new(NoFormulas),
+            reactors: Arc::new(NoReactors),
+            code: Arc::new(MockCode::new()),
         })
     }
 

@@ -2,5 +2,6 @@
 
 pub mod applications;
 pub mod meta;
+pub mod reactors;
 pub mod tenants;
 pub mod tokens;

@@ -255,7 +255,7 @@ pub async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
-fn tokenized_json(t: Tokenized) -> Value {
+pub(crate) fn tokenized_json(t: Tokenized) -> Value {
     match t {
         Tokenized::Token(view) => {
             serde_json::to_value(TokenResponse::from(*view)).unwrap_or(Value::Null)

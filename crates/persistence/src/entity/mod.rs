@@ -3,5 +3,7 @@
 pub mod activity;
 pub mod application;
 pub mod association;
+pub mod formula;
+pub mod reactor;
 pub mod tenant;
 pub mod token;

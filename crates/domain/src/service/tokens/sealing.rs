@@ -32,7 +32,7 @@ fn to_json_bytes(v: &Value) -> Vec<u8> {
 }
 
 impl Vault {
-    pub(super) async fn ensure_key(&self, tenant_id: Uuid) -> Result<(), Error> {
+    pub(in crate::service) async fn ensure_key(&self, tenant_id: Uuid) -> Result<(), Error> {
         if self.ports.cipher.has_tenant_key(tenant_id) {
             return Ok(());
         }
@@ -106,7 +106,7 @@ impl Vault {
         })
     }
 
-    pub(super) fn decrypt_token(&self, stored: StoredToken) -> Result<Token, Error> {
+    pub(in crate::service) fn decrypt_token(&self, stored: StoredToken) -> Result<Token, Error> {
         let cipher = &self.ports.cipher;
         let open = |field: &str, ct: &[u8]| -> Result<Value, Error> {
             let bytes = cipher
@@ -145,7 +145,7 @@ impl Vault {
     }
 
     /// What the caller sees of `token.data` under `transform`.
-    pub(super) fn show(&self, token: &Token, transform: Transform) -> Option<Value> {
+    pub(in crate::service) fn show(&self, token: &Token, transform: Transform) -> Option<Value> {
         match transform {
             Transform::Reveal => Some(token.data.clone()),
             Transform::Redact => None,

@@ -300,3 +300,7 @@ pub trait Expressions: Send + Sync {
     /// Renders `expression` with `data` bound to the variable `data`.
     fn render(&self, expression: &str, data: &Value) -> Result<String, String>;
 }
+
+mod reactors;
+
+pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};

@@ -1,0 +1,119 @@
+//! `/reactor-formulas`: create, read, list, update, delete. Code that does not compile is a 422
+//! at create and update, never at invocation.
+
+use uuid::Uuid;
+
+use crate::auth::Principal;
+use crate::error::{Error, ValidationErrors};
+use crate::page::{Page, PageRequest};
+use crate::permission::Permission;
+use crate::ports::FormulaDelete;
+use crate::reactor::{Formula, FormulaSpec, RawFormula};
+use crate::service::Vault;
+
+impl Vault {
+    async fn compiled(&self, raw: RawFormula) -> Result<FormulaSpec, Error> {
+        let spec = FormulaSpec::parse(raw).map_err(Error::Validation)?;
+        if let Err(why) = self.ports.code.check(&spec.code).await {
+            return Err(Error::Unprocessable(ValidationErrors::single("code", why)));
+        }
+        Ok(spec)
+    }
+
+    /// `POST /reactor-formulas`.
+    pub async fn create_formula(
+        &self,
+        caller: &Principal,
+        raw: RawFormula,
+    ) -> Result<Formula, Error> {
+        caller.require(Permission::ReactorCreate)?;
+        let spec = self.compiled(raw).await?;
+        let formula = Formula {
+            id: self.ports.clock.new_id(),
+            tenant_id: caller.tenant_id,
+            name: spec.name,
+            description: spec.description,
+            formula_type: spec.formula_type,
+            code: spec.code,
+            configuration: spec.configuration,
+            request_parameters: spec.request_parameters,
+            created_by: Some(caller.application_id),
+            created_at: self.ports.clock.now(),
+            modified_by: None,
+            modified_at: None,
+        };
+        self.ports.formulas.insert(&formula).await?;
+        Ok(formula)
+    }
+
+    /// `GET /reactor-formulas/{id}`.
+    pub async fn get_formula(&self, caller: &Principal, id: Uuid) -> Result<Formula, Error> {
+        caller.require(Permission::ReactorRead)?;
+        self.ports
+            .formulas
+            .get(caller.tenant_id, id)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// `GET /reactor-formulas`.
+    pub async fn list_formulas(
+        &self,
+        caller: &Principal,
+        ids: &[Uuid],
+        name: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Formula>, Error> {
+        caller.require(Permission::ReactorRead)?;
+        if ids.len() > super::super::tokens::MAX_ID_FILTERS {
+            return Err(Error::invalid("id", "at most 100 values"));
+        }
+        Ok(self
+            .ports
+            .formulas
+            .list(caller.tenant_id, ids, name, page)
+            .await?)
+    }
+
+    /// `PUT /reactor-formulas/{id}`.
+    pub async fn update_formula(
+        &self,
+        caller: &Principal,
+        id: Uuid,
+        raw: RawFormula,
+    ) -> Result<Formula, Error> {
+        caller.require(Permission::ReactorUpdate)?;
+        let mut formula = self.get_formula_of(caller, id).await?;
+        let spec = self.compiled(raw).await?;
+        formula.name = spec.name;
+        formula.description = spec.description;
+        formula.formula_type = spec.formula_type;
+        formula.code = spec.code;
+        formula.configuration = spec.configuration;
+        formula.request_parameters = spec.request_parameters;
+        formula.modified_by = Some(caller.application_id);
+        formula.modified_at = Some(self.ports.clock.now());
+        if !self.ports.formulas.update(&formula).await? {
+            return Err(Error::NotFound);
+        }
+        Ok(formula)
+    }
+
+    /// `DELETE /reactor-formulas/{id}`: 409 while a reactor uses it.
+    pub async fn delete_formula(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
+        caller.require(Permission::ReactorDelete)?;
+        match self.ports.formulas.delete(caller.tenant_id, id).await? {
+            FormulaDelete::Deleted => Ok(()),
+            FormulaDelete::Missing => Err(Error::NotFound),
+            FormulaDelete::InUse => Err(Error::Conflict("a reactor uses the formula".into())),
+        }
+    }
+
+    async fn get_formula_of(&self, caller: &Principal, id: Uuid) -> Result<Formula, Error> {
+        self.ports
+            .formulas
+            .get(caller.tenant_id, id)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+}

@@ -1,0 +1,160 @@
+//! `POST /reactors/{id}/react`: the eleven invocation rules of the interface (docs/api.md,
+//! Reactors; docs/decisions.md §9). `token:use` to invoke and on the container of every token
+//! detokenized; `{{ id }}` expressions replaced by token data (complex tokens by their whole
+//! object); then the arguments are bound to the declared parameters (undeclared removed,
+//! dotted names nested, cast, required ones present); the code runs; its `tokenize` block is
+//! tokenized as the reactor's application.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::code_error;
+use crate::auth::Principal;
+use crate::code::CodeCall;
+use crate::container::Container;
+use crate::error::{Error, ValidationErrors};
+use crate::permission::Permission;
+use crate::reactor::{Reactor, bind_arguments};
+use crate::service::Vault;
+use crate::service::tokens::{MAX_DETOKENIZE, Tokenized};
+use crate::template::{collect_expressions, substitute};
+
+/// What an invocation returns.
+#[derive(Clone, Debug)]
+pub struct ReactResult {
+    /// `raw` of what the code returned.
+    pub raw: Option<Value>,
+    /// The tokens made from its `tokenize` block.
+    pub tokens: Option<Tokenized>,
+}
+
+impl Vault {
+    /// `POST /reactors/{id}/react`.
+    pub async fn react(
+        &self,
+        caller: &Principal,
+        id: Uuid,
+        args: Option<Value>,
+        trace_id: Option<String>,
+    ) -> Result<ReactResult, Error> {
+        caller.require(Permission::TokenUse)?;
+        let reactor = self.reactor_of(caller, id).await?;
+        let formula = self.formula_of(&reactor).await?;
+        let args = match args {
+            None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+            Some(v @ Value::Object(_)) => v,
+            Some(_) => return Err(Error::invalid("args", "must be an object")),
+        };
+        let (args, used) = self.detokenize_args(caller, args).await?;
+        let bound =
+            bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;
+        let request = json!({
+            "args": bound,
+            "configuration": reactor.configuration,
+            "svc": Value::Null,
+        });
+        let returned = self
+            .ports
+            .code
+            .run(CodeCall {
+                code: formula.code,
+                request,
+                trace_id,
+            })
+            .await
+            .map_err(code_error)?;
+        self.record_active(caller.tenant_id, used.iter().map(String::as_str));
+        let (raw, tokenize) = match returned {
+            Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
+            Value::Null => (None, None),
+            _ => {
+                return Err(Error::Code {
+                    status: 500,
+                    detail: "the reactor must return an object with raw and tokenize".into(),
+                    errors: None,
+                });
+            }
+        };
+        let tokens = match tokenize.filter(|t| !t.is_null()) {
+            None => None,
+            Some(block) => Some(self.tokenize_as(caller, &reactor, block).await?),
+        };
+        Ok(ReactResult { raw, tokens })
+    }
+
+    /// Replaces `{{ id }}` expressions in `args` by the tokens' data; `token:use` on each
+    /// token's container; at most [`MAX_DETOKENIZE`] tokens. Returns the ids used.
+    async fn detokenize_args(
+        &self,
+        caller: &Principal,
+        args: Value,
+    ) -> Result<(Value, BTreeSet<String>), Error> {
+        let mut ids = Vec::new();
+        collect_expressions(&args, &mut ids);
+        let unique: BTreeSet<String> = ids.into_iter().collect();
+        if unique.len() > MAX_DETOKENIZE {
+            return Err(Error::invalid(
+                "args",
+                "at most 100 tokens can be detokenized in one request",
+            ));
+        }
+        if unique.is_empty() {
+            return Ok((args, unique));
+        }
+        let wanted: Vec<String> = unique.iter().cloned().collect();
+        let found = self
+            .ports
+            .tokens
+            .get_many(caller.tenant_id, &wanted, self.ports.clock.now())
+            .await?;
+        if found.len() != wanted.len() {
+            let have: HashSet<&str> = found.iter().map(|t| t.id.as_str()).collect();
+            let mut errors = ValidationErrors::new();
+            for id in wanted.iter().filter(|id| !have.contains(id.as_str())) {
+                errors.add("args", format!("token {id} does not exist"));
+            }
+            return Err(Error::Validation(errors));
+        }
+        let mut transforms = Vec::with_capacity(found.len());
+        for stored in &found {
+            let container = Container::parse(&stored.container)
+                .map_err(|_| Error::internal("stored token has an invalid container"))?;
+            transforms.push(caller.require_on(&container, Permission::TokenUse)?);
+        }
+        self.ensure_key(caller.tenant_id).await?;
+        let mut values = BTreeMap::new();
+        for (stored, transform) in found.into_iter().zip(transforms) {
+            let token = self.decrypt_token(stored)?;
+            let shown = self.show(&token, transform).ok_or(Error::Forbidden)?;
+            values.insert(token.id.clone(), shown);
+        }
+        Ok((substitute(args, &values), unique))
+    }
+
+    /// Tokenizes the code's `tokenize` block as the reactor's application (its permissions and
+    /// rules, never the caller's); a reactor without one cannot tokenize (400).
+    async fn tokenize_as(
+        &self,
+        caller: &Principal,
+        reactor: &Reactor,
+        block: Value,
+    ) -> Result<Tokenized, Error> {
+        let Some(app) = self.application_of(reactor).await? else {
+            return Err(Error::invalid(
+                "tokenize",
+                "the reactor has no application to tokenize with",
+            ));
+        };
+        let acting = Principal {
+            application_id: app.id,
+            tenant_id: app.tenant_id,
+            app_type: app.app_type,
+            permissions: app.permissions,
+            rules: app.rules,
+            settings: caller.settings,
+        };
+        self.tokenize(&acting, block).await
+    }
+}

@@ -1,0 +1,505 @@
+//! `/reactor-formulas` and `/reactors`, with `POST /reactors/{id}/react`.
+
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokenvault_domain::Vault;
+use tokenvault_domain::reactor::{
+    ConfigDeclaration, Formula, RawDeclaration, RawFormula, RequestParameter,
+};
+use tokenvault_domain::service::{RawReactor, ReactResult, ReactorView};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::dto::{ApplicationResponse, Paginated, format_time};
+use crate::extract::{Caller, Json, QueryParams, path_uuid};
+use crate::problem::{ApiError, Problem, current_trace_id};
+use crate::routes::tokens::tokenized_json;
+
+type Result<T> = std::result::Result<T, ApiError>;
+
+/// A declared configuration value or request parameter.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct Declaration {
+    /// Its name (request parameters: dots separate nesting levels).
+    pub name: Option<String>,
+    /// Free text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `string`, `number` or `boolean`.
+    #[serde(rename = "type")]
+    pub param_type: Option<String>,
+    /// Request parameters only: whether it may be missing (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub optional: Option<bool>,
+}
+
+impl Declaration {
+    fn into_domain(self) -> RawDeclaration {
+        RawDeclaration {
+            name: self.name,
+            description: self.description,
+            param_type: self.param_type,
+            optional: self.optional,
+        }
+    }
+}
+
+/// `POST`/`PUT /reactor-formulas`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct FormulaRequest {
+    /// 1..=200 characters.
+    pub name: Option<String>,
+    /// Free text.
+    pub description: Option<String>,
+    /// `private` (the default and only type).
+    #[serde(rename = "type")]
+    pub formula_type: Option<String>,
+    /// A CommonJS module: `module.exports = async function (req) { … }` (at most 50,000
+    /// characters; must compile).
+    pub code: Option<String>,
+    /// Declared configuration values.
+    pub configuration: Option<Vec<Declaration>>,
+    /// Declared request parameters.
+    pub request_parameters: Option<Vec<Declaration>>,
+}
+
+impl FormulaRequest {
+    fn into_domain(self) -> RawFormula {
+        RawFormula {
+            name: self.name,
+            description: self.description,
+            formula_type: self.formula_type,
+            code: self.code,
+            configuration: self
+                .configuration
+                .unwrap_or_default()
+                .into_iter()
+                .map(Declaration::into_domain)
+                .collect(),
+            request_parameters: self
+                .request_parameters
+                .unwrap_or_default()
+                .into_iter()
+                .map(Declaration::into_domain)
+                .collect(),
+        }
+    }
+}
+
+/// A reactor formula.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FormulaResponse {
+    /// Identifier.
+    pub id: Uuid,
+    /// Owning tenant.
+    pub tenant_id: Uuid,
+    /// Name.
+    pub name: String,
+    /// Free text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `private`.
+    #[serde(rename = "type")]
+    pub formula_type: String,
+    /// The module.
+    pub code: String,
+    /// Declared configuration values.
+    pub configuration: Vec<Declaration>,
+    /// Declared request parameters.
+    pub request_parameters: Vec<Declaration>,
+    /// Creating application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<Uuid>,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    /// Last modifying application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_by: Option<Uuid>,
+    /// RFC 3339 UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_at: Option<String>,
+}
+
+fn config_declaration(d: ConfigDeclaration) -> Declaration {
+    Declaration {
+        name: Some(d.name),
+        description: d.description,
+        param_type: Some(d.param_type.as_str().to_string()),
+        optional: None,
+    }
+}
+
+fn parameter_declaration(p: RequestParameter) -> Declaration {
+    Declaration {
+        name: Some(p.name),
+        description: p.description,
+        param_type: Some(p.param_type.as_str().to_string()),
+        optional: Some(p.optional),
+    }
+}
+
+impl From<Formula> for FormulaResponse {
+    fn from(f: Formula) -> Self {
+        Self {
+            id: f.id,
+            tenant_id: f.tenant_id,
+            name: f.name,
+            description: f.description,
+            formula_type: f.formula_type,
+            code: f.code,
+            configuration: f
+                .configuration
+                .into_iter()
+                .map(config_declaration)
+                .collect(),
+            request_parameters: f
+                .request_parameters
+                .into_iter()
+                .map(parameter_declaration)
+                .collect(),
+            created_by: f.created_by,
+            created_at: format_time(f.created_at),
+            modified_by: f.modified_by,
+            modified_at: f.modified_at.map(format_time),
+        }
+    }
+}
+
+/// `{ "id": … }`, as `formula` and `application` are given.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct IdRef {
+    /// The identifier.
+    pub id: Option<String>,
+}
+
+/// `POST`/`PUT /reactors`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ReactorRequest {
+    /// 1..=200 characters.
+    pub name: Option<String>,
+    /// Values for the formula's declared configuration.
+    #[schema(value_type = Object)]
+    pub configuration: Option<Value>,
+    /// `{id}` of the formula (create only; fixed afterwards).
+    pub formula: Option<IdRef>,
+    /// `{id}` of a public or private application `svc` and `tokenize` act as.
+    pub application: Option<IdRef>,
+}
+
+impl ReactorRequest {
+    fn into_domain(self) -> RawReactor {
+        RawReactor {
+            name: self.name,
+            configuration: self.configuration,
+            formula_id: self.formula.and_then(|f| f.id),
+            application_id: self.application.and_then(|a| a.id),
+        }
+    }
+}
+
+/// A reactor, with its whole formula and its application (never a key).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReactorResponse {
+    /// Identifier.
+    pub id: Uuid,
+    /// Owning tenant.
+    pub tenant_id: Uuid,
+    /// Name.
+    pub name: String,
+    /// Its formula.
+    pub formula: FormulaResponse,
+    /// Configuration values.
+    #[schema(value_type = Object)]
+    pub configuration: Value,
+    /// Its application, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub application: Option<ApplicationResponse>,
+    /// Creating application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<Uuid>,
+    /// RFC 3339 UTC.
+    pub created_at: String,
+    /// Last modifying application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_by: Option<Uuid>,
+    /// RFC 3339 UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modified_at: Option<String>,
+}
+
+impl From<ReactorView> for ReactorResponse {
+    fn from(v: ReactorView) -> Self {
+        let r = v.reactor;
+        Self {
+            id: r.id,
+            tenant_id: r.tenant_id,
+            name: r.name,
+            formula: v.formula.into(),
+            configuration: Value::Object(r.configuration),
+            application: v.application.map(|a| ApplicationResponse::new(a, None)),
+            created_by: r.created_by,
+            created_at: format_time(r.created_at),
+            modified_by: r.modified_by,
+            modified_at: r.modified_at.map(format_time),
+        }
+    }
+}
+
+/// `POST /reactors/{id}/react`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ReactRequest {
+    /// Arguments: declared request parameters; `{{ token_id }}` expressions are replaced by
+    /// the tokens' data first.
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<Value>,
+}
+
+/// What an invocation returns.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReactResponse {
+    /// Tokens made from the code's `tokenize` block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub tokens: Option<Value>,
+    /// What the code returned as `raw`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub raw: Option<Value>,
+}
+
+impl From<ReactResult> for ReactResponse {
+    fn from(r: ReactResult) -> Self {
+        Self {
+            tokens: r.tokens.map(tokenized_json),
+            raw: r.raw,
+        }
+    }
+}
+
+fn name_filter(query: &QueryParams) -> Option<String> {
+    query
+        .first("name")
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+}
+
+/// Create a reactor formula (its code must compile: 422 otherwise).
+#[utoipa::path(post, path = "/reactor-formulas", tag = "reactors", request_body = FormulaRequest,
+    responses((status = 201, body = FormulaResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 422, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn create_formula(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    Json(body): Json<FormulaRequest>,
+) -> Result<HttpResponse> {
+    let formula = vault.create_formula(&caller, body.into_domain()).await?;
+    Ok(HttpResponse::Created().json(FormulaResponse::from(formula)))
+}
+
+/// List formulas, newest first; `id` (repeatable) and `name` (contains, any case) filter.
+#[utoipa::path(get, path = "/reactor-formulas", tag = "reactors",
+    params(("id" = Option<Vec<Uuid>>, Query), ("name" = Option<String>, Query),
+           ("page" = Option<u64>, Query), ("size" = Option<u64>, Query)),
+    responses((status = 200, body = Paginated<FormulaResponse>), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn list_formulas(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    query: QueryParams,
+) -> Result<HttpResponse> {
+    let ids = query.uuids("id")?;
+    let page = query.page()?;
+    let name = name_filter(&query);
+    let page = vault
+        .list_formulas(&caller, &ids, name.as_deref(), page)
+        .await?;
+    Ok(HttpResponse::Ok().json(Paginated::from_page(page, FormulaResponse::from)))
+}
+
+/// Read a formula.
+#[utoipa::path(get, path = "/reactor-formulas/{id}", tag = "reactors", params(("id" = Uuid, Path)),
+    responses((status = 200, body = FormulaResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn get_formula(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    let formula = vault.get_formula(&caller, id).await?;
+    Ok(HttpResponse::Ok().json(FormulaResponse::from(formula)))
+}
+
+/// Replace a formula (its code must compile: 422 otherwise).
+#[utoipa::path(put, path = "/reactor-formulas/{id}", tag = "reactors", params(("id" = Uuid, Path)),
+    request_body = FormulaRequest,
+    responses((status = 200, body = FormulaResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 422, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn update_formula(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+    Json(body): Json<FormulaRequest>,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    let formula = vault
+        .update_formula(&caller, id, body.into_domain())
+        .await?;
+    Ok(HttpResponse::Ok().json(FormulaResponse::from(formula)))
+}
+
+/// Delete a formula (409 while a reactor uses it).
+#[utoipa::path(delete, path = "/reactor-formulas/{id}", tag = "reactors", params(("id" = Uuid, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn delete_formula(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    vault.delete_formula(&caller, id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Create a reactor of a formula.
+#[utoipa::path(post, path = "/reactors", tag = "reactors", request_body = ReactorRequest,
+    responses((status = 201, body = ReactorResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn create(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    Json(body): Json<ReactorRequest>,
+) -> Result<HttpResponse> {
+    let view = vault.create_reactor(&caller, body.into_domain()).await?;
+    Ok(HttpResponse::Created().json(ReactorResponse::from(view)))
+}
+
+/// List reactors, newest first; `id` (repeatable) and `name` (contains, any case) filter.
+#[utoipa::path(get, path = "/reactors", tag = "reactors",
+    params(("id" = Option<Vec<Uuid>>, Query), ("name" = Option<String>, Query),
+           ("page" = Option<u64>, Query), ("size" = Option<u64>, Query)),
+    responses((status = 200, body = Paginated<ReactorResponse>), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn list(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    query: QueryParams,
+) -> Result<HttpResponse> {
+    let ids = query.uuids("id")?;
+    let page = query.page()?;
+    let name = name_filter(&query);
+    let page = vault
+        .list_reactors(&caller, &ids, name.as_deref(), page)
+        .await?;
+    Ok(HttpResponse::Ok().json(Paginated::from_page(page, ReactorResponse::from)))
+}
+
+/// Read a reactor.
+#[utoipa::path(get, path = "/reactors/{id}", tag = "reactors", params(("id" = Uuid, Path)),
+    responses((status = 200, body = ReactorResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn get(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    let view = vault.get_reactor(&caller, id).await?;
+    Ok(HttpResponse::Ok().json(ReactorResponse::from(view)))
+}
+
+/// Replace a reactor's name, configuration and application (the formula stays).
+#[utoipa::path(put, path = "/reactors/{id}", tag = "reactors", params(("id" = Uuid, Path)),
+    request_body = ReactorRequest,
+    responses((status = 200, body = ReactorResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn update(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+    Json(body): Json<ReactorRequest>,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    let view = vault
+        .update_reactor(&caller, id, body.into_domain())
+        .await?;
+    Ok(HttpResponse::Ok().json(ReactorResponse::from(view)))
+}
+
+/// Delete a reactor.
+#[utoipa::path(delete, path = "/reactors/{id}", tag = "reactors", params(("id" = Uuid, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn delete(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    vault.delete_reactor(&caller, id).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Invoke a reactor: `token:use`, and on every detokenized token's container.
+#[utoipa::path(post, path = "/reactors/{id}/react", tag = "reactors", params(("id" = Uuid, Path)),
+    request_body = ReactRequest,
+    responses((status = 200, body = ReactResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 500, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn react(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    id: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse> {
+    let id = path_uuid("id", &id)?;
+    // The body is optional: none, or `{}`, means no arguments.
+    let args = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        crate::extract::parse_json::<ReactRequest>(&body)?.args
+    };
+    let result = vault.react(&caller, id, args, current_trace_id()).await?;
+    Ok(HttpResponse::Ok().json(ReactResponse::from(result)))
+}
+
+/// Registers the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/reactor-formulas")
+            .route(web::post().to(create_formula))
+            .route(web::get().to(list_formulas)),
+    )
+    .service(
+        web::resource("/reactor-formulas/{id}")
+            .route(web::get().to(get_formula))
+            .route(web::put().to(update_formula))
+            .route(web::delete().to(delete_formula)),
+    )
+    .service(
+        web::resource("/reactors")
+            .route(web::post().to(create))
+            .route(web::get().to(list)),
+    )
+    .service(
+        web::resource("/reactors/{id}")
+            .route(web::get().to(get))
+            .route(web::put().to(update))
+            .route(web::delete().to(delete)),
+    )
+    .service(web::resource("/reactors/{id}/react").route(web::post().to(react)));
+}

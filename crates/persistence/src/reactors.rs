@@ -1,0 +1,480 @@
+//! [`FormulaRepository`] and [`ReactorRepository`] on SeaORM. Declarations and configuration
+//! are stored as JSON text; every query is confined to one tenant.
+
+use async_trait::async_trait;
+use sea_orm::sea_query::{BinOper, Expr, ExprTrait, Func, IntoColumnRef};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, SelectExt, SqlErr,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorRepository};
+use tokenvault_domain::reactor::{
+    ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
+};
+use uuid::Uuid;
+
+use crate::entity::{formula, reactor};
+use crate::repo_err;
+
+/// Reactor formulas in the `reactor_formulas` table.
+#[derive(Clone, Debug)]
+pub struct SeaOrmFormulaRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmFormulaRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+/// Reactors in the `reactors` table.
+#[derive(Clone, Debug)]
+pub struct SeaOrmReactorRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmReactorRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+/// Stored shape of one configuration declaration.
+#[derive(Serialize, Deserialize)]
+struct ConfigRecord {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(rename = "type")]
+    param_type: String,
+}
+
+/// Stored shape of one request parameter declaration.
+#[derive(Serialize, Deserialize)]
+struct ParameterRecord {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(rename = "type")]
+    param_type: String,
+    #[serde(default)]
+    optional: bool,
+}
+
+fn corrupt(what: &str, kind: &str, id: Uuid) -> RepoError {
+    RepoError::Backend(format!("stored {what} of {kind} {id} is unreadable").into())
+}
+
+fn configuration_json(declared: &[ConfigDeclaration]) -> String {
+    let records: Vec<ConfigRecord> = declared
+        .iter()
+        .map(|d| ConfigRecord {
+            name: d.name.clone(),
+            description: d.description.clone(),
+            param_type: d.param_type.as_str().to_string(),
+        })
+        .collect();
+    serde_json::to_string(&records).unwrap_or_else(|_| "[]".into())
+}
+
+fn parameters_json(declared: &[RequestParameter]) -> String {
+    let records: Vec<ParameterRecord> = declared
+        .iter()
+        .map(|p| ParameterRecord {
+            name: p.name.clone(),
+            description: p.description.clone(),
+            param_type: p.param_type.as_str().to_string(),
+            optional: p.optional,
+        })
+        .collect();
+    serde_json::to_string(&records).unwrap_or_else(|_| "[]".into())
+}
+
+fn values_json(configuration: &Map<String, Value>) -> String {
+    serde_json::to_string(configuration).unwrap_or_else(|_| "{}".into())
+}
+
+fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
+    let id = m.id;
+    let bad = |what: &str| corrupt(what, "formula", id);
+    let configuration: Vec<ConfigRecord> =
+        serde_json::from_str(&m.configuration).map_err(|_| bad("configuration"))?;
+    let parameters: Vec<ParameterRecord> =
+        serde_json::from_str(&m.request_parameters).map_err(|_| bad("request parameters"))?;
+    let configuration = configuration
+        .into_iter()
+        .map(|r| {
+            Ok(ConfigDeclaration {
+                param_type: ParamType::parse(&r.param_type)
+                    .ok_or_else(|| bad("configuration type"))?,
+                name: r.name,
+                description: r.description,
+            })
+        })
+        .collect::<Result<Vec<_>, RepoError>>()?;
+    let request_parameters = parameters
+        .into_iter()
+        .map(|r| {
+            Ok(RequestParameter {
+                param_type: ParamType::parse(&r.param_type)
+                    .ok_or_else(|| bad("request parameter type"))?,
+                name: r.name,
+                description: r.description,
+                optional: r.optional,
+            })
+        })
+        .collect::<Result<Vec<_>, RepoError>>()?;
+    Ok(Formula {
+        id,
+        tenant_id: m.tenant_id,
+        name: m.name,
+        description: m.description,
+        formula_type: m.formula_type,
+        code: m.code,
+        configuration,
+        request_parameters,
+        created_by: m.created_by,
+        created_at: m.created_at,
+        modified_by: m.modified_by,
+        modified_at: m.modified_at,
+    })
+}
+
+fn formula_to_active(f: &Formula) -> formula::ActiveModel {
+    formula::ActiveModel {
+        tenant_id: Set(f.tenant_id),
+        id: Set(f.id),
+        name: Set(f.name.clone()),
+        description: Set(f.description.clone()),
+        formula_type: Set(f.formula_type.clone()),
+        code: Set(f.code.clone()),
+        configuration: Set(configuration_json(&f.configuration)),
+        request_parameters: Set(parameters_json(&f.request_parameters)),
+        created_by: Set(f.created_by),
+        created_at: Set(f.created_at),
+        modified_by: Set(f.modified_by),
+        modified_at: Set(f.modified_at),
+    }
+}
+
+fn reactor_to_domain(m: reactor::Model) -> Result<Reactor, RepoError> {
+    let configuration: Map<String, Value> = serde_json::from_str(&m.configuration)
+        .map_err(|_| corrupt("configuration", "reactor", m.id))?;
+    Ok(Reactor {
+        id: m.id,
+        tenant_id: m.tenant_id,
+        name: m.name,
+        formula_id: m.formula_id,
+        configuration,
+        application_id: m.application_id,
+        created_by: m.created_by,
+        created_at: m.created_at,
+        modified_by: m.modified_by,
+        modified_at: m.modified_at,
+    })
+}
+
+fn reactor_to_active(r: &Reactor) -> reactor::ActiveModel {
+    reactor::ActiveModel {
+        tenant_id: Set(r.tenant_id),
+        id: Set(r.id),
+        name: Set(r.name.clone()),
+        formula_id: Set(r.formula_id),
+        configuration: Set(values_json(&r.configuration)),
+        application_id: Set(r.application_id),
+        created_by: Set(r.created_by),
+        created_at: Set(r.created_at),
+        modified_by: Set(r.modified_by),
+        modified_at: Set(r.modified_at),
+    }
+}
+
+/// `%<search>%` with the wildcards and the escape character of `search` escaped by `\`.
+fn contains_pattern(search: &str) -> String {
+    let mut out = String::with_capacity(search.len() + 2);
+    out.push('%');
+    for c in search.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// `LOWER(column) LIKE LOWER(pattern) ESCAPE '\'`: a case-insensitive substring match that
+/// folds both sides the same way on either database.
+fn name_contains(column: impl IntoColumnRef, search: &str) -> Expr {
+    Expr::expr(Func::lower(Expr::col(column))).binary(
+        BinOper::Like,
+        Expr::expr(Func::lower(Expr::val(contains_pattern(search))))
+            .binary(BinOper::Escape, Expr::Constant('\\'.into())),
+    )
+}
+
+/// The filters of a list: the tenant, optionally only `ids`, optionally only names containing
+/// `name`.
+fn list_condition<C: ColumnTrait>(
+    (tenant_col, id_col, name_col): (C, C, C),
+    tenant_id: Uuid,
+    ids: &[Uuid],
+    name: Option<&str>,
+) -> Condition {
+    let mut condition = Condition::all().add(tenant_col.eq(tenant_id));
+    if !ids.is_empty() {
+        condition = condition.add(id_col.is_in(ids.iter().copied()));
+    }
+    if let Some(name) = name {
+        condition = condition.add(name_contains(name_col, name));
+    }
+    condition
+}
+
+#[async_trait]
+impl FormulaRepository for SeaOrmFormulaRepository {
+    async fn insert(&self, formula: &Formula) -> Result<(), RepoError> {
+        formula::Entity::insert(formula_to_active(formula))
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(())
+    }
+
+    async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError> {
+        formula::Entity::find()
+            .filter(formula::Column::TenantId.eq(tenant_id))
+            .filter(formula::Column::Id.eq(id))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(formula_to_domain)
+            .transpose()
+    }
+
+    async fn get_many(&self, tenant_id: Uuid, ids: &[Uuid]) -> Result<Vec<Formula>, RepoError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        formula::Entity::find()
+            .filter(formula::Column::TenantId.eq(tenant_id))
+            .filter(formula::Column::Id.is_in(ids.iter().copied()))
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(formula_to_domain)
+            .collect()
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        ids: &[Uuid],
+        name: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Formula>, RepoError> {
+        let query = formula::Entity::find().filter(list_condition(
+            (
+                formula::Column::TenantId,
+                formula::Column::Id,
+                formula::Column::Name,
+            ),
+            tenant_id,
+            ids,
+            name,
+        ));
+        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let items = query
+            .order_by_desc(formula::Column::CreatedAt)
+            .order_by_desc(formula::Column::Id)
+            .offset(page.offset())
+            .limit(page.size)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(formula_to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total_items,
+            request: page,
+        })
+    }
+
+    async fn update(&self, formula: &Formula) -> Result<bool, RepoError> {
+        let result = formula::Entity::update_many()
+            .col_expr(formula::Column::Name, Expr::value(formula.name.clone()))
+            .col_expr(
+                formula::Column::Description,
+                Expr::value(formula.description.clone()),
+            )
+            .col_expr(
+                formula::Column::FormulaType,
+                Expr::value(formula.formula_type.clone()),
+            )
+            .col_expr(formula::Column::Code, Expr::value(formula.code.clone()))
+            .col_expr(
+                formula::Column::Configuration,
+                Expr::value(configuration_json(&formula.configuration)),
+            )
+            .col_expr(
+                formula::Column::RequestParameters,
+                Expr::value(parameters_json(&formula.request_parameters)),
+            )
+            .col_expr(
+                formula::Column::ModifiedBy,
+                Expr::value(formula.modified_by),
+            )
+            .col_expr(
+                formula::Column::ModifiedAt,
+                Expr::value(formula.modified_at),
+            )
+            .filter(formula::Column::TenantId.eq(formula.tenant_id))
+            .filter(formula::Column::Id.eq(formula.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<FormulaDelete, RepoError> {
+        let in_use = reactor::Entity::find()
+            .filter(reactor::Column::TenantId.eq(tenant_id))
+            .filter(reactor::Column::FormulaId.eq(id))
+            .exists(&self.db)
+            .await
+            .map_err(repo_err)?;
+        if in_use {
+            return Ok(FormulaDelete::InUse);
+        }
+        // A reactor created since the check still keeps the formula: the foreign key refuses.
+        let result = formula::Entity::delete_many()
+            .filter(formula::Column::TenantId.eq(tenant_id))
+            .filter(formula::Column::Id.eq(id))
+            .exec(&self.db)
+            .await;
+        match result {
+            Ok(r) if r.rows_affected > 0 => Ok(FormulaDelete::Deleted),
+            Ok(_) => Ok(FormulaDelete::Missing),
+            Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {
+                Ok(FormulaDelete::InUse)
+            }
+            Err(e) => Err(repo_err(e)),
+        }
+    }
+}
+
+#[async_trait]
+impl ReactorRepository for SeaOrmReactorRepository {
+    async fn insert(&self, reactor: &Reactor) -> Result<(), RepoError> {
+        reactor::Entity::insert(reactor_to_active(reactor))
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(())
+    }
+
+    async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError> {
+        reactor::Entity::find()
+            .filter(reactor::Column::TenantId.eq(tenant_id))
+            .filter(reactor::Column::Id.eq(id))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(reactor_to_domain)
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        ids: &[Uuid],
+        name: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Reactor>, RepoError> {
+        let query = reactor::Entity::find().filter(list_condition(
+            (
+                reactor::Column::TenantId,
+                reactor::Column::Id,
+                reactor::Column::Name,
+            ),
+            tenant_id,
+            ids,
+            name,
+        ));
+        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let items = query
+            .order_by_desc(reactor::Column::CreatedAt)
+            .order_by_desc(reactor::Column::Id)
+            .offset(page.offset())
+            .limit(page.size)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(reactor_to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total_items,
+            request: page,
+        })
+    }
+
+    async fn update(&self, reactor: &Reactor) -> Result<bool, RepoError> {
+        let result = reactor::Entity::update_many()
+            .col_expr(reactor::Column::Name, Expr::value(reactor.name.clone()))
+            .col_expr(
+                reactor::Column::Configuration,
+                Expr::value(values_json(&reactor.configuration)),
+            )
+            .col_expr(
+                reactor::Column::ApplicationId,
+                Expr::value(reactor.application_id),
+            )
+            .col_expr(
+                reactor::Column::ModifiedBy,
+                Expr::value(reactor.modified_by),
+            )
+            .col_expr(
+                reactor::Column::ModifiedAt,
+                Expr::value(reactor.modified_at),
+            )
+            .filter(reactor::Column::TenantId.eq(reactor.tenant_id))
+            .filter(reactor::Column::Id.eq(reactor.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
+        let result = reactor::Entity::delete_many()
+            .filter(reactor::Column::TenantId.eq(tenant_id))
+            .filter(reactor::Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_in_a_search_are_literal() {
+        assert_eq!(contains_pattern("a%b_c\\d"), "%a\\%b\\_c\\\\d%");
+        assert_eq!(contains_pattern(""), "%%");
+    }
+}
