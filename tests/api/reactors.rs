@@ -277,3 +277,41 @@ async fn code_errors_and_the_tokenize_block() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn svc_acts_as_the_reactors_application() {
+    on_each_backend(async |app| {
+        let user = with(app, &["token:use"], json!([])).await;
+        let owner = full(app).await;
+        let hidden = owner.create(&json!({"type": "token", "data": "not for the reactor", "containers": ["/hidden/"]})).await;
+        let acting = app
+            .create_app(&json!({"name": unique("svc"), "type": "private",
+                "rules": [rule(1, "/general/", "reveal", &["token:create", "token:read", "token:update", "token:delete"])]}))
+            .await;
+        let code = r"module.exports = async (req) => {
+            const made = await req.svc.tokens.create({ type: 'token', data: 'via svc' });
+            const read = await req.svc.tokens.retrieve(made.id);
+            const patched = await req.svc.tokens.update(made.id, { metadata: { k: 'v' } });
+            const listed = await req.svc.tokens.list({ id: [made.id] });
+            const shaped = await req.svc.tokenize({ a: 'x' });
+            let refused = null;
+            try { await req.svc.tokens.retrieve(req.args.hidden); } catch (e) { refused = e.status; }
+            await req.svc.tokens.delete(made.id);
+            let gone = null;
+            try { await req.svc.tokens.retrieve(made.id); } catch (e) { gone = e.status; }
+            return { raw: { data: read.data, meta: patched.metadata, total: listed.pagination.total_items,
+                            tokenized: typeof shaped.a, refused, gone } };
+        };";
+        let r = reactor(app, code, json!([p("hidden", "string", false)]), json!({"application": {"id": acting["id"]}})).await;
+        let res = react(&user, &r["id"], json!({"hidden": hidden["id"]})).await;
+        assert_eq!(res.status(), 200);
+        let raw = res.json::<Value>().await.unwrap()["raw"].clone();
+        assert_eq!(
+            raw,
+            json!({"data": "via svc", "meta": {"k": "v"}, "total": 1, "tokenized": "string",
+                   "refused": 403, "gone": 404}),
+            "svc has the application's rights, not the caller's"
+        );
+    })
+    .await;
+}

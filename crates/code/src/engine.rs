@@ -34,6 +34,32 @@ const RUN: &str = r"(function (source, request) {
   return main(request);
 })";
 
+/// Builds `req.svc` around the host's blocking call: each method returns a promise of the JSON
+/// the HTTP API returns, or rejects with an `Error` carrying the problem (`status`, `errors`,
+/// `problem`).
+const SVC: &str = r"(function (call) {
+  const invoke = (method, args) => new Promise((resolve, reject) => {
+    const out = JSON.parse(call(method, JSON.stringify(args)));
+    if (Object.prototype.hasOwnProperty.call(out, 'ok')) { resolve(out.ok); return; }
+    const problem = out.error || {};
+    const error = new Error(problem.detail || problem.title || 'the svc call failed');
+    error.status = problem.status;
+    error.errors = problem.errors;
+    error.problem = problem;
+    reject(error);
+  });
+  return Object.freeze({
+    tokens: Object.freeze({
+      create: (body) => invoke('tokens.create', [body]),
+      retrieve: (id) => invoke('tokens.retrieve', [id]),
+      update: (id, patch) => invoke('tokens.update', [id, patch]),
+      delete: (id) => invoke('tokens.delete', [id]),
+      list: (query) => invoke('tokens.list', [query === undefined ? {} : query]),
+    }),
+    tokenize: (body) => invoke('tokenize', [body]),
+  });
+})";
+
 const CHECK: &str = r"(function (source) { new Function('module', 'exports', source); })";
 
 /// A timer the code set: its id and when it is due.
@@ -42,6 +68,7 @@ type Timers = Rc<RefCell<Vec<(i32, Instant)>>>;
 /// A runtime reused by the calls of one worker thread.
 pub struct Engine {
     runtime: Runtime,
+    handle: Option<tokio::runtime::Handle>,
     deadline: Rc<Cell<Option<Instant>>>,
     limits: Limits,
 }
@@ -54,7 +81,7 @@ enum Stop {
 
 impl Engine {
     /// A runtime with the memory limit and the interrupt handler installed.
-    pub fn new(limits: Limits) -> Result<Self, String> {
+    pub fn new(limits: Limits, handle: Option<tokio::runtime::Handle>) -> Result<Self, String> {
         let runtime = Runtime::new().map_err(|e| e.to_string())?;
         runtime.set_memory_limit(limits.memory);
         runtime.set_max_stack_size(512 * 1024);
@@ -65,6 +92,7 @@ impl Engine {
         })));
         Ok(Self {
             runtime,
+            handle,
             deadline,
             limits,
         })
@@ -136,6 +164,13 @@ impl Engine {
             .catch(ctx)
             .map_err(|e| Ok(CodeError::Internal(caught_message(&e))))?;
         let request = ctx.json_parse(call.request.to_string()).map_err(internal)?;
+        if let (Some(svc), Some(object)) = (&call.svc, request.as_object()) {
+            let host =
+                svc_host(ctx, svc.clone(), self.handle.clone(), deadline).map_err(internal)?;
+            let build: Function = ctx.eval(SVC).map_err(internal)?;
+            let client: Value = build.call((host,)).map_err(internal)?;
+            object.set("svc", client).map_err(internal)?;
+        }
         let run: Function = ctx.eval(RUN).map_err(internal)?;
         let returned: Value = run
             .call((call.code.as_str(), request))
@@ -342,4 +377,32 @@ fn install_host(ctx: &Ctx<'_>, trace_id: Option<String>, timers: Timers) -> rqui
         })?,
     )?;
     Ok(())
+}
+
+/// The host side of `req.svc`: calls the use case on the server's runtime, blocking this worker
+/// thread (its JavaScript waits anyway) until the answer or the call's deadline.
+fn svc_host<'js>(
+    ctx: &Ctx<'js>,
+    svc: std::sync::Arc<dyn tokenvault_domain::code::Svc>,
+    handle: Option<tokio::runtime::Handle>,
+    deadline: Instant,
+) -> rquickjs::Result<Function<'js>> {
+    Function::new(ctx.clone(), move |method: String, args: String| -> String {
+        let args: Vec<Json> = serde_json::from_str(&args).unwrap_or_default();
+        let Some(handle) = handle.as_ref() else {
+            return serde_json::json!({"error": {"status": 500, "detail": "svc is not available"}})
+                .to_string();
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let svc = svc.clone();
+        let outcome = handle.block_on(async move {
+            tokio::time::timeout(remaining, svc.call(&method, args)).await
+        });
+        match outcome {
+            Ok(Ok(value)) => serde_json::json!({ "ok": value }),
+            Ok(Err(problem)) => serde_json::json!({ "error": problem }),
+            Err(_) => serde_json::json!({"error": {"status": 500, "detail": "the code ran out of time in a svc call"}}),
+        }
+        .to_string()
+    })
 }

@@ -69,12 +69,15 @@ impl QuickJsRunner {
     pub fn start(settings: RunnerSettings) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
+        // `req.svc` calls run the token use cases on the runtime that started the pool.
+        let handle = tokio::runtime::Handle::try_current().ok();
         for i in 0..settings.workers.max(1) {
             let rx = rx.clone();
             let limits = settings.limits;
+            let handle = handle.clone();
             std::thread::Builder::new()
                 .name(format!("tokenvault-code-{i}"))
-                .spawn(move || work(&rx, limits))?;
+                .spawn(move || work(&rx, limits, handle))?;
         }
         Ok(Self {
             queue: Mutex::new(tx),
@@ -98,7 +101,11 @@ impl QuickJsRunner {
 
 /// A worker: takes jobs until the queue closes; replaces its engine after a call that ran out
 /// of memory or was stopped.
-fn work(queue: &Mutex<mpsc::Receiver<Job>>, limits: Limits) {
+fn work(
+    queue: &Mutex<mpsc::Receiver<Job>>,
+    limits: Limits,
+    handle: Option<tokio::runtime::Handle>,
+) {
     let mut engine = None;
     loop {
         let job = {
@@ -111,7 +118,7 @@ fn work(queue: &Mutex<mpsc::Receiver<Job>>, limits: Limits) {
             }
         };
         if engine.is_none() {
-            match Engine::new(limits) {
+            match Engine::new(limits, handle.clone()) {
                 Ok(e) => engine = Some(e),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot start a QuickJS runtime");

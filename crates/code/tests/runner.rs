@@ -28,6 +28,7 @@ fn call(code: &str, request: Value) -> CodeCall {
         code: code.into(),
         request,
         trace_id: Some("test".into()),
+        svc: None,
     }
 }
 

@@ -2,8 +2,13 @@
 //! reactors and proxy transforms. The domain says what a call is and what can come back; the
 //! adapter (`tokenvault-code`, QuickJS) decides how.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::Value;
+
+use crate::auth::Principal;
+use crate::service::Vault;
 
 /// The longest code accepted (characters).
 pub const MAX_CODE_LEN: usize = 50_000;
@@ -17,6 +22,8 @@ pub struct CodeCall {
     pub request: Value,
     /// The trace id of the HTTP request, for `console.*` lines.
     pub trace_id: Option<String>,
+    /// `req.svc`: the token API acting as an application (`None`: `req.svc` is null).
+    pub svc: Option<Arc<dyn Svc>>,
 }
 
 impl std::fmt::Debug for CodeCall {
@@ -25,6 +32,7 @@ impl std::fmt::Debug for CodeCall {
         f.debug_struct("CodeCall")
             .field("code_len", &self.code.len())
             .field("trace_id", &self.trace_id)
+            .field("svc", &self.svc.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -71,4 +79,23 @@ pub trait CodeRunner: Send + Sync {
 
     /// Runs `call.code` with `call.request` and returns the JSON of what it returned.
     async fn run(&self, call: CodeCall) -> Result<Value, CodeError>;
+}
+
+/// `req.svc` (docs/decisions.md §7): the token API as one application, its permissions and
+/// rules and nothing more.
+///
+/// # Errors
+/// The problem body (JSON) the HTTP API would answer with.
+#[async_trait]
+pub trait Svc: Send + Sync {
+    /// Calls `method` — `tokens.create`, `tokens.retrieve`, `tokens.update`, `tokens.delete`,
+    /// `tokens.list` or `tokenize` — with the code's arguments; the JSON the HTTP API returns.
+    async fn call(&self, method: &str, args: Vec<Value>) -> Result<Value, Value>;
+}
+
+/// Makes the `svc` of an application. The inbound adapter implements it, as it owns the JSON
+/// the API speaks.
+pub trait SvcFactory: Send + Sync {
+    /// A `svc` acting as `principal` through `vault`.
+    fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc>;
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::application::{ApiKey, Application};
-use crate::code::CodeRunner;
+use crate::code::{CodeRunner, SvcFactory};
 use crate::ports::{
     ApplicationRepository, Cipher, Clock, Expressions, FormulaRepository, KeyService,
     ReactorRepository, TenantRepository, TokenRepository,
@@ -35,6 +35,8 @@ pub struct Ports {
     pub reactors: Arc<dyn ReactorRepository>,
     /// The code sandbox.
     pub code: Arc<dyn CodeRunner>,
+    /// Makes `req.svc` for code acting as an application.
+    pub svc: Arc<dyn SvcFactory>,
 }
 
 /// A tenant made outside the API (bootstrap, CLI) with its management key.

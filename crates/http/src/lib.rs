@@ -6,6 +6,7 @@ pub mod extract;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
+pub mod svc;
 pub mod trace;
 
 use std::net::TcpListener;

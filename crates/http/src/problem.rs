@@ -198,6 +198,25 @@ pub fn default_detail(status: StatusCode) -> &'static str {
     }
 }
 
+impl ApiError {
+    /// The problem body this error answers with, as JSON (for `svc` calls of tenant code).
+    pub fn problem_body(&self) -> serde_json::Value {
+        let body = Problem {
+            kind: "about:blank",
+            title: self
+                .status
+                .canonical_reason()
+                .unwrap_or("Error")
+                .to_string(),
+            status: self.status.as_u16(),
+            detail: self.detail.clone(),
+            errors: self.errors.clone(),
+            trace_id: current_trace_id(),
+        };
+        serde_json::to_value(body).unwrap_or_default()
+    }
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         self.status

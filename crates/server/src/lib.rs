@@ -158,6 +158,7 @@ async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Res
         formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
         reactors: Arc::new(SeaOrmReactorRepository::new(db)),
         code: Arc::new(code),
+        svc: Arc::new(tokenvault_http::svc::HttpSvcFactory),
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     }))

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{Ports, Vault};
 use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
 use crate::auth::Principal;
-use crate::code::{CodeCall, CodeError, CodeRunner};
+use crate::code::{CodeCall, CodeError, CodeRunner, Svc, SvcFactory};
 use crate::error::{Error, RepoError};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
@@ -94,6 +94,26 @@ mock! {
     impl Expressions for Exprs {
         fn check(&self, expression: &str) -> Result<(), String>;
         fn render(&self, expression: &str, data: &serde_json::Value) -> Result<String, String>;
+    }
+}
+
+/// `svc` for tests that never run code.
+struct NoSvc;
+
+impl SvcFactory for NoSvc {
+    fn for_application(&self, _: Vault, _: Principal) -> Arc<dyn Svc> {
+        Arc::new(NoSvc)
+    }
+}
+
+#[async_trait]
+impl Svc for NoSvc {
+    async fn call(
+        &self,
+        _: &str,
+        _: Vec<serde_json::Value>,
+    ) -> Result<serde_json::Value, serde_json::Value> {
+        Err(serde_json::Value::Null)
     }
 }
 
@@ -222,6 +242,7 @@ fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
         formulas: Arc::new(NoFormulas),
         reactors: Arc::new(NoReactors),
         code: Arc::new(MockCode::new()),
+        svc: Arc::new(NoSvc),
     })
 }
 
@@ -538,6 +559,7 @@ mod tokens {
             formulas: Arc::new(NoFormulas),
             reactors: Arc::new(NoReactors),
             code: Arc::new(MockCode::new()),
+            svc: Arc::new(NoSvc),
         })
     }
 

@@ -145,6 +145,33 @@ pub async fn create(
     Ok(HttpResponse::build(status).json(TokenResponse::from(view)))
 }
 
+/// A list query given as a JSON object (`svc.tokens.list`): the same names as the query string
+/// (`id`, `type`, `metadata.<key>`, `page`, `size`; arrays repeat a name).
+pub(crate) fn filter_from_query(
+    query: &serde_json::Map<String, Value>,
+) -> Result<(TokenFilter, tokenvault_domain::page::PageRequest)> {
+    let mut encoded = form_urlencoded::Serializer::new(String::new());
+    for (key, value) in query {
+        let values = match value {
+            Value::Array(items) => items.clone(),
+            Value::Object(inner) if key == "metadata" => {
+                for (k, v) in inner {
+                    let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                    encoded.append_pair(&format!("metadata.{k}"), &text);
+                }
+                continue;
+            }
+            other => vec![other.clone()],
+        };
+        for v in values {
+            let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            encoded.append_pair(key, &text);
+        }
+    }
+    let params = QueryParams::parse(&encoded.finish());
+    Ok((filter_from(&params)?, params.page()?))
+}
+
 fn filter_from(query: &QueryParams) -> Result<TokenFilter> {
     let mut metadata = Vec::new();
     for (key, values) in query.pairs() {

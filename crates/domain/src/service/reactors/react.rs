@@ -50,6 +50,10 @@ impl Vault {
         let (args, used) = self.detokenize_args(caller, args).await?;
         let bound =
             bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;
+        let acting = self.acting_as(caller, &reactor).await?;
+        let svc = acting
+            .clone()
+            .map(|principal| self.ports.svc.for_application(self.clone(), principal));
         let request = json!({
             "args": bound,
             "configuration": reactor.configuration,
@@ -62,6 +66,7 @@ impl Vault {
                 code: formula.code,
                 request,
                 trace_id,
+                svc,
             })
             .await
             .map_err(code_error)?;
@@ -77,9 +82,15 @@ impl Vault {
                 });
             }
         };
-        let tokens = match tokenize.filter(|t| !t.is_null()) {
-            None => None,
-            Some(block) => Some(self.tokenize_as(caller, &reactor, block).await?),
+        let tokens = match (tokenize.filter(|t| !t.is_null()), acting) {
+            (None, _) => None,
+            (Some(block), Some(acting)) => Some(self.tokenize(&acting, block).await?),
+            (Some(_), None) => {
+                return Err(Error::invalid(
+                    "tokenize",
+                    "the reactor has no application to tokenize with",
+                ));
+            }
         };
         Ok(ReactResult { raw, tokens })
     }
@@ -133,28 +144,20 @@ impl Vault {
         Ok((substitute(args, &values), unique))
     }
 
-    /// Tokenizes the code's `tokenize` block as the reactor's application (its permissions and
-    /// rules, never the caller's); a reactor without one cannot tokenize (400).
-    async fn tokenize_as(
+    /// The reactor's application as a caller: its permissions and rules, never the caller's
+    /// (`svc` and the `tokenize` block act as it). `None` without an application.
+    async fn acting_as(
         &self,
         caller: &Principal,
         reactor: &Reactor,
-        block: Value,
-    ) -> Result<Tokenized, Error> {
-        let Some(app) = self.application_of(reactor).await? else {
-            return Err(Error::invalid(
-                "tokenize",
-                "the reactor has no application to tokenize with",
-            ));
-        };
-        let acting = Principal {
+    ) -> Result<Option<Principal>, Error> {
+        Ok(self.application_of(reactor).await?.map(|app| Principal {
             application_id: app.id,
             tenant_id: app.tenant_id,
             app_type: app.app_type,
             permissions: app.permissions,
             rules: app.rules,
             settings: caller.settings,
-        };
-        self.tokenize(&acting, block).await
+        }))
     }
 }

@@ -1,0 +1,109 @@
+//! `req.svc` for tenant code (docs/decisions.md §7): the token endpoints as method calls, acting
+//! as one application, answering with the same JSON (or problem) the HTTP API would. It lives
+//! in the inbound adapter because the JSON is this adapter's.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokenvault_domain::Vault;
+use tokenvault_domain::auth::Principal;
+use tokenvault_domain::code::{Svc, SvcFactory};
+use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
+
+use crate::dto::Paginated;
+use crate::problem::ApiError;
+use crate::routes::tokens::{TokenResponse, filter_from_query, tokenized_json};
+
+/// Makes a [`Svc`] per application.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HttpSvcFactory;
+
+impl SvcFactory for HttpSvcFactory {
+    fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc> {
+        Arc::new(ApplicationSvc { vault, principal })
+    }
+}
+
+struct ApplicationSvc {
+    vault: Vault,
+    principal: Principal,
+}
+
+fn arg(args: &[Value], i: usize) -> Value {
+    args.get(i).cloned().unwrap_or(Value::Null)
+}
+
+fn id_arg(args: &[Value]) -> Result<String, ApiError> {
+    match args.first() {
+        Some(Value::String(id)) => Ok(id.clone()),
+        _ => Err(ApiError::invalid("id", "must be a string")),
+    }
+}
+
+fn object(value: Value, field: &str) -> Result<serde_json::Map<String, Value>, ApiError> {
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(ApiError::invalid(field, "must be an object")),
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl ApplicationSvc {
+    async fn dispatch(&self, method: &str, args: &[Value]) -> Result<Value, ApiError> {
+        let (vault, me) = (&self.vault, &self.principal);
+        match method {
+            "tokens.create" => {
+                let raw = RawNewToken::from_object(&object(arg(args, 0), "body")?)
+                    .map_err(|e| ApiError::validation(&e))?;
+                let (view, _) = vault.create_token(me, raw).await?;
+                Ok(json(&TokenResponse::from(view)))
+            }
+            "tokens.retrieve" => {
+                let view = vault.get_token(me, &id_arg(args)?).await?;
+                Ok(json(&TokenResponse::from(view)))
+            }
+            "tokens.update" => {
+                let id = id_arg(args)?;
+                let map = object(arg(args, 1), "patch")?;
+                let patch = RawTokenPatch {
+                    data: map.get("data").cloned(),
+                    metadata: map.get("metadata").cloned(),
+                    containers: map.get("containers").cloned(),
+                    mask: map.get("mask").cloned(),
+                    fingerprint_expression: map.get("fingerprint_expression").cloned(),
+                    expires_at: map.get("expires_at").cloned(),
+                };
+                let view = vault.update_token(me, &id, patch).await?;
+                Ok(json(&TokenResponse::from(view)))
+            }
+            "tokens.delete" => {
+                vault.delete_token(me, &id_arg(args)?).await?;
+                Ok(Value::Null)
+            }
+            "tokens.list" => {
+                let query = object(arg(args, 0), "query")?;
+                let (filter, page) = filter_from_query(&query)?;
+                let page = vault.list_tokens(me, filter, page).await?;
+                Ok(json(&Paginated::from_page(page, TokenResponse::from)))
+            }
+            "tokenize" => {
+                let shape = vault.tokenize(me, arg(args, 0)).await?;
+                Ok(tokenized_json(shape))
+            }
+            _ => Err(ApiError::invalid("method", "is not a svc method")),
+        }
+    }
+}
+
+#[async_trait]
+impl Svc for ApplicationSvc {
+    async fn call(&self, method: &str, args: Vec<Value>) -> Result<Value, Value> {
+        self.dispatch(method, &args)
+            .await
+            .map_err(|e| e.problem_body())
+    }
+}
