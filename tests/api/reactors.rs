@@ -233,6 +233,10 @@ async fn the_invocation_rules() {
         let many: Vec<String> = (0..101).map(|i| format!("{{{{ tok-{i} }}}}")).collect();
         assert_invalid(react(&user, &r2["id"], json!({"card": {"number": many.join(" ")}, "greeting": "x"})).await, &["args"]).await;
         assert_invalid(react(&user, &r2["id"], json!({"card": "{{ no-such-token }}", "greeting": "x"})).await, &["args"]).await;
+        // Each occurrence of a token is a copy: the detokenized arguments are bounded.
+        let big = owner.create(&json!({"type": "token", "data": "z".repeat(200_000)})).await;
+        let copies = format!("{{{{ {} }}}}", big["id"].as_str().unwrap()).repeat(60);
+        assert_invalid(react(&user, &r2["id"], json!({"card": {"number": copies}, "greeting": "x"})).await, &["args"]).await;
     })
     .await;
 }
@@ -253,8 +257,22 @@ async fn code_errors_and_the_tokenize_block() {
         assert_eq!(res.status(), 418);
         assert_eq!(res.headers()["x-tea"], "yes");
         assert_eq!(res.json::<Value>().await.unwrap(), json!({"pot": true}));
-        let slow = reactor(app, "module.exports = () => { for (;;) {} };", json!([]), json!({})).await;
-        let _ = slow; // the limits themselves are tested in crates/code; one here would take 10 s
+        // A status that carries no body (or a 1xx) would split the HTTP stream: a 500 instead.
+        for status in [100, 204, 304] {
+            let code = format!("module.exports = () => {{ throw new CustomHttpResponseError({{ status: {status}, body: 'smuggled' }}); }};");
+            let r = reactor(app, &code, json!([]), json!({})).await;
+            let res = react(&user, &r["id"], json!({})).await;
+            assert_eq!(res.status(), 500, "status {status}");
+        }
+        // Framing, cookies and the vault's own headers are not the code's to set.
+        let headers = reactor(app, "module.exports = () => { throw new CustomHttpResponseError({ status: 200, headers: { 'content-length': '1', 'set-cookie': 'a=b', 'svc-trace-id': 'forged', 'x-ok': 'yes' }, body: 'hello' }); };", json!([]), json!({})).await;
+        let res = react(&user, &headers["id"], json!({})).await;
+        assert_eq!(res.status(), 200);
+        assert!(res.headers().get("set-cookie").is_none());
+        assert_ne!(res.headers()["svc-trace-id"], "forged");
+        assert_eq!(res.headers()["x-ok"], "yes");
+        assert_eq!(res.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(res.text().await.unwrap(), "hello");
 
         // The tokenize block is tokenized as the reactor's application.
         let code = "module.exports = async (req) => ({ raw: { ok: true }, tokenize: { secret: { type: 'token', data: req.args.v } } });";
@@ -296,11 +314,14 @@ async fn svc_acts_as_the_reactors_application() {
             const shaped = await req.svc.tokenize({ a: 'x' });
             let refused = null;
             try { await req.svc.tokens.retrieve(req.args.hidden); } catch (e) { refused = e.status; }
+            let tooBig = null;
+            try { await req.svc.tokens.create({ type: 'token', data: 'x'.repeat(2 * 1024 * 1024) }); }
+            catch (e) { tooBig = e.status; }
             await req.svc.tokens.delete(made.id);
             let gone = null;
             try { await req.svc.tokens.retrieve(made.id); } catch (e) { gone = e.status; }
             return { raw: { data: read.data, meta: patched.metadata, total: listed.pagination.total_items,
-                            tokenized: typeof shaped.a, refused, gone } };
+                            tokenized: typeof shaped.a, refused, gone, tooBig } };
         };";
         let r = reactor(app, code, json!([p("hidden", "string", false)]), json!({"application": {"id": acting["id"]}})).await;
         let res = react(&user, &r["id"], json!({"hidden": hidden["id"]})).await;
@@ -309,7 +330,7 @@ async fn svc_acts_as_the_reactors_application() {
         assert_eq!(
             raw,
             json!({"data": "via svc", "meta": {"k": "v"}, "total": 1, "tokenized": "string",
-                   "refused": 403, "gone": 404}),
+                   "refused": 403, "gone": 404, "tooBig": 400}),
             "svc has the application's rights, not the caller's"
         );
     })

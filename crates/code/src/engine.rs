@@ -62,6 +62,11 @@ const SVC: &str = r"(function (call) {
 
 const CHECK: &str = r"(function (source) { new Function('module', 'exports', source); })";
 
+/// The longest `console` line kept (characters).
+const MAX_LOG_LINE: usize = 4096;
+/// The most `console` lines one call writes to the log.
+const MAX_LOG_LINES: usize = 200;
+
 /// A timer the code set: its id and when it is due.
 type Timers = Rc<RefCell<Vec<(i32, Instant)>>>;
 
@@ -131,9 +136,13 @@ impl Engine {
         self.deadline.set(None);
         drop(context);
         self.runtime.run_gc();
+        // Jobs are queued per runtime, not per context: a job this call left behind (a promise
+        // chain that never ends, a finalizer) would run in the next tenant's call. Such a
+        // runtime is replaced, as is one whose call failed.
+        let leftover = self.runtime.is_job_pending();
         match outcome {
-            Ok(v) => (Ok(v), false),
-            Err(Ok(e)) => (Err(e), false),
+            Ok(v) => (Ok(v), leftover),
+            Err(Ok(e)) => (Err(e), true),
             Err(Err(Stop::Time)) => (
                 Err(CodeError::Limit(format!(
                     "the code ran longer than {} ms",
@@ -343,14 +352,18 @@ fn caught_message(caught: &CaughtError<'_>) -> String {
 /// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host.
 fn install_host(ctx: &Ctx<'_>, trace_id: Option<String>, timers: Timers) -> rquickjs::Result<()> {
     let globals = ctx.globals();
+    let lines = Cell::new(0_usize);
     globals.set(
         "__log",
         Function::new(ctx.clone(), move |level: String, text: String| {
-            let trace_id = trace_id.as_deref().unwrap_or("-");
-            match level.as_str() {
-                "error" | "warn" => tracing::info!(trace_id, level, "code: {text}"),
-                _ => tracing::debug!(trace_id, level, "code: {text}"),
+            // At debug, escaped (no forged lines), at most 4 KiB a line and 200 lines a call.
+            lines.set(lines.get() + 1);
+            if lines.get() > MAX_LOG_LINES {
+                return;
             }
+            let trace_id = trace_id.as_deref().unwrap_or("-");
+            let text: String = text.chars().take(MAX_LOG_LINE).collect();
+            tracing::debug!(trace_id, level, "code: {text:?}");
         })?,
     )?;
     globals.set(

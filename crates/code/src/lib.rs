@@ -45,6 +45,9 @@ impl Default for RunnerSettings {
     }
 }
 
+/// How many calls may wait for a worker before new ones are refused (per worker).
+const QUEUE_PER_WORKER: usize = 16;
+
 enum Job {
     Check(String, oneshot::Sender<Result<(), String>>),
     Run(Box<CodeCall>, oneshot::Sender<Result<Value, CodeError>>),
@@ -52,7 +55,7 @@ enum Job {
 
 /// The pool of QuickJS workers.
 pub struct QuickJsRunner {
-    queue: Mutex<mpsc::Sender<Job>>,
+    queue: Mutex<mpsc::SyncSender<Job>>,
     limits: Limits,
 }
 
@@ -67,7 +70,8 @@ impl std::fmt::Debug for QuickJsRunner {
 impl QuickJsRunner {
     /// Starts the worker threads. They end when the runner is dropped.
     pub fn start(settings: RunnerSettings) -> std::io::Result<Self> {
-        let (tx, rx) = mpsc::channel::<Job>();
+        // Bounded: a flood of slow calls is refused (503) instead of queueing for minutes.
+        let (tx, rx) = mpsc::sync_channel::<Job>(settings.workers.max(1) * QUEUE_PER_WORKER);
         let rx = Arc::new(Mutex::new(rx));
         // `req.svc` calls run the token use cases on the runtime that started the pool.
         let handle = tokio::runtime::Handle::try_current().ok();
@@ -89,8 +93,13 @@ impl QuickJsRunner {
         self.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .send(job)
-            .map_err(|_| CodeError::Internal("the code workers have stopped".into()))
+            .try_send(job)
+            .map_err(|e| match e {
+                mpsc::TrySendError::Full(_) => CodeError::Busy,
+                mpsc::TrySendError::Disconnected(_) => {
+                    CodeError::Internal("the code workers have stopped".into())
+                }
+            })
     }
 
     /// How long the async side waits for a worker: the call's deadline plus a margin.
@@ -130,12 +139,24 @@ fn work(
         let Some(current) = engine.as_ref() else {
             continue;
         };
+        // A panic (in a host function, say) costs the runtime, never the worker.
+        let contained =
+            |f: &mut dyn FnMut()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok();
         match job {
             Job::Check(code, reply) => {
-                let _ = reply.send(current.check(&code));
+                let mut outcome = Err("the code could not be checked".to_string());
+                if !contained(&mut || outcome = current.check(&code)) {
+                    engine = None;
+                }
+                let _ = reply.send(outcome);
             }
+            // Nobody waits for it any more (the caller gave up): do not run it.
+            Job::Run(_, reply) if reply.is_closed() => {}
             Job::Run(call, reply) => {
-                let (outcome, discard) = current.run(&call);
+                let mut outcome = Err(CodeError::Internal("the code worker failed".into()));
+                // Replaced unless the call says it is clean (a panic leaves `discard` true).
+                let mut discard = true;
+                contained(&mut || (outcome, discard) = current.run(&call));
                 if discard {
                     engine = None;
                 }

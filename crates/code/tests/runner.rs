@@ -240,3 +240,74 @@ async fn the_globals_of_the_runtime() {
         json!({"b64": "aGk=", "back": "hi", "bytes": 6, "text": "héllo", "uuid": true})
     );
 }
+
+/// A smoke test: the engine replaces a runtime whose job queue is not empty after a call, so
+/// leftover jobs never run against a dropped context in a later call. (Their effect is not
+/// observable from JavaScript; this checks that calls after such a one still work.)
+#[tokio::test]
+async fn nothing_a_call_leaves_queued_runs_in_the_next() {
+    let r = runner();
+    // An endless promise chain and a pending timer, left behind by a call that returned.
+    let leaves = r"module.exports = () => {
+        (function again() { Promise.resolve().then(again); })();
+        return 'left';
+    };";
+    for _ in 0..3 {
+        assert_eq!(run(&r, leaves).await.unwrap(), json!("left"));
+    }
+    // Were the chains still queued, these would spend their whole deadline running them.
+    for _ in 0..4 {
+        let started = Instant::now();
+        assert_eq!(
+            run(
+                &r,
+                "module.exports = async () => { await null; return 'clean'; };"
+            )
+            .await
+            .unwrap(),
+            json!("clean")
+        );
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "a leftover job ran in a later call"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_refuses_calls_instead_of_queueing_them() {
+    let r = std::sync::Arc::new(
+        QuickJsRunner::start(RunnerSettings {
+            workers: 1,
+            limits: Limits {
+                timeout: TIMEOUT,
+                memory: 16 << 20,
+                max_output: 1 << 20,
+            },
+        })
+        .unwrap(),
+    );
+    let slow = "module.exports = () => new Promise((ok) => setTimeout(ok, 50));";
+    let calls: Vec<_> = (0..24)
+        .map(|_| {
+            let r = r.clone();
+            tokio::spawn(async move { run(&r, slow).await })
+        })
+        .collect();
+    let mut busy = 0;
+    for c in calls {
+        match c.await.unwrap() {
+            Err(CodeError::Busy) => busy += 1,
+            Ok(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        busy >= 1,
+        "one worker and 16 places: some of 24 calls are refused"
+    );
+    assert_eq!(
+        run(&r, "module.exports = () => 1;").await.unwrap(),
+        json!(1)
+    );
+}

@@ -64,6 +64,8 @@ pub enum CodeError {
     },
     /// A sandbox limit was reached: time, memory or output size (500 with this detail).
     Limit(String),
+    /// Every worker is busy and the queue is full (503: try again).
+    Busy,
     /// The runtime itself failed (500; the cause is for the log).
     Internal(String),
 }

@@ -281,6 +281,17 @@ pub fn parse_containers(
     }
 }
 
+/// The largest token data, as JSON (1 MiB): the HTTP body limit bounds it there, and this
+/// bounds it everywhere else (tokens made by code through `svc`, merge patches).
+pub const MAX_DATA_BYTES: usize = 1 << 20;
+
+/// Refuses data larger than [`MAX_DATA_BYTES`].
+pub fn check_data_size(data: &Value, errors: &mut ValidationErrors) {
+    if crate::mask::json_len(data) > MAX_DATA_BYTES {
+        errors.add("data", "must be at most 1 MiB as JSON");
+    }
+}
+
 /// Validates metadata bounds.
 pub fn check_metadata(metadata: &BTreeMap<String, String>, errors: &mut ValidationErrors) {
     if metadata.len() > MAX_METADATA_ENTRIES {
@@ -385,6 +396,7 @@ impl NewToken {
         };
         if let (Some(t), Some(d)) = (token_type, data.as_ref()) {
             t.validate(d, &mut errors);
+            check_data_size(d, &mut errors);
         }
         let id = match raw.id {
             None => IdSpec::Generated,

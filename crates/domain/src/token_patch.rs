@@ -195,6 +195,7 @@ impl TokenPatch {
             let mut data = token.data.clone();
             merge_patch(&mut data, patch);
             token.token_type.validate(&data, &mut errors);
+            crate::token::check_data_size(&data, &mut errors);
             changed.data = data != token.data;
             token.data = data;
         }

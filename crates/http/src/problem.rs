@@ -161,6 +161,27 @@ impl From<Error> for ApiError {
     }
 }
 
+/// Whether tenant code may set this response header: never the message framing (length,
+/// encoding, connection and the other hop-by-hop headers), cookies, or the vault's own
+/// `SVC-*` headers.
+fn tenant_may_set(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    !matches!(
+        name.as_str(),
+        "content-length"
+            | "transfer-encoding"
+            | "connection"
+            | "keep-alive"
+            | "upgrade"
+            | "te"
+            | "trailer"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "set-cookie"
+            | "x-content-type-options"
+    ) && !name.starts_with("svc-")
+}
+
 fn fields_json(errors: &ValidationErrors) -> serde_json::Value {
     serde_json::to_value(errors.fields()).unwrap_or_default()
 }
@@ -227,7 +248,7 @@ impl ResponseError for ApiError {
             let (status, headers, body) = custom.as_ref();
             let mut response = HttpResponse::build(*status);
             if let Some(headers) = headers.as_object() {
-                for (name, value) in headers {
+                for (name, value) in headers.iter().filter(|(n, _)| tenant_may_set(n)) {
                     let value = value
                         .as_str()
                         .map_or_else(|| value.to_string(), str::to_string);
@@ -245,6 +266,10 @@ impl ResponseError for ApiError {
                     .content_type("application/json")
                     .body(other.to_string()),
             };
+            built.headers_mut().insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
             built.extensions_mut().insert(TenantResponse);
             return built;
         }

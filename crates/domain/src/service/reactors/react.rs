@@ -15,10 +15,11 @@ use crate::auth::Principal;
 use crate::code::CodeCall;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
+use crate::mask::json_len;
 use crate::permission::Permission;
 use crate::reactor::{Reactor, bind_arguments};
 use crate::service::Vault;
-use crate::service::tokens::{MAX_DETOKENIZE, Tokenized};
+use crate::service::tokens::{MAX_DETOKENIZE, MAX_DETOKENIZED_BYTES, Tokenized};
 use crate::template::{collect_expressions, substitute};
 
 /// What an invocation returns.
@@ -104,6 +105,7 @@ impl Vault {
     ) -> Result<(Value, BTreeSet<String>), Error> {
         let mut ids = Vec::new();
         collect_expressions(&args, &mut ids);
+        let occurrences = ids.clone();
         let unique: BTreeSet<String> = ids.into_iter().collect();
         if unique.len() > MAX_DETOKENIZE {
             return Err(Error::invalid(
@@ -140,6 +142,18 @@ impl Vault {
             let token = self.decrypt_token(stored)?;
             let shown = self.show(&token, transform).ok_or(Error::Forbidden)?;
             values.insert(token.id.clone(), shown);
+        }
+        // Each occurrence is a copy: bound the whole before building it (as detokenize does).
+        let size: usize = occurrences
+            .iter()
+            .filter_map(|id| values.get(id))
+            .map(json_len)
+            .sum();
+        if size > MAX_DETOKENIZED_BYTES {
+            return Err(Error::invalid(
+                "args",
+                "the detokenized arguments would exceed 10 MiB",
+            ));
         }
         Ok((substitute(args, &values), unique))
     }
