@@ -1,0 +1,70 @@
+//! A warm call (a pool already started; a fresh context on a warm runtime) and a cold one (a
+//! new pool: thread, runtime and context) of a trivial formula. Run with
+//! `cargo bench -p tokenvault-code`; compare with the direct-call baseline in the same run.
+
+#![allow(missing_docs, clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
+use tokenvault_domain::code::{CodeCall, CodeRunner};
+
+const TRIVIAL: &str = "module.exports = async (req) => ({ raw: { args: req.args } });";
+
+fn settings(workers: usize) -> RunnerSettings {
+    RunnerSettings {
+        workers,
+        limits: Limits {
+            timeout: Duration::from_secs(10),
+            memory: 64 << 20,
+            max_output: 1 << 20,
+        },
+    }
+}
+
+fn call() -> CodeCall {
+    CodeCall {
+        code: TRIVIAL.into(),
+        request: json!({"args": {"x": "hello"}, "configuration": {}, "svc": null}),
+        trace_id: None,
+        svc: None,
+    }
+}
+
+fn calls(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let warm = rt.block_on(async { QuickJsRunner::start(settings(1)).unwrap() });
+    rt.block_on(warm.run(call())).unwrap();
+    c.bench_function("baseline: a oneshot round trip to a thread", |b| {
+        let (tx, rx) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<()>>();
+        std::thread::spawn(move || {
+            while let Ok(reply) = rx.recv() {
+                let _ = reply.send(());
+            }
+        });
+        b.iter(|| {
+            let (reply, done) = tokio::sync::oneshot::channel();
+            tx.send(reply).unwrap();
+            rt.block_on(done).unwrap();
+        });
+    });
+    c.bench_function("warm call of a trivial formula", |b| {
+        b.iter(|| rt.block_on(warm.run(call())).unwrap());
+    });
+    c.bench_function("cold call (new pool of one worker)", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let cold = QuickJsRunner::start(settings(1)).unwrap();
+                cold.run(call()).await.unwrap()
+            })
+        });
+    });
+}
+
+criterion_group!(benches, calls);
+criterion_main!(benches);
