@@ -2,8 +2,6 @@
 //! (a formula configured for a tenant), per docs/decisions.md §9. Values validate on
 //! construction: a [`Formula`] or [`Reactor`] that exists is a valid one.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -464,19 +462,6 @@ fn insert_at(map: &mut Map<String, Value>, path: &[&str], value: Value) {
             }
         }
     }
-}
-
-/// A reactor's configuration as the code sees it.
-pub fn configuration_value(configuration: &Map<String, Value>) -> Value {
-    Value::Object(configuration.clone())
-}
-
-/// Every declared name, for error messages that must not echo values.
-pub fn declared_names(declared: &[RequestParameter]) -> BTreeMap<&str, ParamType> {
-    declared
-        .iter()
-        .map(|p| (p.name.as_str(), p.param_type))
-        .collect()
 }
 
 #[cfg(test)]

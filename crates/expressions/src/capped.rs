@@ -268,21 +268,3 @@ impl std::io::Write for CappedWriter {
         Ok(())
     }
 }
-
-/// The length of a JSON value as compact text, counted without building it.
-pub fn json_size(v: &serde_json::Value) -> usize {
-    match v {
-        serde_json::Value::Null | serde_json::Value::Bool(_) => 5,
-        serde_json::Value::Number(n) => n.to_string().len(),
-        serde_json::Value::String(s) => s.len() + 2,
-        serde_json::Value::Array(items) => {
-            items.iter().map(|i| json_size(i) + 1).sum::<usize>() + 2
-        }
-        serde_json::Value::Object(map) => {
-            map.iter()
-                .map(|(k, i)| k.len() + 4 + json_size(i))
-                .sum::<usize>()
-                + 2
-        }
-    }
-}

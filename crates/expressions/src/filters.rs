@@ -427,7 +427,10 @@ impl Filter for JsonFilter {
             .map_err(|e| liquid_core::Error::with_msg(format!("invalid JSONPath: {e}")))?;
         let doc = to_json(input);
         let found = path.query(&doc).all();
-        let total: usize = found.iter().map(|v| crate::capped::json_size(v)).sum();
+        let total: usize = found
+            .iter()
+            .map(|v| tokenvault_domain::mask::json_len(v))
+            .sum();
         if total > crate::capped::MAX_OUTPUT {
             return Err(liquid_core::Error::with_msg(
                 "the JSONPath selects more than 1 MiB",

@@ -5,64 +5,28 @@
 
 use serde_json::{Map, Value, json};
 use time::{Duration, OffsetDateTime};
-use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{
     FormulaDelete, FormulaRepository, ReactorRepository, TenantRepository,
 };
 use tokenvault_domain::reactor::{
     ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
 };
-use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use tokenvault_persistence::testing::{TestDatabase, backends};
 use tokenvault_persistence::{
     SeaOrmFormulaRepository, SeaOrmReactorRepository, SeaOrmTenantRepository,
 };
 use uuid::Uuid;
 
-fn now() -> OffsetDateTime {
-    let t = OffsetDateTime::now_utc();
-    t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap()
-}
+mod common;
+
+use common::{now, tenant};
 
 struct Repos {
     tenants: SeaOrmTenantRepository,
     formulas: SeaOrmFormulaRepository,
     reactors: SeaOrmReactorRepository,
     tenant: Uuid,
-}
-
-async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
-    let t = Tenant {
-        id: Uuid::now_v7(),
-        owner_id: Uuid::new_v4(),
-        name: "t".into(),
-        settings: TenantSettings::default(),
-        created_by: None,
-        created_at: now(),
-        modified_by: None,
-        modified_at: None,
-    };
-    let app = Application {
-        id: Uuid::now_v7(),
-        tenant_id: t.id,
-        name: "m".into(),
-        app_type: ApplicationType::Management,
-        permissions: vec![Permission::TenantRead],
-        rules: vec![],
-        created_by: None,
-        created_at: now(),
-        modified_by: None,
-        modified_at: None,
-        expires_at: None,
-    };
-    let mut h = [0u8; 32];
-    h[..16].copy_from_slice(Uuid::new_v4().as_bytes());
-    repo.create_with_application(&t, &[1, 2, 3], &app, &KeyHash(h))
-        .await
-        .unwrap();
-    t.id
 }
 
 fn formula(tenant_id: Uuid, name: &str, created_at: OffsetDateTime) -> Formula {

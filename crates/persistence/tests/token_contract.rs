@@ -4,90 +4,23 @@
 
 use std::collections::BTreeMap;
 
-use time::{Duration, OffsetDateTime};
-use tokenvault_domain::application::{Application, KeyHash};
+use time::Duration;
 use tokenvault_domain::page::PageRequest;
-use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{
     TenantRepository, TokenFilter, TokenRepository, TokenWrite, Visibility,
 };
-use tokenvault_domain::tenant::{Tenant, TenantSettings};
-use tokenvault_domain::token::StoredToken;
 use tokenvault_persistence::testing::{TestDatabase, backends};
 use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
 use uuid::Uuid;
 
-fn now() -> OffsetDateTime {
-    let t = OffsetDateTime::now_utc();
-    t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap()
-}
+mod common;
+
+use common::{filter, ids, now, tenant, token};
 
 struct Repos {
     tenants: SeaOrmTenantRepository,
     tokens: SeaOrmTokenRepository,
     tenant: Uuid,
-}
-
-async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
-    let t = Tenant {
-        id: Uuid::now_v7(),
-        owner_id: Uuid::new_v4(),
-        name: "t".into(),
-        settings: TenantSettings::default(),
-        created_by: None,
-        created_at: now(),
-        modified_by: None,
-        modified_at: None,
-    };
-    let app = Application {
-        id: Uuid::now_v7(),
-        tenant_id: t.id,
-        name: "m".into(),
-        app_type: ApplicationType::Management,
-        permissions: vec![Permission::TenantRead],
-        rules: vec![],
-        created_by: None,
-        created_at: now(),
-        modified_by: None,
-        modified_at: None,
-        expires_at: None,
-    };
-    let mut h = [0u8; 32];
-    h[..16].copy_from_slice(Uuid::new_v4().as_bytes());
-    repo.create_with_application(&t, &[1, 2, 3], &app, &KeyHash(h))
-        .await
-        .unwrap();
-    t.id
-}
-
-fn token(tenant_id: Uuid, id: &str, container: &str, created_at: OffsetDateTime) -> StoredToken {
-    StoredToken {
-        id: id.into(),
-        tenant_id,
-        token_type: "token".into(),
-        container: container.into(),
-        metadata: BTreeMap::from([("run".to_string(), "r1".to_string())]),
-        data: vec![0xde, 0xad, 0xbe, 0xef],
-        mask: None,
-        fingerprint: None,
-        dedup_key: None,
-        fingerprint_expression: None,
-        created_by: None,
-        created_at,
-        modified_by: None,
-        modified_at: None,
-        expires_at: None,
-    }
-}
-
-fn filter() -> TokenFilter {
-    TokenFilter {
-        ids: vec![],
-        types: vec![],
-        metadata: vec![],
-        visibility: Visibility::All,
-        parent: None,
-    }
 }
 
 async fn each_backend<F, Fut>(story: F)
@@ -107,10 +40,6 @@ where
         .await;
         db.destroy().await;
     }
-}
-
-fn ids(page: &tokenvault_domain::page::Page<StoredToken>) -> Vec<&str> {
-    page.items.iter().map(|t| t.id.as_str()).collect()
 }
 
 #[tokio::test]
@@ -585,123 +514,4 @@ async fn tenant_keys_and_cascade() {
             .unwrap();
     })
     .await;
-}
-
-/// A page of children must cost the same however many tokens the tenant holds: the plan has to
-/// start from the association index and fetch each child by its primary key, never walk the
-/// tenant's tokens in page order (that made `GET /tokens/{parent}/children` O(newer tokens)).
-#[tokio::test]
-async fn a_children_page_starts_from_the_association_index() {
-    for backend in backends() {
-        let db = TestDatabase::create(backend).await;
-        let tenants = SeaOrmTenantRepository::new(db.db.clone());
-        let tenant_id = tenant(&tenants).await;
-        let tokens = SeaOrmTokenRepository::new(db.db.clone());
-        let t0 = now() - Duration::hours(1);
-        for id in ["p-1", "c-1", "c-2"] {
-            tokens
-                .insert(&token(tenant_id, id, "/pci/high/", t0))
-                .await
-                .unwrap();
-        }
-        for i in 0..50 {
-            let newer = token(tenant_id, &format!("n-{i}"), "/pci/high/", now());
-            tokens.insert(&newer).await.unwrap();
-        }
-        for child in ["c-1", "c-2"] {
-            tokens.associate(tenant_id, "p-1", child).await.unwrap();
-        }
-        // Another parent with many children, so that statistics tell the parents apart.
-        for i in 0..50 {
-            let child = format!("n-{i}");
-            tokens.associate(tenant_id, "c-1", &child).await.unwrap();
-        }
-        let mut children = filter();
-        children.parent = Some("p-1".into());
-        children.visibility = Visibility::Prefixes(vec!["/pci/".into()]);
-        let plan = tokenvault_persistence::explain_list_page(&db.db, tenant_id, &children, now())
-            .await
-            .unwrap();
-        let text = plan.join("\n");
-        let first_table = plan
-            .iter()
-            .find(|l| l.contains("SEARCH") || l.contains("SCAN") || l.contains("Scan"))
-            .unwrap();
-        match backend {
-            tokenvault_persistence::testing::Backend::Sqlite => {
-                assert!(
-                    first_table.starts_with("SEARCH token_associations USING")
-                        && first_table.contains("(tenant_id=? AND parent_id=?)"),
-                    "starts from the association index:\n{text}"
-                );
-                assert!(
-                    text.contains("SEARCH tokens USING") && text.contains("(tenant_id=? AND id=?)"),
-                    "children by primary key:\n{text}"
-                );
-                assert!(
-                    !text.contains("SCAN tokens"),
-                    "no walk over tokens:\n{text}"
-                );
-            }
-            tokenvault_persistence::testing::Backend::Postgres => {
-                assert!(
-                    first_table.contains("on token_associations")
-                        && first_table.contains("token_associations_pkey"),
-                    "starts from the association index:\n{text}"
-                );
-                assert!(
-                    text.contains("using tokens_pkey on tokens"),
-                    "children by primary key:\n{text}"
-                );
-                assert!(!text.contains("idx_tokens_tenant_created"), "{text}");
-            }
-        }
-        // And the page itself is right: both children, newest first.
-        let mut f = filter();
-        f.parent = Some("p-1".into());
-        let page = tokens
-            .list(tenant_id, &f, PageRequest { page: 1, size: 20 }, now())
-            .await
-            .unwrap();
-        assert_eq!(page.total_items, 2);
-        assert_eq!(page.items.len(), 2);
-        db.destroy().await;
-    }
-}
-
-/// Listing by `id` (at most 100 values) finds the rows by primary key instead of walking the
-/// tenant's tokens in page order.
-#[tokio::test]
-async fn a_list_by_id_uses_the_primary_key() {
-    for backend in backends() {
-        let db = TestDatabase::create(backend).await;
-        let tenants = SeaOrmTenantRepository::new(db.db.clone());
-        let tenant_id = tenant(&tenants).await;
-        let tokens = SeaOrmTokenRepository::new(db.db.clone());
-        for i in 0..60 {
-            let t = token(tenant_id, &format!("t-{i}"), "/pci/high/", now());
-            tokens.insert(&t).await.unwrap();
-        }
-        let mut by_id = filter();
-        by_id.ids = vec!["t-1".into(), "t-7".into()];
-        let plan = tokenvault_persistence::explain_list_page(&db.db, tenant_id, &by_id, now())
-            .await
-            .unwrap();
-        let text = plan.join("\n");
-        match backend {
-            tokenvault_persistence::testing::Backend::Sqlite => assert!(
-                text.contains("sqlite_autoindex_tokens_1 (tenant_id=? AND id=?)"),
-                "{text}"
-            ),
-            tokenvault_persistence::testing::Backend::Postgres => {
-                assert!(text.contains("using tokens_pkey on tokens"), "{text}");
-            }
-        }
-        let page = tokens
-            .list(tenant_id, &by_id, PageRequest { page: 1, size: 20 }, now())
-            .await
-            .unwrap();
-        assert_eq!(ids(&page).len(), 2);
-        db.destroy().await;
-    }
 }

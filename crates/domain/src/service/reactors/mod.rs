@@ -25,7 +25,7 @@ pub struct ReactorView {
     pub application: Option<Application>,
 }
 
-/// A `formula.id` or `application.id` as the body gave it.
+/// `POST`/`PUT /reactors` as a client sent it.
 #[derive(Clone, Debug, Default)]
 pub struct RawReactor {
     /// `name`.
@@ -34,7 +34,7 @@ pub struct RawReactor {
     pub configuration: Option<Value>,
     /// `formula.id`, as given (a UUID string).
     pub formula_id: Option<String>,
-    /// `application.id`, as given (a UUID string); `Some(None)` when `application` is null.
+    /// `application.id`, as given (a UUID string); `None` when absent or null.
     pub application_id: Option<String>,
 }
 

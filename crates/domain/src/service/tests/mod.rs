@@ -1,0 +1,287 @@
+//! Use-case tests against mockall mocks of every port: the mocks and helpers here, the tests
+//! by use case in `applications.rs` (applications, tenants, authentication) and `tokens.rs`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mockall::mock;
+use mockall::predicate::eq;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{Ports, Vault};
+use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
+use crate::auth::Principal;
+use crate::code::{CodeCall, CodeError, CodeRunner, Svc, SvcFactory};
+use crate::error::{Error, RepoError};
+use crate::page::{Page, PageRequest};
+use crate::permission::{ApplicationType, Permission};
+use crate::ports::{
+    ApplicationRepository, Cipher, CipherError, Clock, Expressions, FormulaDelete,
+    FormulaRepository, KeyService, ReactorRepository, TenantRepository, TokenFilter,
+    TokenRepository, TokenWrite, TypeCount,
+};
+use crate::reactor::{Formula, Reactor};
+use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
+use crate::token::StoredToken;
+
+mock! {
+    Tenants {}
+    #[async_trait]
+    impl TenantRepository for Tenants {
+        async fn create_with_application(&self, tenant: &Tenant, wrapped_data_key: &[u8], application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
+        async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError>;
+        async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError>;
+        async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError>;
+        async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
+        async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError>;
+        async fn delete(&self, id: Uuid) -> Result<bool, RepoError>;
+        async fn any(&self) -> Result<bool, RepoError>;
+    }
+}
+
+mock! {
+    Applications {}
+    #[async_trait]
+    impl ApplicationRepository for Applications {
+        async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
+        async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
+        async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
+        async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
+        async fn update(&self, application: &Application) -> Result<bool, RepoError>;
+        async fn replace_key(&self, application: &Application, key_hash: &KeyHash) -> Result<bool, RepoError>;
+        async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError>;
+        async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+    }
+}
+
+mock! {
+    pub Tokens {}
+    #[async_trait]
+    impl TokenRepository for Tokens {
+        async fn insert(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+        async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError>;
+        async fn get(&self, tenant_id: Uuid, id: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn get_many(&self, tenant_id: Uuid, ids: &[String], now: OffsetDateTime) -> Result<Vec<StoredToken>, RepoError>;
+        async fn find_by_fingerprint(&self, tenant_id: Uuid, token_type: &str, container: &str, fingerprint: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+        async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
+        async fn list(&self, tenant_id: Uuid, filter: &TokenFilter, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
+        async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+        async fn count_by_type(&self, tenant_id: Uuid, now: OffsetDateTime) -> Result<Vec<TypeCount>, RepoError>;
+        async fn associate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<TokenWrite, RepoError>;
+        async fn dissociate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<bool, RepoError>;
+        async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
+        async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError>;
+    }
+}
+
+mock! {
+    pub Ciph {}
+    impl Cipher for Ciph {
+        fn new_tenant_key(&self, tenant_id: Uuid) -> Vec<u8>;
+        fn has_tenant_key(&self, tenant_id: Uuid) -> bool;
+        fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
+        fn forget_tenant_key(&self, tenant_id: Uuid);
+        fn encrypt(&self, tenant_id: Uuid, context: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CipherError>;
+        fn decrypt(&self, tenant_id: Uuid, context: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>, CipherError>;
+        fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
+        fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
+    }
+}
+
+mock! {
+    pub Exprs {}
+    impl Expressions for Exprs {
+        fn check(&self, expression: &str) -> Result<(), String>;
+        fn render(&self, expression: &str, data: &serde_json::Value) -> Result<String, String>;
+    }
+}
+
+/// `svc` for tests that never run code.
+struct NoSvc;
+
+impl SvcFactory for NoSvc {
+    fn for_application(&self, _: Vault, _: Principal) -> Arc<dyn Svc> {
+        Arc::new(NoSvc)
+    }
+}
+
+#[async_trait]
+impl Svc for NoSvc {
+    async fn call(
+        &self,
+        _: &str,
+        _: Vec<serde_json::Value>,
+    ) -> Result<serde_json::Value, serde_json::Value> {
+        Err(serde_json::Value::Null)
+    }
+}
+
+/// Formula storage for tests that never reach it: everything is missing.
+struct NoFormulas;
+
+#[async_trait]
+impl FormulaRepository for NoFormulas {
+    async fn insert(&self, _: &Formula) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no formulas in this test".into()))
+    }
+    async fn get(&self, _: Uuid, _: Uuid) -> Result<Option<Formula>, RepoError> {
+        Ok(None)
+    }
+    async fn get_many(&self, _: Uuid, _: &[Uuid]) -> Result<Vec<Formula>, RepoError> {
+        Ok(Vec::new())
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &[Uuid],
+        _: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Formula>, RepoError> {
+        Ok(Page {
+            items: Vec::new(),
+            total_items: 0,
+            request: page,
+        })
+    }
+    async fn update(&self, _: &Formula) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn delete(&self, _: Uuid, _: Uuid) -> Result<FormulaDelete, RepoError> {
+        Ok(FormulaDelete::Missing)
+    }
+}
+
+/// Reactor storage for tests that never reach it: everything is missing.
+struct NoReactors;
+
+#[async_trait]
+impl ReactorRepository for NoReactors {
+    async fn insert(&self, _: &Reactor) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no reactors in this test".into()))
+    }
+    async fn get(&self, _: Uuid, _: Uuid) -> Result<Option<Reactor>, RepoError> {
+        Ok(None)
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &[Uuid],
+        _: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Reactor>, RepoError> {
+        Ok(Page {
+            items: Vec::new(),
+            total_items: 0,
+            request: page,
+        })
+    }
+    async fn update(&self, _: &Reactor) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn delete(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+}
+
+mock! {
+    pub Code {}
+    #[async_trait]
+    impl CodeRunner for Code {
+        async fn check(&self, code: &str) -> Result<(), String>;
+        async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError>;
+    }
+}
+
+mock! {
+    Keys {}
+    impl KeyService for Keys {
+        fn generate(&self) -> ApiKey;
+        fn hash(&self, key: &ApiKey) -> KeyHash;
+    }
+}
+
+struct FixedClock;
+
+impl Clock for FixedClock {
+    fn now(&self) -> OffsetDateTime {
+        now()
+    }
+    fn new_id(&self) -> Uuid {
+        Uuid::now_v7()
+    }
+}
+
+fn now() -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
+}
+
+const KEY: &str = "key_0123456789abcdefghijABCDEFGHIJkl";
+
+fn keys() -> MockKeys {
+    let mut keys = MockKeys::new();
+    keys.expect_generate()
+        .returning(|| ApiKey::parse(KEY).unwrap());
+    keys.expect_hash()
+        .returning(|k| KeyHash([k.expose().as_bytes()[5]; 32]));
+    keys
+}
+
+fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
+    let mut cipher = MockCiph::new();
+    cipher.expect_new_tenant_key().returning(|_| vec![1, 2, 3]);
+    cipher.expect_forget_tenant_key().return_const(());
+    Vault::new(Ports {
+        tenants: Arc::new(tenants),
+        applications: Arc::new(applications),
+        keys: Arc::new(keys()),
+        clock: Arc::new(FixedClock),
+        tokens: Arc::new(MockTokens::new()),
+        cipher: Arc::new(cipher),
+        expressions: Arc::new(MockExprs::new()),
+        formulas: Arc::new(NoFormulas),
+        reactors: Arc::new(NoReactors),
+        code: Arc::new(MockCode::new()),
+        svc: Arc::new(NoSvc),
+    })
+}
+
+fn principal(permissions: &[Permission]) -> Principal {
+    Principal {
+        application_id: Uuid::from_u128(1),
+        tenant_id: Uuid::from_u128(100),
+        app_type: ApplicationType::Management,
+        permissions: permissions.to_vec(),
+        rules: vec![],
+        settings: TenantSettings::default(),
+    }
+}
+
+fn stored_app(tenant_id: Uuid, expires_at: Option<OffsetDateTime>) -> Application {
+    Application {
+        id: Uuid::from_u128(7),
+        tenant_id,
+        name: "app".into(),
+        app_type: ApplicationType::Private,
+        permissions: vec![Permission::TokenRead],
+        rules: vec![],
+        created_by: None,
+        created_at: now() - Duration::days(1),
+        modified_by: None,
+        modified_at: None,
+        expires_at,
+    }
+}
+
+fn new_private() -> RawNewApplication {
+    RawNewApplication {
+        name: Some("backend".into()),
+        app_type: Some("private".into()),
+        permissions: vec!["token:read".into()],
+        ..Default::default()
+    }
+}
+
+mod applications;
+mod tokens;

@@ -1,0 +1,336 @@
+//! Token use cases: create, read, update, dedup, usage.
+
+use super::*;
+use crate::access::{AccessRule, Transform};
+use crate::container::Container;
+use crate::ports::Visibility;
+use crate::token::RawNewToken;
+use serde_json::json;
+
+fn cipher() -> MockCiph {
+    let mut c = MockCiph::new();
+    c.expect_has_tenant_key().return_const(true);
+    c.expect_encrypt()
+        .returning(|_, _, p| Ok([b"ct:".as_slice(), p].concat()));
+    c.expect_decrypt().returning(|_, _, c| Ok(c[3..].to_vec()));
+    c.expect_fingerprint()
+        .returning(|_, input| Ok(format!("fp{}", input.len())));
+    c
+}
+
+fn exprs() -> MockExprs {
+    let mut e = MockExprs::new();
+    e.expect_check().returning(|_| Ok(()));
+    e.expect_render().returning(|_, data| Ok(data.to_string()));
+    e
+}
+
+fn token_vault(tokens: MockTokens) -> Vault {
+    Vault::new(Ports {
+        tenants: Arc::new(MockTenants::new()),
+        applications: Arc::new(MockApplications::new()),
+        keys: Arc::new(keys()),
+        clock: Arc::new(FixedClock),
+        tokens: Arc::new(tokens),
+        cipher: Arc::new(cipher()),
+        expressions: Arc::new(exprs()),
+        formulas: Arc::new(NoFormulas),
+        reactors: Arc::new(NoReactors),
+        code: Arc::new(MockCode::new()),
+        svc: Arc::new(NoSvc),
+    })
+}
+
+fn caller(
+    permissions: &[Permission],
+    rules: Vec<AccessRule>,
+    settings: TenantSettings,
+) -> Principal {
+    Principal {
+        application_id: Uuid::from_u128(1),
+        tenant_id: Uuid::from_u128(100),
+        app_type: ApplicationType::Private,
+        permissions: permissions.to_vec(),
+        rules,
+        settings,
+    }
+}
+
+fn rule(container: &str, transform: Transform, permissions: &[Permission]) -> AccessRule {
+    AccessRule {
+        description: None,
+        priority: 1,
+        container: Container::parse(container).unwrap(),
+        transform,
+        permissions: permissions.to_vec(),
+    }
+}
+
+fn raw(ty: &str, data: serde_json::Value) -> RawNewToken {
+    RawNewToken {
+        token_type: Some(ty.into()),
+        data: Some(data),
+        ..RawNewToken::default()
+    }
+}
+
+fn stored(id: &str, container: &str, data: &serde_json::Value) -> StoredToken {
+    StoredToken {
+        id: id.into(),
+        tenant_id: Uuid::from_u128(100),
+        token_type: "card_number".into(),
+        container: container.into(),
+        metadata: std::collections::BTreeMap::new(),
+        data: [b"ct:".as_slice(), data.to_string().as_bytes()].concat(),
+        mask: None,
+        fingerprint: None,
+        dedup_key: None,
+        fingerprint_expression: None,
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    }
+}
+
+#[tokio::test]
+async fn create_outside_the_rule_container_is_forbidden_before_any_write() {
+    let mut tokens = MockTokens::new();
+    tokens.expect_insert().never();
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[],
+        vec![rule(
+            "/general/",
+            Transform::Mask,
+            &[Permission::TokenCreate],
+        )],
+        TenantSettings::default(),
+    );
+    let err = vault
+        .create_token(&who, raw("card_number", json!("4242424242424242")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Forbidden));
+}
+
+#[tokio::test]
+async fn data_is_encrypted_before_storage_and_never_returned_on_create() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_insert()
+        .withf(|t| {
+            t.data.starts_with(b"ct:") && t.container == "/pci/high/" && t.fingerprint.is_none()
+        })
+        .times(1)
+        .returning(|_| Ok(TokenWrite::Done));
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[Permission::TokenCreate],
+        vec![],
+        TenantSettings::default(),
+    );
+    let (view, created) = vault
+        .create_token(&who, raw("card_number", json!("4242424242424242")))
+        .await
+        .unwrap();
+    assert!(created);
+    assert!(view.shown.is_none());
+}
+
+#[tokio::test]
+async fn losing_a_dedup_race_returns_the_winner() {
+    let mut tokens = MockTokens::new();
+    let winner = stored("winner", "/pci/high/", &json!("4242424242424242"));
+    let mut lookups = 0;
+    tokens
+        .expect_find_by_fingerprint()
+        .returning(move |_, _, _, _, _| {
+            lookups += 1;
+            // Nothing the first time (before the insert), the winner after the conflict.
+            Ok((lookups > 1).then(|| winner.clone()))
+        });
+    tokens
+        .expect_insert()
+        .withf(|t| t.dedup_key.is_some())
+        .times(1)
+        .returning(|_| Ok(TokenWrite::DuplicateFingerprint));
+    let vault = token_vault(tokens);
+    let settings = TenantSettings {
+        fingerprint_tokens: false,
+        deduplicate_tokens: true,
+    };
+    let who = caller(&[Permission::TokenCreate], vec![], settings);
+    let (view, created) = vault
+        .create_token(&who, raw("card_number", json!("4242424242424242")))
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(view.token.id, "winner");
+}
+
+#[tokio::test]
+async fn an_expired_duplicate_in_the_index_is_purged_not_a_conflict() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_find_by_fingerprint()
+        .returning(|_, _, _, _, _| Ok(None));
+    let mut inserts = 0;
+    tokens.expect_insert().times(2).returning(move |_| {
+        inserts += 1;
+        Ok(if inserts == 1 {
+            TokenWrite::DuplicateFingerprint
+        } else {
+            TokenWrite::Done
+        })
+    });
+    tokens.expect_delete_expired().times(1).returning(|_| Ok(1));
+    let vault = token_vault(tokens);
+    let settings = TenantSettings {
+        fingerprint_tokens: false,
+        deduplicate_tokens: true,
+    };
+    let who = caller(&[Permission::TokenCreate], vec![], settings);
+    let (_, created) = vault
+        .create_token(&who, raw("card_number", json!("4242424242424242")))
+        .await
+        .unwrap();
+    assert!(created);
+}
+
+/// A report must see every activity recorded before it started, even while the background
+/// flush has drained the buffer and is still writing (docs/decisions.md §10). The write is
+/// made slow by holding the fake repository until the test lets it go; no timing involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_waits_for_the_flush_in_flight() {
+    use futures_util::FutureExt as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let written = Arc::new(AtomicU64::new(0));
+    let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let entered_tx = std::sync::Mutex::new(Some(entered_tx));
+    let go_rx = std::sync::Mutex::new(go_rx);
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_get()
+        .returning(|_, id, _| Ok(Some(stored(id, "/pci/high/", &json!("4242424242424242")))));
+    let w = written.clone();
+    tokens.expect_record_activity().returning(move |entries| {
+        if let Some(tx) = entered_tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+        go_rx.lock().unwrap().recv().unwrap();
+        w.fetch_add(entries.len() as u64, Ordering::SeqCst);
+        Ok(())
+    });
+    let w = written.clone();
+    tokens
+        .expect_count_active()
+        .returning(move |_, _| Ok(w.load(Ordering::SeqCst)));
+    tokens.expect_count_by_type().returning(|_, _| Ok(vec![]));
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[Permission::TokenRead, Permission::ReportRead],
+        vec![],
+        TenantSettings::default(),
+    );
+    vault.get_token(&who, "t-1").await.unwrap();
+    let background = tokio::spawn({
+        let vault = vault.clone();
+        async move { vault.flush_activity().await }
+    });
+    entered_rx.await.unwrap(); // the background flush has drained the buffer and is writing
+    let mut report = Box::pin(vault.usage_report(&who));
+    assert!(
+        (&mut report).now_or_never().is_none(),
+        "the report waits for the flush in flight"
+    );
+    go_tx.send(()).unwrap();
+    assert_eq!(background.await.unwrap().unwrap(), 1);
+    assert_eq!(report.await.unwrap().monthly_active_tokens, 1);
+}
+
+#[tokio::test]
+async fn reads_apply_the_deciding_rule() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_get()
+        .returning(|_, id, _| Ok(Some(stored(id, "/pci/high/", &json!("4242424242424242")))));
+    let vault = token_vault(tokens);
+    let reveal = caller(
+        &[Permission::TokenRead],
+        vec![rule("/pci/", Transform::Reveal, &[Permission::TokenRead])],
+        TenantSettings::default(),
+    );
+    assert_eq!(
+        vault.get_token(&reveal, "t").await.unwrap().shown,
+        Some(json!("4242424242424242"))
+    );
+    let redact = caller(
+        &[Permission::TokenRead],
+        vec![rule("/", Transform::Redact, &[Permission::TokenRead])],
+        TenantSettings::default(),
+    );
+    assert_eq!(vault.get_token(&redact, "t").await.unwrap().shown, None);
+    let elsewhere = caller(
+        &[],
+        vec![rule("/bank/", Transform::Reveal, &[Permission::TokenRead])],
+        TenantSettings::default(),
+    );
+    assert!(matches!(
+        vault.get_token(&elsewhere, "t").await,
+        Err(Error::Forbidden)
+    ));
+}
+
+#[tokio::test]
+async fn lists_push_visibility_into_the_query() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_list()
+        .withf(|_, f, _, _| f.visibility == Visibility::Prefixes(vec!["/pci/".into()]))
+        .times(1)
+        .returning(|_, _, page, _| {
+            Ok(Page {
+                items: vec![],
+                total_items: 0,
+                request: page,
+            })
+        });
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[],
+        vec![rule("/pci/", Transform::Mask, &[Permission::TokenRead])],
+        TenantSettings::default(),
+    );
+    let filter = TokenFilter {
+        ids: vec![],
+        types: vec![],
+        metadata: vec![],
+        visibility: Visibility::All,
+        parent: None,
+    };
+    let page = vault
+        .list_tokens(&who, filter, PageRequest::default())
+        .await
+        .unwrap();
+    assert_eq!(page.total_items, 0);
+}
+
+#[tokio::test]
+async fn detokenize_refuses_more_than_a_hundred_tokens_without_reading() {
+    let mut tokens = MockTokens::new();
+    tokens.expect_get_many().never();
+    let vault = token_vault(tokens);
+    let who = caller(&[Permission::TokenRead], vec![], TenantSettings::default());
+    let body = json!(
+        (0..101)
+            .map(|i| format!("{{{{ token-{i} }}}}"))
+            .collect::<Vec<_>>()
+    );
+    assert!(matches!(
+        vault.detokenize(&who, body).await,
+        Err(Error::Validation(_))
+    ));
+}

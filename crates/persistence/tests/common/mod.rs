@@ -1,0 +1,96 @@
+//! Helpers shared by the persistence contract suites (each test binary uses what it needs).
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use time::OffsetDateTime;
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::page::Page;
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::{TenantRepository, TokenFilter, Visibility};
+use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_domain::token::StoredToken;
+use tokenvault_persistence::SeaOrmTenantRepository;
+use uuid::Uuid;
+
+/// Now, at the microsecond precision the databases keep.
+pub fn now() -> OffsetDateTime {
+    let t = OffsetDateTime::now_utc();
+    t.replace_nanosecond(t.nanosecond() / 1000 * 1000).unwrap()
+}
+
+/// A new tenant with one management application; its id.
+pub async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
+    let t = Tenant {
+        id: Uuid::now_v7(),
+        owner_id: Uuid::new_v4(),
+        name: "t".into(),
+        settings: TenantSettings::default(),
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    };
+    let app = Application {
+        id: Uuid::now_v7(),
+        tenant_id: t.id,
+        name: "m".into(),
+        app_type: ApplicationType::Management,
+        permissions: vec![Permission::TenantRead],
+        rules: vec![],
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    };
+    let mut h = [0u8; 32];
+    h[..16].copy_from_slice(Uuid::new_v4().as_bytes());
+    repo.create_with_application(&t, &[1, 2, 3], &app, &KeyHash(h))
+        .await
+        .unwrap();
+    t.id
+}
+
+/// A stored token (fake ciphertext) of type `token`.
+pub fn token(
+    tenant_id: Uuid,
+    id: &str,
+    container: &str,
+    created_at: OffsetDateTime,
+) -> StoredToken {
+    StoredToken {
+        id: id.into(),
+        tenant_id,
+        token_type: "token".into(),
+        container: container.into(),
+        metadata: BTreeMap::from([("run".to_string(), "r1".to_string())]),
+        data: vec![0xde, 0xad, 0xbe, 0xef],
+        mask: None,
+        fingerprint: None,
+        dedup_key: None,
+        fingerprint_expression: None,
+        created_by: None,
+        created_at,
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    }
+}
+
+/// A filter that lets everything through.
+pub fn filter() -> TokenFilter {
+    TokenFilter {
+        ids: vec![],
+        types: vec![],
+        metadata: vec![],
+        visibility: Visibility::All,
+        parent: None,
+    }
+}
+
+/// The ids of a page, in order.
+pub fn ids(page: &Page<StoredToken>) -> Vec<&str> {
+    page.items.iter().map(|t| t.id.as_str()).collect()
+}
