@@ -7,7 +7,10 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime, Value};
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Function, Module, Object, Persistent, Runtime,
+    Value, WriteOptions,
+};
 use serde_json::Value as Json;
 use tokenvault_domain::code::{CodeCall, CodeError};
 
@@ -24,42 +27,6 @@ pub struct Limits {
 
 const PRELUDE: &str = include_str!("prelude.js");
 
-/// Loads the module with `new Function` (the source is parsed as a function body, so it cannot
-/// close the wrapper early) and calls what it exports.
-const RUN: &str = r"(function (source, request) {
-  const module = { exports: {} };
-  new Function('module', 'exports', source)(module, module.exports);
-  const main = module.exports;
-  if (typeof main !== 'function') throw new TypeError('module.exports must be a function');
-  return main(request);
-})";
-
-/// Builds `req.svc` around the host's blocking call: each method returns a promise of the JSON
-/// the HTTP API returns, or rejects with an `Error` carrying the problem (`status`, `errors`,
-/// `problem`).
-const SVC: &str = r"(function (call) {
-  const invoke = (method, args) => new Promise((resolve, reject) => {
-    const out = JSON.parse(call(method, JSON.stringify(args)));
-    if (Object.prototype.hasOwnProperty.call(out, 'ok')) { resolve(out.ok); return; }
-    const problem = out.error || {};
-    const error = new Error(problem.detail || problem.title || 'the svc call failed');
-    error.status = problem.status;
-    error.errors = problem.errors;
-    error.problem = problem;
-    reject(error);
-  });
-  return Object.freeze({
-    tokens: Object.freeze({
-      create: (body) => invoke('tokens.create', [body]),
-      retrieve: (id) => invoke('tokens.retrieve', [id]),
-      update: (id, patch) => invoke('tokens.update', [id, patch]),
-      delete: (id) => invoke('tokens.delete', [id]),
-      list: (query) => invoke('tokens.list', [query === undefined ? {} : query]),
-    }),
-    tokenize: (body) => invoke('tokenize', [body]),
-  });
-})";
-
 const CHECK: &str = r"(function (source) { new Function('module', 'exports', source); })";
 
 /// The longest `console` line kept (characters).
@@ -67,12 +34,35 @@ const MAX_LOG_LINE: usize = 4096;
 /// The most `console` lines one call writes to the log.
 const MAX_LOG_LINES: usize = 200;
 
-/// A timer the code set: its id and when it is due.
-type Timers = Rc<RefCell<Vec<(i32, Instant)>>>;
+/// What the host functions of a context read: set at the start of each call, so that a context
+/// can be prepared before the call it will serve is known.
+#[derive(Default)]
+struct CallState {
+    trace_id: RefCell<Option<String>>,
+    lines: Cell<usize>,
+    /// The timers the code set: id and when each is due.
+    timers: RefCell<Vec<(i32, Instant)>>,
+}
+
+/// A fresh context with the prelude evaluated, waiting for its one call.
+struct Prepared {
+    // Declared before `context`: these handles are released before the context is.
+    run: Persistent<Function<'static>>,
+    svc: Persistent<Function<'static>>,
+    context: Context,
+}
 
 /// A runtime reused by the calls of one worker thread.
 pub struct Engine {
+    // Declared before `runtime`: released before it.
+    prepared: Option<Prepared>,
+    /// The context of the call that just ended, until `finish`.
+    spent: Option<Prepared>,
     runtime: Runtime,
+    /// The prelude module as QuickJS bytecode: loading it is about five times cheaper than
+    /// parsing it again for every context.
+    prelude: Vec<u8>,
+    state: Rc<CallState>,
     handle: Option<tokio::runtime::Handle>,
     deadline: Rc<Cell<Option<Instant>>>,
     limits: Limits,
@@ -85,7 +75,8 @@ enum Stop {
 }
 
 impl Engine {
-    /// A runtime with the memory limit and the interrupt handler installed.
+    /// A runtime with the memory limit and the interrupt handler installed, and the prelude
+    /// compiled.
     pub fn new(limits: Limits, handle: Option<tokio::runtime::Handle>) -> Result<Self, String> {
         let runtime = Runtime::new().map_err(|e| e.to_string())?;
         runtime.set_memory_limit(limits.memory);
@@ -95,12 +86,72 @@ impl Engine {
         runtime.set_interrupt_handler(Some(Box::new(move || {
             due.get().is_some_and(|at| Instant::now() >= at)
         })));
+        let prelude = {
+            let context = Context::full(&runtime).map_err(|e| e.to_string())?;
+            context.with(|ctx| {
+                Module::declare(ctx.clone(), "tokenvault:prelude", PRELUDE)
+                    .catch(&ctx)
+                    .map_err(|e| caught_message(&e))?
+                    .write(WriteOptions::default())
+                    .map_err(|e| e.to_string())
+            })?
+        };
+        runtime.run_gc();
         Ok(Self {
+            prepared: None,
+            spent: None,
             runtime,
+            prelude,
+            state: Rc::default(),
             handle,
             deadline,
             limits,
         })
+    }
+
+    /// Makes the context of the next call ready (a fresh context, the host functions, the
+    /// prelude), so a call does not wait for it. Does nothing when one is ready.
+    pub fn prepare(&mut self) -> Result<(), String> {
+        if self.prepared.is_some() {
+            return Ok(());
+        }
+        let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
+        let (run, svc) = context.with(|ctx| {
+            install_host(&ctx, &self.state).map_err(|e| e.to_string())?;
+            let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
+            ctx.globals()
+                .set("__host", to_host.clone())
+                .map_err(|e| e.to_string())?;
+            // SAFETY: the bytes are what `Module::write` of this same QuickJS build produced in
+            // `Engine::new`, never anything read from outside the process.
+            #[allow(unsafe_code)]
+            let module = unsafe { Module::load(ctx.clone(), &self.prelude) };
+            let (_module, promise) = module
+                .and_then(Module::eval)
+                .catch(&ctx)
+                .map_err(|e| caught_message(&e))?;
+            promise
+                .finish::<()>()
+                .catch(&ctx)
+                .map_err(|e| caught_message(&e))?;
+            let run: Function = to_host.get("run").map_err(|e| e.to_string())?;
+            let svc: Function = to_host.get("svc").map_err(|e| e.to_string())?;
+            Ok::<_, String>((Persistent::save(&ctx, run), Persistent::save(&ctx, svc)))
+        })?;
+        self.prepared = Some(Prepared { run, svc, context });
+        Ok(())
+    }
+
+    /// Releases the context of the last call. `true` when the runtime is to be replaced: jobs
+    /// are queued per runtime, not per context, so a job that call left behind (a promise chain
+    /// that never ends, a finalizer) would run in the next tenant's call.
+    pub fn finish(&mut self) -> bool {
+        if self.spent.take().is_none() {
+            return false;
+        }
+        self.state.timers.borrow_mut().clear();
+        self.runtime.run_gc();
+        self.runtime.is_job_pending()
     }
 
     /// Compiles `code` as a module body without running it.
@@ -121,27 +172,32 @@ impl Engine {
         outcome
     }
 
-    /// Runs one call. The `bool` is whether the runtime should be thrown away (it ran out of
+    /// Runs one call on the prepared context (preparing one if needed); `finish` throws that
+    /// context away. The `bool` is whether the runtime should be thrown away too (it ran out of
     /// memory or was stopped mid-way: its heap is not to be trusted for the next tenant).
-    pub fn run(&self, call: &CodeCall) -> (Result<Json, CodeError>, bool) {
+    pub fn run(&mut self, call: &CodeCall) -> (Result<Json, CodeError>, bool) {
+        if let Err(e) = self.prepare() {
+            return (Err(CodeError::Internal(e)), true);
+        }
+        let Some(prepared) = self.prepared.take() else {
+            return (Err(CodeError::Internal("no context".into())), true);
+        };
+        self.state.trace_id.replace(call.trace_id.clone());
+        self.state.lines.set(0);
+        self.state.timers.borrow_mut().clear();
         let started = Instant::now();
         let deadline = started + self.limits.timeout;
         self.deadline.set(Some(deadline));
-        let context = match Context::full(&self.runtime) {
-            Ok(c) => c,
-            Err(e) => return (Err(CodeError::Internal(e.to_string())), true),
-        };
-        let timers: Timers = Rc::default();
-        let outcome = context.with(|ctx| self.call_in(&ctx, call, &timers, deadline));
+        let outcome = prepared
+            .context
+            .with(|ctx| self.call_in(&ctx, &prepared, call, deadline));
         self.deadline.set(None);
-        drop(context);
-        self.runtime.run_gc();
-        // Jobs are queued per runtime, not per context: a job this call left behind (a promise
-        // chain that never ends, a finalizer) would run in the next tenant's call. Such a
-        // runtime is replaced, as is one whose call failed.
-        let leftover = self.runtime.is_job_pending();
+        // Released by `finish`, after the caller has its answer.
+        self.spent = Some(prepared);
         match outcome {
-            Ok(v) => (Ok(v), leftover),
+            Ok(v) => (Ok(v), false),
+            // What the code threw ends its context only; `finish` still looks for leftovers.
+            Err(Ok(e @ (CodeError::Thrown { .. } | CodeError::Custom { .. }))) => (Err(e), false),
             Err(Ok(e)) => (Err(e), true),
             Err(Err(Stop::Time)) => (
                 Err(CodeError::Limit(format!(
@@ -163,24 +219,20 @@ impl Engine {
     fn call_in(
         &self,
         ctx: &Ctx<'_>,
+        prepared: &Prepared,
         call: &CodeCall,
-        timers: &Timers,
         deadline: Instant,
     ) -> Result<Json, Result<CodeError, Stop>> {
         let internal = |e: rquickjs::Error| Ok(CodeError::Internal(e.to_string()));
-        install_host(ctx, call.trace_id.clone(), timers.clone()).map_err(internal)?;
-        ctx.eval::<(), _>(PRELUDE)
-            .catch(ctx)
-            .map_err(|e| Ok(CodeError::Internal(caught_message(&e))))?;
         let request = ctx.json_parse(call.request.to_string()).map_err(internal)?;
         if let (Some(svc), Some(object)) = (&call.svc, request.as_object()) {
             let host =
                 svc_host(ctx, svc.clone(), self.handle.clone(), deadline).map_err(internal)?;
-            let build: Function = ctx.eval(SVC).map_err(internal)?;
+            let build = prepared.svc.clone().restore(ctx).map_err(internal)?;
             let client: Value = build.call((host,)).map_err(internal)?;
             object.set("svc", client).map_err(internal)?;
         }
-        let run: Function = ctx.eval(RUN).map_err(internal)?;
+        let run = prepared.run.clone().restore(ctx).map_err(internal)?;
         let returned: Value = run
             .call((call.code.as_str(), request))
             .catch(ctx)
@@ -195,7 +247,7 @@ impl Engine {
                         return Err(Err(Stop::Time));
                     }
                     Err(rquickjs::Error::WouldBlock) => {
-                        Self::fire_next_timer(ctx, timers, deadline)?;
+                        self.fire_next_timer(ctx, deadline)?;
                     }
                     Err(e) => {
                         return Err(match Err::<(), _>(e).catch(ctx) {
@@ -211,12 +263,12 @@ impl Engine {
 
     /// Waits for the earliest timer (never past the deadline) and runs its callback.
     fn fire_next_timer(
+        &self,
         ctx: &Ctx<'_>,
-        timers: &Timers,
         deadline: Instant,
     ) -> Result<(), Result<CodeError, Stop>> {
         let next = {
-            let mut due = timers.borrow_mut();
+            let mut due = self.state.timers.borrow_mut();
             due.sort_by_key(|(_, at)| *at);
             if due.is_empty() {
                 None
@@ -349,18 +401,20 @@ fn caught_message(caught: &CaughtError<'_>) -> String {
     }
 }
 
-/// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host.
-fn install_host(ctx: &Ctx<'_>, trace_id: Option<String>, timers: Timers) -> rquickjs::Result<()> {
+/// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host. They
+/// read the call they serve from `state`.
+fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>) -> rquickjs::Result<()> {
     let globals = ctx.globals();
-    let lines = Cell::new(0_usize);
+    let log = state.clone();
     globals.set(
         "__log",
         Function::new(ctx.clone(), move |level: String, text: String| {
             // At debug, escaped (no forged lines), at most 4 KiB a line and 200 lines a call.
-            lines.set(lines.get() + 1);
-            if lines.get() > MAX_LOG_LINES {
+            log.lines.set(log.lines.get() + 1);
+            if log.lines.get() > MAX_LOG_LINES {
                 return;
             }
+            let trace_id = log.trace_id.borrow();
             let trace_id = trace_id.as_deref().unwrap_or("-");
             let text: String = text.chars().take(MAX_LOG_LINE).collect();
             tracing::debug!(trace_id, level, "code: {text:?}");
@@ -370,7 +424,7 @@ fn install_host(ctx: &Ctx<'_>, trace_id: Option<String>, timers: Timers) -> rqui
         "__uuid",
         Function::new(ctx.clone(), || uuid::Uuid::new_v4().to_string())?,
     )?;
-    let set = timers.clone();
+    let set = state.clone();
     globals.set(
         "__setTimer",
         Function::new(ctx.clone(), move |id: i32, ms: f64| {
@@ -380,13 +434,14 @@ fn install_host(ctx: &Ctx<'_>, trace_id: Option<String>, timers: Timers) -> rqui
                 0.0
             };
             let at = Instant::now() + Duration::from_secs_f64(ms / 1000.0);
-            set.borrow_mut().push((id, at));
+            set.timers.borrow_mut().push((id, at));
         })?,
     )?;
+    let clear = state.clone();
     globals.set(
         "__clearTimer",
         Function::new(ctx.clone(), move |id: i32| {
-            timers.borrow_mut().retain(|(t, _)| *t != id);
+            clear.timers.borrow_mut().retain(|(t, _)| *t != id);
         })?,
     )?;
     Ok(())

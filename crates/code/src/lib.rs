@@ -136,7 +136,7 @@ fn work(
                 }
             }
         }
-        let Some(current) = engine.as_ref() else {
+        let Some(current) = engine.as_mut() else {
             continue;
         };
         // A panic (in a host function, say) costs the runtime, never the worker.
@@ -161,6 +161,20 @@ fn work(
                     engine = None;
                 }
                 let _ = reply.send(outcome);
+                // The spent context is released, and the next call's made, after the answer.
+                if let Some(current) = engine.as_mut() {
+                    let mut ready = Err(String::new());
+                    contained(&mut || {
+                        ready = if current.finish() {
+                            Err("a job was left behind".into())
+                        } else {
+                            current.prepare()
+                        };
+                    });
+                    if ready.is_err() {
+                        engine = None;
+                    }
+                }
             }
         }
     }

@@ -1,6 +1,8 @@
-// The globals tenant code gets (docs/decisions.md §7), defined once per call in a fresh context.
-// Host functions (__log, __uuid, __setTimer, __clearTimer) are installed before this runs and
-// removed from the global object after it.
+// The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
+// call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
+// context. Host functions (__log, __uuid, __setTimer, __clearTimer) and the object `__host`
+// are installed before it runs and removed from the global object by it; `run` and `svc` are
+// handed to the host on `__host` (not exported: code could `import()` the loaded module).
 (function (host) {
   'use strict';
   const g = globalThis;
@@ -93,9 +95,47 @@
     }
   };
 })({
-  log: __log, uuid: __uuid, setTimer: __setTimer, clearTimer: __clearTimer,
+  log: globalThis.__log, uuid: globalThis.__uuid,
+  setTimer: globalThis.__setTimer, clearTimer: globalThis.__clearTimer,
 });
 delete globalThis.__log;
 delete globalThis.__uuid;
 delete globalThis.__setTimer;
 delete globalThis.__clearTimer;
+const toHost = globalThis.__host;
+delete globalThis.__host;
+
+// Loads the tenant's module with `new Function` (the source is parsed as a function body in the
+// global scope, so it cannot close the wrapper early nor see this module) and calls its export.
+toHost.run = function run(source, request) {
+  const module = { exports: {} };
+  new Function('module', 'exports', source)(module, module.exports);
+  const main = module.exports;
+  if (typeof main !== 'function') throw new TypeError('module.exports must be a function');
+  return main(request);
+}
+
+// Builds `req.svc` around the host's blocking call: each method returns a promise of the JSON the
+// HTTP API returns, or rejects with an `Error` carrying the problem (`status`, `errors`, `problem`).
+toHost.svc = function svc(call) {
+  const invoke = (method, args) => new Promise((resolve, reject) => {
+    const out = JSON.parse(call(method, JSON.stringify(args)));
+    if (Object.prototype.hasOwnProperty.call(out, 'ok')) { resolve(out.ok); return; }
+    const problem = out.error || {};
+    const error = new Error(problem.detail || problem.title || 'the svc call failed');
+    error.status = problem.status;
+    error.errors = problem.errors;
+    error.problem = problem;
+    reject(error);
+  });
+  return Object.freeze({
+    tokens: Object.freeze({
+      create: (body) => invoke('tokens.create', [body]),
+      retrieve: (id) => invoke('tokens.retrieve', [id]),
+      update: (id, patch) => invoke('tokens.update', [id, patch]),
+      delete: (id) => invoke('tokens.delete', [id]),
+      list: (query) => invoke('tokens.list', [query === undefined ? {} : query]),
+    }),
+    tokenize: (body) => invoke('tokenize', [body]),
+  });
+}

@@ -147,6 +147,9 @@ async fn the_sandbox_has_no_way_out_and_calls_share_nothing() {
         "module.exports = async () => (await fetch('http://127.0.0.1/')).status;",
         "module.exports = () => std.getenv('HOME');",
         "module.exports = () => os.exec(['ls']);",
+        // No module loader.
+        "module.exports = async () => Object.keys(await import('fs'));",
+        "module.exports = async () => __log('info', 'x');",
     ] {
         let outcome = run(&r, code).await;
         assert!(
@@ -154,6 +157,9 @@ async fn the_sandbox_has_no_way_out_and_calls_share_nothing() {
             "{code}: {outcome:?}"
         );
     }
+    // The prelude module the host loads exports nothing code could use.
+    let prelude = "module.exports = async () => Object.keys(await import('tokenvault:prelude'));";
+    assert_eq!(run(&r, prelude).await.unwrap(), json!([]));
     let writes = r"module.exports = () => {
         globalThis.leaked = 'secret'; Object.prototype.polluted = 1; Array.prototype.push = null;
         console.log = () => { throw new Error('hijacked'); };
