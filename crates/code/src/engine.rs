@@ -134,6 +134,9 @@ impl Engine {
                 .finish::<()>()
                 .catch(&ctx)
                 .map_err(|e| caught_message(&e))?;
+            if ctx.has_exception() {
+                return Err("an exception was pending after the prelude".to_string());
+            }
             let run: Function = to_host.get("run").map_err(|e| e.to_string())?;
             let svc: Function = to_host.get("svc").map_err(|e| e.to_string())?;
             Ok::<_, String>((Persistent::save(&ctx, run), Persistent::save(&ctx, svc)))
@@ -188,16 +191,23 @@ impl Engine {
         let started = Instant::now();
         let deadline = started + self.limits.timeout;
         self.deadline.set(Some(deadline));
-        let outcome = prepared
-            .context
-            .with(|ctx| self.call_in(&ctx, &prepared, call, deadline));
+        let (outcome, dirty) = prepared.context.with(|ctx| {
+            let outcome = self.call_in(&ctx, &prepared, call, deadline);
+            // The pending exception is per runtime: one left by mapping the code's error (a
+            // throwing getter or `toJSON`) would keep this context alive into the next call
+            // and surface there. Cleared here; such a runtime, or one stopped while mapping,
+            // is not reused.
+            let dirty = ctx.has_exception() || Instant::now() >= deadline;
+            drop(ctx.catch());
+            (outcome, dirty)
+        });
         self.deadline.set(None);
         // Released by `finish`, after the caller has its answer.
         self.spent = Some(prepared);
         match outcome {
-            Ok(v) => (Ok(v), false),
+            Ok(v) => (Ok(v), dirty),
             // What the code threw ends its context only; `finish` still looks for leftovers.
-            Err(Ok(e @ (CodeError::Thrown { .. } | CodeError::Custom { .. }))) => (Err(e), false),
+            Err(Ok(e @ (CodeError::Thrown { .. } | CodeError::Custom { .. }))) => (Err(e), dirty),
             Err(Ok(e)) => (Err(e), true),
             Err(Err(Stop::Time)) => (
                 Err(CodeError::Limit(format!(
@@ -473,4 +483,55 @@ fn svc_host<'js>(
         }
         .to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> Engine {
+        let limits = Limits {
+            timeout: Duration::from_secs(2),
+            memory: 16 << 20,
+            max_output: 1 << 20,
+        };
+        Engine::new(limits, None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn call(code: &str) -> CodeCall {
+        CodeCall {
+            code: code.into(),
+            request: serde_json::json!({}),
+            trace_id: None,
+            svc: None,
+        }
+    }
+
+    /// Mapping an error can itself throw (a `BigInt` in `errors`, a throwing `message` getter);
+    /// the exception it leaves is per runtime and would keep the spent context alive into the
+    /// next call. The call clears it and the runtime is not reused.
+    #[test]
+    fn an_exception_left_by_error_mapping_costs_the_runtime() {
+        for code in [
+            "module.exports = () => { throw new BadRequestError({ amount: 10n }); };",
+            "module.exports = () => { const e = new Error('x'); \
+             Object.defineProperty(e, 'message', { get() { throw { leak: globalThis }; } }); throw e; };",
+        ] {
+            let mut engine = engine();
+            let (outcome, discard) = engine.run(&call(code));
+            assert!(outcome.is_err(), "{code}");
+            assert!(discard, "{code}");
+        }
+        // A plain throw keeps it.
+        let mut engine = engine();
+        let (outcome, discard) = engine.run(&call(
+            "module.exports = () => { throw new BadRequestError('no'); };",
+        ));
+        assert!(matches!(
+            outcome,
+            Err(CodeError::Thrown { status: 400, .. })
+        ));
+        assert!(!discard);
+        assert!(!engine.finish());
+    }
 }
