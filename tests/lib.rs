@@ -1,6 +1,8 @@
 //! Test harness for the black-box HTTP tests: starts the real server (the same `run` that `main`
 //! uses) on port 0 of loopback, on a fresh SQLite or PostgreSQL database, with typed helpers.
 
+pub mod destination;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 
@@ -242,6 +244,15 @@ pub async fn private_with(app: &TestApp, permissions: &[&str], rules: Value) -> 
 pub fn rule(priority: u32, container: &str, transform: &str, permissions: &[&str]) -> Value {
     serde_json::json!({"description": "r", "priority": priority, "container": container,
                        "transform": transform, "permissions": permissions})
+}
+
+/// Runs `test` against a fresh server, configured by `adjust`, on every backend.
+pub async fn on_each_backend_with(adjust: impl Fn(&mut Config), test: impl AsyncFn(&TestApp)) {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, &adjust).await;
+        test(&app).await;
+        app.stop().await;
+    }
 }
 
 /// Runs `test` against a fresh server on every backend (SQLite, and PostgreSQL when

@@ -7,6 +7,7 @@ mod m20261122_000001_tenants_and_applications;
 mod m20261123_000002_tokens;
 mod m20261124_000003_dedup_per_container;
 mod m20261124_000004_reactors;
+mod m20261125_000005_proxies;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000002_tokens::Migration),
             Box::new(m20261124_000003_dedup_per_container::Migration),
             Box::new(m20261124_000004_reactors::Migration),
+            Box::new(m20261125_000005_proxies::Migration),
         ]
     }
 }

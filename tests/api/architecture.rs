@@ -39,6 +39,7 @@ fn adapters_do_not_know_each_other() {
         "tokenvault-crypto",
         "tokenvault-expressions",
         "tokenvault-code",
+        "tokenvault-outbound",
     ];
     for adapter in adapters {
         let names = dependencies(adapter);

@@ -9,6 +9,7 @@ mod attacks;
 mod auth;
 mod errors;
 mod operating;
+mod proxies;
 mod reactors;
 mod tenants;
 mod tokens;

@@ -11,6 +11,7 @@ use rand::RngExt;
 use sha2::{Digest, Sha256};
 use tokenvault_domain::application::{ApiKey, KeyHash};
 use tokenvault_domain::ports::KeyService;
+use tokenvault_domain::proxy::ProxyKey;
 
 const BASE62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -34,6 +35,18 @@ impl KeyService for Sha256KeyService {
 
     fn hash(&self, key: &ApiKey) -> KeyHash {
         KeyHash(Sha256::digest(key.expose().as_bytes()).into())
+    }
+
+    fn generate_proxy_key(&self) -> ProxyKey {
+        ProxyKey::parse(&random_base62(ProxyKey::LEN)).expect("generated keys have the key format")
+    }
+
+    fn hash_proxy_key(&self, key: &ProxyKey) -> KeyHash {
+        // Prefixed: a proxy key's digest is never an API key's.
+        let mut digest = Sha256::new();
+        digest.update(b"tokenvault proxy key\0");
+        digest.update(key.expose().as_bytes());
+        KeyHash(digest.finalize().into())
     }
 }
 

@@ -102,6 +102,15 @@ pub enum Error {
         /// Body (any JSON).
         body: serde_json::Value,
     },
+    /// A proxy's destination could not be used: refused by the destination policy (403),
+    /// unreachable (502) or too slow (504).
+    #[error("destination: {detail}")]
+    Destination {
+        /// HTTP status.
+        status: u16,
+        /// What happened (no data of the request).
+        detail: String,
+    },
     /// Anything unexpected (500): what failed and, when there is one, its cause. Both go to the
     /// log only (the whole chain), never to a client.
     #[error("internal error: {context}")]

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use crate::application::{ApiKey, Application};
 use crate::code::{CodeRunner, SvcFactory};
+use crate::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, Cipher, Clock, Expressions, FormulaRepository, KeyService,
-    ReactorRepository, TenantRepository, TokenRepository,
+    ProxyRepository, ReactorRepository, TenantRepository, TokenRepository,
 };
 use crate::tenant::Tenant;
 
@@ -37,6 +38,10 @@ pub struct Ports {
     pub code: Arc<dyn CodeRunner>,
     /// Makes `req.svc` for code acting as an application.
     pub svc: Arc<dyn SvcFactory>,
+    /// Proxy storage.
+    pub proxies: Arc<dyn ProxyRepository>,
+    /// Sends proxied requests to their destinations.
+    pub forwarder: Arc<dyn Forwarder>,
 }
 
 /// A tenant made outside the API (bootstrap, CLI) with its management key.
@@ -71,11 +76,13 @@ impl Vault {
 mod applications;
 mod authenticate;
 mod keys;
+mod proxies;
 mod reactors;
 mod tenants;
 mod tokens;
 mod usage;
 
+pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use tokens::{TokenView, Tokenized};
 pub use usage::UsageReport;

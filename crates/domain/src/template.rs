@@ -1,5 +1,5 @@
 //! `{{ id }}` templates: finding token expressions in JSON and substituting values for them.
-//! Pure; used by detokenize (and, later, by proxies and reactors).
+//! Pure; used by detokenize, reactors and proxies (which also accept `{{ id | filters }}`).
 
 use std::collections::BTreeMap;
 
@@ -7,68 +7,127 @@ use serde_json::Value;
 
 use crate::token::check_literal_id;
 
-/// Parses `{{ id }}` occurrences in a string: (start, end, id) triples.
-pub fn expressions_in(s: &str) -> Vec<(usize, usize, String)> {
+/// One `{{ id }}` or `{{ id | filters }}` occurrence in a string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expression {
+    /// Byte offset of `{{`.
+    pub start: usize,
+    /// Byte offset just past `}}`.
+    pub end: usize,
+    /// The token id.
+    pub id: String,
+    /// The filter chain after the first `|` (`json: '$.number'`), trimmed; `None` without one.
+    pub filter: Option<String>,
+}
+
+impl Expression {
+    /// The key its value is kept under: the id, or `id|filter`.
+    pub fn key(&self) -> String {
+        match &self.filter {
+            None => self.id.clone(),
+            Some(f) => format!("{}|{f}", self.id),
+        }
+    }
+}
+
+/// Parses the expressions of a string; `with_filters` also accepts `{{ id | filters }}`.
+pub fn parse_expressions(s: &str, with_filters: bool) -> Vec<Expression> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(open) = s[from..].find("{{").map(|i| i + from) {
         let Some(close) = s[open + 2..].find("}}").map(|i| i + open + 2) else {
             break;
         };
-        let id = s[open + 2..close].trim();
+        let inner = s[open + 2..close].trim();
+        let (id, filter) = match inner.split_once('|') {
+            Some((id, filter)) if with_filters && !filter.trim().is_empty() => {
+                (id.trim(), Some(filter.trim().to_string()))
+            }
+            Some(_) => ("", None),
+            None => (inner, None),
+        };
         if !id.is_empty() && check_literal_id(id).is_ok() {
-            out.push((open, close + 2, id.to_string()));
+            out.push(Expression {
+                start: open,
+                end: close + 2,
+                id: id.to_string(),
+                filter,
+            });
         }
         from = close + 2;
     }
     out
 }
 
-/// Every token id named by an expression in any string of `v`, in document order.
-pub fn collect_expressions(v: &Value, out: &mut Vec<String>) {
+/// Parses `{{ id }}` occurrences in a string: (start, end, id) triples.
+pub fn expressions_in(s: &str) -> Vec<(usize, usize, String)> {
+    parse_expressions(s, false)
+        .into_iter()
+        .map(|e| (e.start, e.end, e.id))
+        .collect()
+}
+
+/// Every expression in any string of `v`, in document order.
+pub fn collect_all(v: &Value, with_filters: bool, out: &mut Vec<Expression>) {
     match v {
-        Value::String(s) => out.extend(expressions_in(s).into_iter().map(|(_, _, id)| id)),
-        Value::Array(items) => items.iter().for_each(|i| collect_expressions(i, out)),
-        Value::Object(map) => map.values().for_each(|i| collect_expressions(i, out)),
+        Value::String(s) => out.extend(parse_expressions(s, with_filters)),
+        Value::Array(items) => items.iter().for_each(|i| collect_all(i, with_filters, out)),
+        Value::Object(map) => map.values().for_each(|i| collect_all(i, with_filters, out)),
         _ => {}
     }
 }
 
-/// Replaces each expression by its token's value: a string that is exactly one expression
-/// becomes the value itself (any JSON); inside a longer string the value is spliced in as text
-/// (non-strings as JSON). Ids without a value are left as they are.
+/// Every token id named by an expression in any string of `v`, in document order.
+pub fn collect_expressions(v: &Value, out: &mut Vec<String>) {
+    let mut all = Vec::new();
+    collect_all(v, false, &mut all);
+    out.extend(all.into_iter().map(|e| e.id));
+}
+
+/// Replaces each `{{ id }}` expression by its token's value (see [`substitute_all`]).
 pub fn substitute(v: Value, values: &BTreeMap<String, Value>) -> Value {
+    substitute_all(v, false, values)
+}
+
+/// Replaces each expression by the value under its [`Expression::key`]: a string that is
+/// exactly one expression becomes the value itself (any JSON); inside a longer string the value
+/// is spliced in as text (non-strings as JSON). Expressions without a value stay as they are.
+pub fn substitute_all(v: Value, with_filters: bool, values: &BTreeMap<String, Value>) -> Value {
     match v {
         Value::String(s) => {
-            let found = expressions_in(&s);
-            if let [(0, end, id)] = found.as_slice()
-                && *end == s.len()
+            let found = parse_expressions(&s, with_filters);
+            if let [one] = found.as_slice()
+                && one.start == 0
+                && one.end == s.len()
             {
-                return values.get(id).cloned().unwrap_or(Value::String(s));
+                return values.get(&one.key()).cloned().unwrap_or(Value::String(s));
             }
             if found.is_empty() {
                 return Value::String(s);
             }
             let mut out = String::with_capacity(s.len());
             let mut last = 0;
-            for (start, end, id) in found {
-                out.push_str(&s[last..start]);
-                match values.get(&id) {
+            for e in found {
+                out.push_str(&s[last..e.start]);
+                match values.get(&e.key()) {
                     Some(Value::String(text)) => out.push_str(text),
                     Some(other) => out.push_str(&other.to_string()),
-                    None => out.push_str(&s[start..end]),
+                    None => out.push_str(&s[e.start..e.end]),
                 }
-                last = end;
+                last = e.end;
             }
             out.push_str(&s[last..]);
             Value::String(out)
         }
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(|i| substitute(i, values)).collect())
-        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|i| substitute_all(i, with_filters, values))
+                .collect(),
+        ),
         Value::Object(map) => Value::Object(
             map.into_iter()
-                .map(|(k, i)| (k, substitute(i, values)))
+                .map(|(k, i)| (k, substitute_all(i, with_filters, values)))
                 .collect(),
         ),
         other => other,
@@ -96,5 +155,32 @@ mod tests {
         let mut ids = Vec::new();
         collect_expressions(&json!(["{{ a1b }}", {"k": "{{ a/b }}"}]), &mut ids);
         assert_eq!(ids, vec!["a1b".to_string()]);
+    }
+
+    #[test]
+    fn filtered_expressions_only_where_asked() {
+        let text = "n={{ card1 | json: '$.number' }} m={{card1}}";
+        assert_eq!(parse_expressions(text, false).len(), 1);
+        let all = parse_expressions(text, true);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].filter.as_deref(), Some("json: '$.number'"));
+        assert_eq!(all[0].key(), "card1|json: '$.number'");
+        assert_eq!(all[1].key(), "card1");
+        let values: BTreeMap<String, Value> = [
+            ("card1|json: '$.number'".to_string(), json!("4242")),
+            ("card1".to_string(), json!({"number": "4242"})),
+        ]
+        .into();
+        assert_eq!(
+            substitute_all(json!(text), true, &values),
+            json!("n=4242 m={\"number\":\"4242\"}")
+        );
+        // Without filters the filtered one is not an expression and stays as written.
+        assert_eq!(
+            substitute_all(json!("{{ card1 | json: '$.n' }}"), false, &values),
+            json!("{{ card1 | json: '$.n' }}")
+        );
+        // An empty filter or id is no expression.
+        assert!(parse_expressions("{{ card1 | }} {{ | x }}", true).is_empty());
     }
 }

@@ -63,6 +63,7 @@ pub fn server(
             .configure(routes::tenants::configure)
             .configure(routes::tokens::configure)
             .configure(routes::reactors::configure)
+            .configure(routes::proxies::configure)
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()

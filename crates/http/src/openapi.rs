@@ -6,7 +6,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::dto;
 use crate::problem::Problem;
-use crate::routes::{applications, meta, reactors, tenants, tokens};
+use crate::routes::{applications, meta, proxies, reactors, tenants, tokens};
 
 struct ApiKeyHeader;
 
@@ -35,6 +35,8 @@ impl Modify for ApiKeyHeader {
         reactors::update_formula, reactors::delete_formula,
         reactors::create, reactors::list, reactors::get, reactors::update, reactors::delete,
         reactors::react,
+        proxies::create, proxies::list, proxies::get, proxies::update, proxies::delete,
+        proxies::invoke,
         meta::health, meta::openapi,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),

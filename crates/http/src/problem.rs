@@ -148,6 +148,10 @@ impl From<Error> for ApiError {
                     custom: Some(Box::new((status, headers, body))),
                 }
             }
+            Error::Destination { status, detail } => Self::new(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+                detail,
+            ),
             Error::Internal { .. } => {
                 // The whole cause chain goes to the log (with the trace id of the span), never
                 // to the client.

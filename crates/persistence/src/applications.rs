@@ -54,6 +54,24 @@ pub(crate) fn hash_hex(hash: &KeyHash) -> String {
     })
 }
 
+/// The inverse of [`hash_hex`]: `None` unless `text` is 64 hex digits.
+pub(crate) fn hash_from_hex(text: &str) -> Option<KeyHash> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let digit = |b: u8| {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        *byte = (digit(pair[0])? << 4) | digit(pair[1])?;
+    }
+    Some(KeyHash(out))
+}
+
 fn permissions_json(permissions: &[Permission]) -> String {
     let names: Vec<&str> = permissions.iter().map(|p| p.as_str()).collect();
     serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
@@ -259,5 +277,25 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .await
             .map_err(repo_err)?;
         Ok(result.rows_affected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_hashes_read_back_as_written() {
+        let mut bytes = [0u8; 32];
+        for (b, v) in bytes.iter_mut().zip(0u8..) {
+            *b = v.wrapping_mul(37).wrapping_add(5);
+        }
+        let hex = hash_hex(&KeyHash(bytes));
+        assert_eq!(hex.len(), 64);
+        assert_eq!(hash_from_hex(&hex).map(|h| h.0), Some(bytes));
+        assert_eq!(hash_from_hex(&hex.to_uppercase()).map(|h| h.0), Some(bytes));
+        assert!(hash_from_hex(&hex[..62]).is_none());
+        assert!(hash_from_hex(&format!("{}zz", &hex[..62])).is_none());
+        assert!(hash_from_hex(&format!("{}+1", &hex[..62])).is_none());
     }
 }

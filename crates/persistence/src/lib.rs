@@ -3,7 +3,9 @@
 
 mod applications;
 mod entity;
+mod proxies;
 mod reactors;
+mod search;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -21,6 +23,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
 pub use applications::SeaOrmApplicationRepository;
+pub use proxies::SeaOrmProxyRepository;
 pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 pub use tenants::SeaOrmTenantRepository;
 pub use tokens::SeaOrmTokenRepository;

@@ -47,6 +47,15 @@ pub struct Config {
     pub code_memory_mb: usize,
     /// Code worker threads, each with a warm runtime (`TOKENVAULT_CODE_WORKERS`).
     pub code_workers: usize,
+    /// Proxies may forward to `http://` destinations (`TOKENVAULT_PROXY_ALLOW_HTTP`; for
+    /// development and tests).
+    pub proxy_allow_http: bool,
+    /// Hosts (names or literal addresses) and CIDRs proxies may reach although they are not
+    /// public, comma-separated (`TOKENVAULT_PROXY_ALLOWED_HOSTS`).
+    pub proxy_allowed_hosts: String,
+    /// How long a proxy waits for its destination, in milliseconds
+    /// (`TOKENVAULT_PROXY_TIMEOUT_MS`).
+    pub proxy_timeout_ms: u64,
 }
 
 #[derive(Serialize)]
@@ -62,6 +71,9 @@ struct Defaults {
     code_timeout_ms: u64,
     code_memory_mb: usize,
     code_workers: usize,
+    proxy_allow_http: bool,
+    proxy_allowed_hosts: &'static str,
+    proxy_timeout_ms: u64,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -76,6 +88,9 @@ const DEFAULTS: Defaults = Defaults {
     code_timeout_ms: 10_000,
     code_memory_mb: 64,
     code_workers: 4,
+    proxy_allow_http: false,
+    proxy_allowed_hosts: "",
+    proxy_timeout_ms: 25_000,
 };
 
 impl Config {
@@ -117,7 +132,20 @@ impl Config {
             code_timeout_ms: DEFAULTS.code_timeout_ms,
             code_memory_mb: DEFAULTS.code_memory_mb,
             code_workers: 2,
+            proxy_allow_http: false,
+            proxy_allowed_hosts: String::new(),
+            proxy_timeout_ms: DEFAULTS.proxy_timeout_ms,
         }
+    }
+
+    /// The entries of `TOKENVAULT_PROXY_ALLOWED_HOSTS`.
+    pub fn proxy_allowed_hosts(&self) -> Vec<String> {
+        self.proxy_allowed_hosts
+            .split(',')
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .collect()
     }
 
     /// Whether SQLite runs with `synchronous=NORMAL` (`TOKENVAULT_SQLITE_SYNCHRONOUS=normal`).

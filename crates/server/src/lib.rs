@@ -19,9 +19,10 @@ use tokenvault_domain::ports::Clock;
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
+use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::{
-    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
-    SeaOrmTenantRepository, SeaOrmTokenRepository,
+    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmProxyRepository,
+    SeaOrmReactorRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -149,6 +150,13 @@ async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Res
         },
     })
     .context("cannot start the code workers")?;
+    let forwarder = HttpForwarder::new(OutboundSettings {
+        allow_http: config.proxy_allow_http,
+        allowed_hosts: config.proxy_allowed_hosts(),
+        timeout: Duration::from_millis(config.proxy_timeout_ms.max(1)),
+        ..OutboundSettings::default()
+    })
+    .map_err(|e| anyhow::anyhow!("TOKENVAULT_PROXY_ALLOWED_HOSTS: {e}"))?;
     Ok(Vault::new(Ports {
         tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
         applications: Arc::new(SeaOrmApplicationRepository::new(db.clone())),
@@ -156,7 +164,9 @@ async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Res
         clock: Arc::new(SystemClock),
         tokens: Arc::new(SeaOrmTokenRepository::new(db.clone())),
         formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
-        reactors: Arc::new(SeaOrmReactorRepository::new(db)),
+        reactors: Arc::new(SeaOrmReactorRepository::new(db.clone())),
+        proxies: Arc::new(SeaOrmProxyRepository::new(db)),
+        forwarder: Arc::new(forwarder),
         code: Arc::new(code),
         svc: Arc::new(tokenvault_http::svc::HttpSvcFactory),
         cipher: Arc::new(cipher),

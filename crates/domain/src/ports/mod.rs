@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::application::{ApiKey, Application, KeyHash};
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
+use crate::proxy::ProxyKey;
 use crate::tenant::{Tenant, TenantSettings};
 use crate::token::StoredToken;
 
@@ -101,6 +102,10 @@ pub trait KeyService: Send + Sync {
     /// The digest stored in place of the key; keys are found by it in storage, so no key is
     /// ever compared in process.
     fn hash(&self, key: &ApiKey) -> KeyHash;
+    /// A fresh random proxy key.
+    fn generate_proxy_key(&self) -> ProxyKey;
+    /// The digest a proxy is found by (in a domain of its own: never equal to an API key's).
+    fn hash_proxy_key(&self, key: &ProxyKey) -> KeyHash;
 }
 
 /// The time and identifiers of new resources.
@@ -301,6 +306,8 @@ pub trait Expressions: Send + Sync {
     fn render(&self, expression: &str, data: &Value) -> Result<String, String>;
 }
 
+mod proxies;
 mod reactors;
 
+pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};

@@ -2,6 +2,7 @@
 
 pub mod applications;
 pub mod meta;
+pub mod proxies;
 pub mod reactors;
 pub mod tenants;
 pub mod tokens;

@@ -54,7 +54,7 @@ fn too_large() -> Error {
 /// that carries a body (200–599 but 204 and 304, else 500) — a 1xx or body-less status with a
 /// body would split the HTTP stream; a limit is a 500 saying which; the runtime's own failure is
 /// an internal error. Nothing larger than 1 MiB passes.
-fn code_error(e: CodeError) -> Error {
+pub(super) fn code_error(e: CodeError) -> Error {
     match e {
         CodeError::Compile(message) => {
             Error::Unprocessable(ValidationErrors::single("code", message))

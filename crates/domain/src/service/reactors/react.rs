@@ -5,22 +5,17 @@
 //! dotted names nested, cast, required ones present); the code runs; its `tokenize` block is
 //! tokenized as the reactor's application.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::code_error;
 use crate::auth::Principal;
 use crate::code::CodeCall;
-use crate::container::Container;
-use crate::error::{Error, ValidationErrors};
-use crate::mask::json_len;
+use crate::error::Error;
 use crate::permission::Permission;
 use crate::reactor::{Reactor, bind_arguments};
 use crate::service::Vault;
-use crate::service::tokens::{MAX_DETOKENIZE, MAX_DETOKENIZED_BYTES, Tokenized};
-use crate::template::{collect_expressions, substitute};
+use crate::service::tokens::{DetokenizeAs, Tokenized};
 
 /// What an invocation returns.
 #[derive(Clone, Debug)]
@@ -48,7 +43,12 @@ impl Vault {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(Error::invalid("args", "must be an object")),
         };
-        let (args, used) = self.detokenize_args(caller, args).await?;
+        let how = DetokenizeAs {
+            permission: Permission::TokenUse,
+            field: "args",
+            with_filters: false,
+        };
+        let (args, used) = self.detokenize_value(caller, args, how).await?;
         let bound =
             bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;
         let acting = self.acting_as(caller, &reactor).await?;
@@ -94,68 +94,6 @@ impl Vault {
             }
         };
         Ok(ReactResult { raw, tokens })
-    }
-
-    /// Replaces `{{ id }}` expressions in `args` by the tokens' data; `token:use` on each
-    /// token's container; at most [`MAX_DETOKENIZE`] tokens. Returns the ids used.
-    async fn detokenize_args(
-        &self,
-        caller: &Principal,
-        args: Value,
-    ) -> Result<(Value, BTreeSet<String>), Error> {
-        let mut ids = Vec::new();
-        collect_expressions(&args, &mut ids);
-        let occurrences = ids.clone();
-        let unique: BTreeSet<String> = ids.into_iter().collect();
-        if unique.len() > MAX_DETOKENIZE {
-            return Err(Error::invalid(
-                "args",
-                "at most 100 tokens can be detokenized in one request",
-            ));
-        }
-        if unique.is_empty() {
-            return Ok((args, unique));
-        }
-        let wanted: Vec<String> = unique.iter().cloned().collect();
-        let found = self
-            .ports
-            .tokens
-            .get_many(caller.tenant_id, &wanted, self.ports.clock.now())
-            .await?;
-        if found.len() != wanted.len() {
-            let have: HashSet<&str> = found.iter().map(|t| t.id.as_str()).collect();
-            let mut errors = ValidationErrors::new();
-            for id in wanted.iter().filter(|id| !have.contains(id.as_str())) {
-                errors.add("args", format!("token {id} does not exist"));
-            }
-            return Err(Error::Validation(errors));
-        }
-        let mut transforms = Vec::with_capacity(found.len());
-        for stored in &found {
-            let container = Container::parse(&stored.container)
-                .map_err(|_| Error::internal("stored token has an invalid container"))?;
-            transforms.push(caller.require_on(&container, Permission::TokenUse)?);
-        }
-        self.ensure_key(caller.tenant_id).await?;
-        let mut values = BTreeMap::new();
-        for (stored, transform) in found.into_iter().zip(transforms) {
-            let token = self.decrypt_token(stored)?;
-            let shown = self.show(&token, transform).ok_or(Error::Forbidden)?;
-            values.insert(token.id.clone(), shown);
-        }
-        // Each occurrence is a copy: bound the whole before building it (as detokenize does).
-        let size: usize = occurrences
-            .iter()
-            .filter_map(|id| values.get(id))
-            .map(json_len)
-            .sum();
-        if size > MAX_DETOKENIZED_BYTES {
-            return Err(Error::invalid(
-                "args",
-                "the detokenized arguments would exceed 10 MiB",
-            ));
-        }
-        Ok((substitute(args, &values), unique))
     }
 
     /// The reactor's application as a caller: its permissions and rules, never the caller's

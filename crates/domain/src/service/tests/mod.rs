@@ -14,13 +14,15 @@ use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, Raw
 use crate::auth::Principal;
 use crate::code::{CodeCall, CodeError, CodeRunner, Svc, SvcFactory};
 use crate::error::{Error, RepoError};
+use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
     ApplicationRepository, Cipher, CipherError, Clock, Expressions, FormulaDelete,
-    FormulaRepository, KeyService, ReactorRepository, TenantRepository, TokenFilter,
-    TokenRepository, TokenWrite, TypeCount,
+    FormulaRepository, KeyService, ProxyRepository, ReactorRepository, StoredProxy,
+    TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
 };
+use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
 use crate::token::StoredToken;
@@ -199,6 +201,58 @@ mock! {
     impl KeyService for Keys {
         fn generate(&self) -> ApiKey;
         fn hash(&self, key: &ApiKey) -> KeyHash;
+        fn generate_proxy_key(&self) -> ProxyKey;
+        fn hash_proxy_key(&self, key: &ProxyKey) -> KeyHash;
+    }
+}
+
+/// Proxy storage for tests that never reach it: everything is missing.
+pub(super) struct NoProxies;
+
+#[async_trait]
+impl ProxyRepository for NoProxies {
+    async fn insert(&self, _: &StoredProxy) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no proxies in this test".into()))
+    }
+    async fn get(&self, _: Uuid, _: Uuid) -> Result<Option<StoredProxy>, RepoError> {
+        Ok(None)
+    }
+    async fn find_by_key_hash(&self, _: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
+        Ok(None)
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &[Uuid],
+        _: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<StoredProxy>, RepoError> {
+        Ok(Page {
+            items: Vec::new(),
+            total_items: 0,
+            request: page,
+        })
+    }
+    async fn update(&self, _: &StoredProxy) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn delete(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+}
+
+/// A forwarder for tests that never reach it.
+pub(super) struct NoForwarder;
+
+#[async_trait]
+impl Forwarder for NoForwarder {
+    fn check_destination(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    async fn forward(&self, _: OutboundRequest) -> Result<OutboundResponse, ForwardError> {
+        Err(ForwardError::Unreachable(
+            "no forwarding in this test".into(),
+        ))
     }
 }
 
@@ -244,6 +298,8 @@ fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
         reactors: Arc::new(NoReactors),
         code: Arc::new(MockCode::new()),
         svc: Arc::new(NoSvc),
+        proxies: Arc::new(NoProxies),
+        forwarder: Arc::new(NoForwarder),
     })
 }
 

@@ -38,6 +38,8 @@ fn token_vault(tokens: MockTokens) -> Vault {
         reactors: Arc::new(NoReactors),
         code: Arc::new(MockCode::new()),
         svc: Arc::new(NoSvc),
+        proxies: Arc::new(NoProxies),
+        forwarder: Arc::new(NoForwarder),
     })
 }
 

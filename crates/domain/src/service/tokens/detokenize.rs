@@ -1,4 +1,6 @@
-//! `POST /detokenize`: `{{ id }}` expressions replaced by the data the caller may read.
+//! Detokenization: `{{ id }}` expressions replaced by the data the caller may see. One code path
+//! for `POST /detokenize` (`token:read`), reactor arguments and proxy bodies (`token:use`; proxies
+//! also accept `{{ id | json: '$.path' }}`).
 
 use super::{MAX_DETOKENIZE, MAX_DETOKENIZED_BYTES};
 use crate::auth::Principal;
@@ -7,42 +9,67 @@ use crate::error::{Error, ValidationErrors};
 use crate::mask::json_len;
 use crate::permission::Permission;
 use crate::service::Vault;
-use crate::template::{collect_expressions, substitute};
+use crate::template::{collect_all, substitute_all};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// How one detokenization is done.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DetokenizeAs<'a> {
+    /// The permission needed on each token's container.
+    pub permission: Permission,
+    /// The field errors name (`body`, `args`).
+    pub field: &'a str,
+    /// Whether `{{ id | filters }}` is an expression (rendered over the token's shown data).
+    pub with_filters: bool,
+}
 
 impl Vault {
     /// `POST /detokenize`: `{{ id }}` expressions replaced by the data the caller may read.
     pub async fn detokenize(&self, caller: &Principal, body: Value) -> Result<Value, Error> {
         caller.require(Permission::TokenRead)?;
-        let mut ids = Vec::new();
-        collect_expressions(&body, &mut ids);
-        let occurrences = ids.clone();
-        let unique: Vec<String> = ids
-            .into_iter()
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let how = DetokenizeAs {
+            permission: Permission::TokenRead,
+            field: "body",
+            with_filters: false,
+        };
+        let (body, used) = self.detokenize_value(caller, body, how).await?;
+        self.record_active(caller.tenant_id, used.iter().map(String::as_str));
+        Ok(body)
+    }
+
+    /// Replaces the expressions in `body`: at most [`MAX_DETOKENIZE`] distinct tokens, every one
+    /// authorized for `how.permission` before any is decrypted, the answer bounded by
+    /// [`MAX_DETOKENIZED_BYTES`]. Returns the body and the ids of the tokens used.
+    pub(crate) async fn detokenize_value(
+        &self,
+        caller: &Principal,
+        body: Value,
+        how: DetokenizeAs<'_>,
+    ) -> Result<(Value, BTreeSet<String>), Error> {
+        let mut expressions = Vec::new();
+        collect_all(&body, how.with_filters, &mut expressions);
+        let unique: BTreeSet<String> = expressions.iter().map(|e| e.id.clone()).collect();
         if unique.len() > MAX_DETOKENIZE {
             return Err(Error::invalid(
-                "body",
+                how.field,
                 "at most 100 tokens can be detokenized in one request",
             ));
         }
         if unique.is_empty() {
-            return Ok(body);
+            return Ok((body, unique));
         }
-        let now = self.ports.clock.now();
+        let wanted: Vec<String> = unique.iter().cloned().collect();
         let found = self
             .ports
             .tokens
-            .get_many(caller.tenant_id, &unique, now)
+            .get_many(caller.tenant_id, &wanted, self.ports.clock.now())
             .await?;
-        if found.len() != unique.len() {
+        if found.len() != wanted.len() {
             let have: HashSet<&str> = found.iter().map(|t| t.id.as_str()).collect();
             let mut errors = ValidationErrors::new();
-            for id in unique.iter().filter(|id| !have.contains(id.as_str())) {
-                errors.add("body", format!("token {id} does not exist"));
+            for id in wanted.iter().filter(|id| !have.contains(id.as_str())) {
+                errors.add(how.field, format!("token {id} does not exist"));
             }
             return Err(Error::Validation(errors));
         }
@@ -51,28 +78,52 @@ impl Vault {
         for stored in &found {
             let container = Container::parse(&stored.container)
                 .map_err(|_| Error::internal("stored token has an invalid container"))?;
-            transforms.push(caller.require_on(&container, Permission::TokenRead)?);
+            transforms.push(caller.require_on(&container, how.permission)?);
         }
         self.ensure_key(caller.tenant_id).await?;
-        let mut values = BTreeMap::new();
+        let mut shown = BTreeMap::new();
         for (stored, transform) in found.into_iter().zip(transforms) {
             let token = self.decrypt_token(stored)?;
-            let shown = self.show(&token, transform).ok_or(Error::Forbidden)?;
-            values.insert(token.id.clone(), shown);
+            let value = self.show(&token, transform).ok_or(Error::Forbidden)?;
+            shown.insert(token.id.clone(), value);
+        }
+        let mut values = BTreeMap::new();
+        for e in &expressions {
+            let key = e.key();
+            if values.contains_key(&key) {
+                continue;
+            }
+            let Some(data) = shown.get(&e.id) else {
+                continue;
+            };
+            let value = match &e.filter {
+                None => data.clone(),
+                Some(filter) => Value::String(
+                    self.ports
+                        .expressions
+                        .render(&format!("{{{{ data | {filter} }}}}"), data)
+                        .map_err(|why| {
+                            Error::invalid(
+                                how.field,
+                                format!("the expression on token {} failed: {why}", e.id),
+                            )
+                        })?,
+                ),
+            };
+            values.insert(key, value);
         }
         // Each occurrence is a copy: bound the whole answer before building it.
-        let output: usize = occurrences
+        let size: usize = expressions
             .iter()
-            .filter_map(|id| values.get(id))
+            .filter_map(|e| values.get(&e.key()))
             .map(json_len)
             .sum();
-        if output > MAX_DETOKENIZED_BYTES {
+        if size > MAX_DETOKENIZED_BYTES {
             return Err(Error::invalid(
-                "body",
-                "the detokenized body would exceed 10 MiB",
+                how.field,
+                format!("the detokenized {} would exceed 10 MiB", how.field),
             ));
         }
-        self.record_active(caller.tenant_id, values.keys().map(String::as_str));
-        Ok(substitute(body, &values))
+        Ok((substitute_all(body, how.with_filters, &values), unique))
     }
 }

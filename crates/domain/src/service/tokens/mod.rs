@@ -60,4 +60,5 @@ mod sealing;
 mod tokenize;
 mod update;
 
+pub(crate) use detokenize::DetokenizeAs;
 pub use read::MAX_ID_FILTERS;

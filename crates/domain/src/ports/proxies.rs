@@ -1,0 +1,48 @@
+//! Storage of proxies. Every read and write but the key lookup is confined to one tenant.
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use crate::application::KeyHash;
+use crate::error::RepoError;
+use crate::page::{Page, PageRequest};
+use crate::proxy::Proxy;
+
+/// A proxy as stored: its key only as a hash (for the lookup) and as ciphertext under the
+/// tenant's data key (to show it again).
+#[derive(Clone, Debug)]
+pub struct StoredProxy {
+    /// Every field but the key.
+    pub proxy: Proxy,
+    /// SHA-256 of the key, unique.
+    pub key_hash: KeyHash,
+    /// The key encrypted under the tenant's data key.
+    pub key_ciphertext: Vec<u8>,
+}
+
+/// Storage of proxies.
+///
+/// # Errors
+/// `RepoError::Conflict` on a duplicate id or key; `RepoError::Backend` for any storage failure.
+#[async_trait]
+pub trait ProxyRepository: Send + Sync {
+    /// Stores a new proxy.
+    async fn insert(&self, proxy: &StoredProxy) -> Result<(), RepoError>;
+    /// The proxy, if the tenant has it.
+    async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError>;
+    /// The proxy whose key has this hash, in any tenant (invocation).
+    async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError>;
+    /// A page of the tenant's proxies, newest first, optionally only these ids and only names
+    /// containing `name` (case-insensitive).
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        ids: &[Uuid],
+        name: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<StoredProxy>, RepoError>;
+    /// Replaces every mutable field (never the key); `false` when the proxy is gone.
+    async fn update(&self, proxy: &StoredProxy) -> Result<bool, RepoError>;
+    /// Deletes the proxy; `false` when it did not exist.
+    async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError>;
+}

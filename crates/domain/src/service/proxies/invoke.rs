@@ -1,0 +1,323 @@
+//! Invoking a proxy (docs/decisions.md §8): the proxy chosen by its key; `require_auth` needs
+//! an API key of the proxy's tenant holding `token:use`; `{{ id }}` and `{{ id | json: '$.p' }}`
+//! in the body replaced through the detokenize code path (as the caller, or without auth as
+//! the proxy's application); the request transform; the destination; the response transform
+//! on 2xx. Every failure of the vault itself is an [`Error`] (the adapter wraps it in
+//! `proxy_error`); the destination's own answer, whatever its status, is a [`ProxyReply`].
+
+use serde_json::{Map, Value, json};
+
+use super::super::reactors::code_error;
+use crate::auth::Principal;
+use crate::code::CodeCall;
+use crate::error::Error;
+use crate::forward::{ForwardError, OutboundRequest};
+use crate::permission::Permission;
+use crate::proxy::{Proxy, ProxyKey, destination_of, forwardable};
+use crate::service::Vault;
+use crate::service::tokens::DetokenizeAs;
+
+/// A call to `/proxy/{tail}` as it arrived.
+#[derive(Clone)]
+pub struct ProxyCall {
+    /// `SVC-PROXY-KEY` header or `svc-proxy-key` query parameter.
+    pub proxy_key: Option<String>,
+    /// `SVC-API-KEY` header.
+    pub api_key: Option<String>,
+    /// Method, upper case.
+    pub method: String,
+    /// The path after `/proxy` (may be empty).
+    pub tail: String,
+    /// The query without the proxy key, in order.
+    pub query: Vec<(String, String)>,
+    /// Every header of the request (filtered here).
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+    /// Trace id for the code's log lines.
+    pub trace_id: Option<String>,
+}
+
+impl std::fmt::Debug for ProxyCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyCall")
+            .field("method", &self.method)
+            .field("body_len", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The destination's answer (after the response transform).
+#[derive(Clone)]
+pub struct ProxyReply {
+    /// Status to answer with.
+    pub status: u16,
+    /// What the destination answered (`SVC-PROXY-DESTINATION-STATUS`).
+    pub destination_status: u16,
+    /// Headers (hop-by-hop ones removed).
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for ProxyReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyReply")
+            .field("status", &self.status)
+            .field("body_len", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_json(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("content-type") && v.to_ascii_lowercase().contains("json")
+    })
+}
+
+/// The body as transform code sees it: parsed JSON when declared and valid, else text.
+fn body_value(body: &[u8], json: bool) -> Value {
+    if json && let Ok(v) = serde_json::from_slice(body) {
+        return v;
+    }
+    Value::String(String::from_utf8_lossy(body).into_owned())
+}
+
+/// A body value back to bytes: a string as is, anything else as JSON.
+fn body_bytes(value: &Value) -> Vec<u8> {
+    match value {
+        Value::String(s) => s.clone().into_bytes(),
+        Value::Null => Vec::new(),
+        other => other.to_string().into_bytes(),
+    }
+}
+
+fn headers_object(headers: &[(String, String)]) -> Value {
+    let mut map = Map::new();
+    for (name, value) in headers {
+        map.insert(name.to_ascii_lowercase(), Value::String(value.clone()));
+    }
+    Value::Object(map)
+}
+
+/// Headers a transform returned (an object of strings), or 500 naming what is wrong.
+fn headers_from(value: &Value) -> Result<Vec<(String, String)>, Error> {
+    let Value::Object(map) = value else {
+        return Err(transform_error("headers must be an object of strings"));
+    };
+    map.iter()
+        .map(|(name, v)| match v {
+            Value::String(s) => Ok((name.clone(), s.clone())),
+            Value::Number(n) => Ok((name.clone(), n.to_string())),
+            _ => Err(transform_error("headers must be an object of strings")),
+        })
+        .collect()
+}
+
+fn transform_error(detail: &str) -> Error {
+    Error::Code {
+        status: 500,
+        detail: format!("the transform's result is not usable: {detail}"),
+        errors: None,
+    }
+}
+
+fn destination_error(e: ForwardError) -> Error {
+    let status = match e {
+        ForwardError::Refused(_) => 403,
+        ForwardError::Timeout => 504,
+        ForwardError::Unreachable(_) => 502,
+    };
+    Error::Destination {
+        status,
+        detail: e.to_string(),
+    }
+}
+
+impl Vault {
+    /// Invokes the proxy `call.proxy_key` selects.
+    pub async fn invoke_proxy(&self, call: ProxyCall) -> Result<ProxyReply, Error> {
+        let Some(raw_key) = call.proxy_key.as_deref() else {
+            return Err(Error::invalid(
+                "SVC-PROXY-KEY",
+                "a proxy key is required (header SVC-PROXY-KEY or query svc-proxy-key)",
+            ));
+        };
+        let key = ProxyKey::parse(raw_key).ok_or(Error::Unauthenticated)?;
+        let proxy = self
+            .ports
+            .proxies
+            .find_by_key_hash(&self.ports.keys.hash_proxy_key(&key))
+            .await?
+            .ok_or(Error::Unauthenticated)?
+            .proxy;
+        let application = self.proxy_application(&proxy).await?;
+        let detokenizer = if proxy.require_auth {
+            let caller = self.authenticate(call.api_key.as_deref()).await?;
+            if caller.tenant_id != proxy.tenant_id {
+                return Err(Error::Unauthenticated);
+            }
+            caller.require(Permission::TokenUse)?;
+            Some(caller)
+        } else {
+            application.clone()
+        };
+        let json = is_json(&call.headers);
+        let mut body = body_value(&call.body, json);
+        if let Some(acting) = &detokenizer
+            && !call.body.is_empty()
+        {
+            let how = DetokenizeAs {
+                permission: Permission::TokenUse,
+                field: "body",
+                with_filters: true,
+            };
+            let (replaced, used) = self.detokenize_value(acting, body, how).await?;
+            self.record_active(acting.tenant_id, used.iter().map(String::as_str));
+            body = replaced;
+        }
+        let mut headers: Vec<(String, String)> = call
+            .headers
+            .iter()
+            .filter(|(n, _)| forwardable(n))
+            .cloned()
+            .collect();
+        if let Some(code) = &proxy.request_transform {
+            let args = json!({
+                "body": body,
+                "headers": headers_object(&headers),
+                "method": call.method,
+                "path": call.tail,
+                "query": Value::Object(call.query.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect()),
+            });
+            let out = self
+                .run_transform(
+                    &proxy,
+                    code,
+                    args,
+                    application.clone(),
+                    call.trace_id.clone(),
+                )
+                .await?;
+            body = out.get("body").cloned().unwrap_or(Value::Null);
+            if let Some(h) = out.get("headers").filter(|h| !h.is_null()) {
+                headers = headers_from(h)?
+                    .into_iter()
+                    .filter(|(n, _)| forwardable(n))
+                    .collect();
+            }
+        }
+        let response = self
+            .ports
+            .forwarder
+            .forward(OutboundRequest {
+                method: call.method.clone(),
+                url: destination_of(&proxy.destination_url, &call.tail, &call.query),
+                headers,
+                body: body_bytes(&body),
+            })
+            .await
+            .map_err(destination_error)?;
+        let destination_status = response.status;
+        let (Some(code), true) = (
+            &proxy.response_transform,
+            (200..300).contains(&response.status),
+        ) else {
+            return Ok(ProxyReply {
+                status: response.status,
+                destination_status,
+                headers: response.headers,
+                body: response.body,
+            });
+        };
+        let args = json!({
+            "body": body_value(&response.body, is_json(&response.headers)),
+            "headers": headers_object(&response.headers),
+            "status": response.status,
+        });
+        let out = self
+            .run_transform(&proxy, code, args, application, call.trace_id)
+            .await?;
+        let status = match out.get("status") {
+            None | Some(Value::Null) => response.status,
+            Some(v) => v
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())
+                .filter(|s| (200..=599).contains(s) && *s != 204 && *s != 304)
+                .ok_or_else(|| transform_error("status must be 200–599 and carry a body"))?,
+        };
+        let headers = match out.get("headers").filter(|h| !h.is_null()) {
+            Some(h) => headers_from(h)?,
+            None => response.headers,
+        }
+        .into_iter()
+        .filter(|(n, _)| forwardable(n))
+        .collect();
+        Ok(ProxyReply {
+            status,
+            destination_status,
+            headers,
+            body: body_bytes(out.get("body").unwrap_or(&Value::Null)),
+        })
+    }
+
+    /// The proxy's application as a principal (what `svc` and unauthenticated
+    /// detokenization act as); `None` without one (or when it was deleted since).
+    async fn proxy_application(&self, proxy: &Proxy) -> Result<Option<Principal>, Error> {
+        let Some(id) = proxy.application_id else {
+            return Ok(None);
+        };
+        let Some(app) = self.ports.applications.get(proxy.tenant_id, id).await? else {
+            return Ok(None);
+        };
+        let settings = self
+            .ports
+            .tenants
+            .get(proxy.tenant_id)
+            .await?
+            .ok_or(Error::Unauthenticated)?
+            .settings;
+        Ok(Some(Principal {
+            application_id: app.id,
+            tenant_id: app.tenant_id,
+            app_type: app.app_type,
+            permissions: app.permissions,
+            rules: app.rules,
+            settings,
+        }))
+    }
+
+    async fn run_transform(
+        &self,
+        proxy: &Proxy,
+        code: &str,
+        args: Value,
+        application: Option<Principal>,
+        trace_id: Option<String>,
+    ) -> Result<Value, Error> {
+        let svc = application.map(|p| self.ports.svc.for_application(self.clone(), p));
+        let request = json!({
+            "args": args,
+            "configuration": proxy.configuration.clone().unwrap_or_default(),
+            "svc": Value::Null,
+        });
+        let out = self
+            .ports
+            .code
+            .run(CodeCall {
+                code: code.to_string(),
+                request,
+                trace_id,
+                svc,
+            })
+            .await
+            .map_err(code_error)?;
+        if out.is_object() {
+            Ok(out)
+        } else {
+            Err(transform_error(
+                "it must return an object with body and headers",
+            ))
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! [`ProxyRepository`] on SeaORM. The key is stored as its hex SHA-256 (unique, for the lookup)
+//! and as ciphertext; `configuration` as JSON text. Every query but the key lookup is confined
+//! to one tenant.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::application::KeyHash;
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::ports::{ProxyRepository, StoredProxy};
+use tokenvault_domain::proxy::Proxy;
+use uuid::Uuid;
+
+use crate::applications::{hash_from_hex, hash_hex};
+use crate::entity::proxy::{self, Column, Entity};
+use crate::repo_err;
+use crate::search::list_condition;
+
+/// Proxies in the `proxies` table.
+#[derive(Clone, Debug)]
+pub struct SeaOrmProxyRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmProxyRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+fn corrupt(what: &str, id: Uuid) -> RepoError {
+    RepoError::Backend(format!("stored {what} of proxy {id} is unreadable").into())
+}
+
+fn configuration_json(configuration: Option<&BTreeMap<String, String>>) -> Option<String> {
+    configuration.map(|c| serde_json::to_string(c).unwrap_or_else(|_| "{}".into()))
+}
+
+fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
+    let id = m.id;
+    let configuration = m
+        .configuration
+        .map(|text| serde_json::from_str(&text).map_err(|_| corrupt("configuration", id)))
+        .transpose()?;
+    let key_hash = hash_from_hex(&m.key_hash).ok_or_else(|| corrupt("key hash", id))?;
+    Ok(StoredProxy {
+        proxy: Proxy {
+            id,
+            tenant_id: m.tenant_id,
+            name: m.name,
+            destination_url: m.destination_url,
+            require_auth: m.require_auth,
+            request_transform: m.request_transform,
+            response_transform: m.response_transform,
+            application_id: m.application_id,
+            configuration,
+            created_by: m.created_by,
+            created_at: m.created_at,
+            modified_by: m.modified_by,
+            modified_at: m.modified_at,
+        },
+        key_hash,
+        key_ciphertext: m.key_ciphertext,
+    })
+}
+
+fn to_active(stored: &StoredProxy) -> proxy::ActiveModel {
+    let p = &stored.proxy;
+    proxy::ActiveModel {
+        tenant_id: Set(p.tenant_id),
+        id: Set(p.id),
+        name: Set(p.name.clone()),
+        key_hash: Set(hash_hex(&stored.key_hash)),
+        key_ciphertext: Set(stored.key_ciphertext.clone()),
+        destination_url: Set(p.destination_url.clone()),
+        require_auth: Set(p.require_auth),
+        request_transform: Set(p.request_transform.clone()),
+        response_transform: Set(p.response_transform.clone()),
+        application_id: Set(p.application_id),
+        configuration: Set(configuration_json(p.configuration.as_ref())),
+        created_by: Set(p.created_by),
+        created_at: Set(p.created_at),
+        modified_by: Set(p.modified_by),
+        modified_at: Set(p.modified_at),
+    }
+}
+
+#[async_trait]
+impl ProxyRepository for SeaOrmProxyRepository {
+    async fn insert(&self, proxy: &StoredProxy) -> Result<(), RepoError> {
+        Entity::insert(to_active(proxy))
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(())
+    }
+
+    async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError> {
+        Entity::find()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(Column::Id.eq(id))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain)
+            .transpose()
+    }
+
+    async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
+        Entity::find()
+            .filter(Column::KeyHash.eq(hash_hex(hash)))
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(to_domain)
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        ids: &[Uuid],
+        name: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<StoredProxy>, RepoError> {
+        let query = Entity::find().filter(list_condition(
+            (Column::TenantId, Column::Id, Column::Name),
+            tenant_id,
+            ids,
+            name,
+        ));
+        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let items = query
+            .order_by_desc(Column::CreatedAt)
+            .order_by_desc(Column::Id)
+            .offset(page.offset())
+            .limit(page.size)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total_items,
+            request: page,
+        })
+    }
+
+    async fn update(&self, stored: &StoredProxy) -> Result<bool, RepoError> {
+        let p = &stored.proxy;
+        let result = Entity::update_many()
+            .col_expr(Column::Name, Expr::value(p.name.clone()))
+            .col_expr(
+                Column::DestinationUrl,
+                Expr::value(p.destination_url.clone()),
+            )
+            .col_expr(Column::RequireAuth, Expr::value(p.require_auth))
+            .col_expr(
+                Column::RequestTransform,
+                Expr::value(p.request_transform.clone()),
+            )
+            .col_expr(
+                Column::ResponseTransform,
+                Expr::value(p.response_transform.clone()),
+            )
+            .col_expr(Column::ApplicationId, Expr::value(p.application_id))
+            .col_expr(
+                Column::Configuration,
+                Expr::value(configuration_json(p.configuration.as_ref())),
+            )
+            .col_expr(Column::ModifiedBy, Expr::value(p.modified_by))
+            .col_expr(Column::ModifiedAt, Expr::value(p.modified_at))
+            .filter(Column::TenantId.eq(p.tenant_id))
+            .filter(Column::Id.eq(p.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+}

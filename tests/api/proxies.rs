@@ -1,0 +1,497 @@
+//! Proxies over HTTP on each database, against a real destination on a loopback port: CRUD,
+//! forwarding, auth, detokenization, transforms, the vault's own errors, and the SSRF guard.
+
+use std::time::Duration;
+
+use reqwest::{Method, Response};
+use serde_json::{Value, json};
+use tokenvault_server::Config;
+use tokenvault_tests::destination::{Answer, Destination};
+use tokenvault_tests::{
+    TestApp, assert_invalid, assert_problem, on_each_backend_with, rule, unique,
+};
+
+use super::tokens::{Client, full, with};
+
+/// Loopback destinations allowed (the tests' own), over http.
+fn loopback(config: &mut Config) {
+    config.proxy_allow_http = true;
+    config.proxy_allowed_hosts = "127.0.0.1".into();
+    config.proxy_timeout_ms = 1_000;
+}
+
+async fn proxy(app: &TestApp, body: Value) -> Value {
+    let res = app.post("/proxies", &body).await;
+    assert_eq!(res.status(), 201, "create proxy");
+    res.json().await.unwrap()
+}
+
+async fn simple(app: &TestApp, url: &str) -> Value {
+    proxy(app, json!({"name": unique("p"), "destination_url": url})).await
+}
+
+async fn invoke(
+    app: &TestApp,
+    api_key: Option<&str>,
+    proxy_key: &str,
+    method: Method,
+    tail: &str,
+    body: Option<&Value>,
+) -> Response {
+    let mut req = app
+        .request_as(api_key, method, &format!("/proxy{tail}"))
+        .header("SVC-PROXY-KEY", proxy_key);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    req.send().await.unwrap()
+}
+
+/// Asserts `{"proxy_error": <problem>}` with `status` and no destination status header.
+async fn assert_proxy_error(res: Response, status: u16) -> Value {
+    assert_eq!(res.status().as_u16(), status, "status");
+    assert!(res.headers().get("svc-proxy-destination-status").is_none());
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["proxy_error"]["status"], status, "{body}");
+    body["proxy_error"].clone()
+}
+
+async fn token(c: &Client<'_>, body: Value) -> String {
+    let res = c.post("/tokens", &body).await;
+    assert_eq!(res.status(), 201, "create token");
+    let t: Value = res.json().await.unwrap();
+    t["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn proxies_are_managed_per_tenant_with_every_validation() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let created = simple(app, &dest.url).await;
+        let key = created["key"].as_str().unwrap();
+        assert_eq!(key.len(), 32);
+        assert!(key.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(created["require_auth"], true);
+        let id = created["id"].as_str().unwrap();
+        let got: Value = app.get(&format!("/proxies/{id}")).await.json().await.unwrap();
+        assert_eq!(got["key"], created["key"]);
+        // Every field of the body is validated, each named.
+        let res = app
+            .post(
+                "/proxies",
+                &json!({"name": "", "destination_url": "ftp://x/y",
+                        "configuration": {"n": 1}, "application": {"id": "nope"},
+                        "request_transform": {}}),
+            )
+            .await;
+        assert_invalid(
+            res,
+            &["name", "destination_url", "configuration.n", "application.id", "request_transform.code"],
+        )
+        .await;
+        let too_many: serde_json::Map<String, Value> =
+            (0..26).map(|i| (format!("k{i}"), json!("v"))).collect();
+        let res = app
+            .post("/proxies", &json!({"name": "p", "destination_url": dest.url, "configuration": too_many}))
+            .await;
+        assert_invalid(res, &["configuration"]).await;
+        let long = format!("{}/{}", dest.url, "a".repeat(400));
+        let res = app.post("/proxies", &json!({"name": "p", "destination_url": long})).await;
+        assert_invalid(res, &["destination_url"]).await;
+        let management = app.app("management", &["proxy:read"]).await;
+        let res = app
+            .post("/proxies", &json!({"name": "p", "destination_url": dest.url, "application": {"id": management["id"]}}))
+            .await;
+        assert_invalid(res, &["application.id"]).await;
+        // Code that does not compile: 422 naming the transform.
+        let res = app
+            .post("/proxies", &json!({"name": "p", "destination_url": dest.url,
+                                      "response_transform": {"code": "module.exports = ("}}))
+            .await;
+        let body = assert_problem(res, 422).await;
+        assert!(body["errors"]["response_transform.code"].is_array(), "{body}");
+        // List: filters by id and by name (contains, any case).
+        let named = proxy(app, json!({"name": "Payments-Gateway", "destination_url": dest.url})).await;
+        let list: Value = app.get("/proxies?name=gateway").await.json().await.unwrap();
+        assert_eq!(list["pagination"]["total_items"], 1);
+        assert_eq!(list["data"][0]["id"], named["id"]);
+        let list: Value = app.get(&format!("/proxies?id={id}")).await.json().await.unwrap();
+        assert_eq!(list["data"][0]["id"], created["id"]);
+        // PUT replaces every field; the key stays.
+        let res = app
+            .put(&format!("/proxies/{id}"), &json!({"name": "renamed", "destination_url": format!("{}/v2", dest.url), "require_auth": false}))
+            .await;
+        assert_eq!(res.status(), 200);
+        let updated: Value = res.json().await.unwrap();
+        assert_eq!(updated["key"], created["key"]);
+        assert_eq!(updated["require_auth"], false);
+        assert_eq!(updated["destination_url"], format!("{}/v2", dest.url));
+        // Another tenant sees nothing of it.
+        let (_, other) = app.new_tenant("other").await;
+        for method in [Method::GET, Method::DELETE] {
+            let res = app.request_as(Some(&other), method, &format!("/proxies/{id}")).send().await.unwrap();
+            assert_problem(res, 404).await;
+        }
+        // Reading needs proxy:read.
+        let reader = app.app("management", &["reactor:read"]).await;
+        let res = app.request_as(reader["key"].as_str(), Method::GET, "/proxies").send().await.unwrap();
+        assert_problem(res, 403).await;
+        // Deleted: gone, and its key selects nothing.
+        assert_eq!(app.delete(&format!("/proxies/{id}")).await.status(), 204);
+        assert_problem(app.get(&format!("/proxies/{id}")).await, 404).await;
+        let caller = full(app).await;
+        let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&json!({}))).await;
+        assert_proxy_error(res, 401).await;
+        assert!(dest.received().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn requests_are_forwarded_as_sent_without_the_vaults_headers() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let p = simple(app, &format!("{}/base/", dest.url)).await;
+        let key = p["key"].as_str().unwrap();
+        let caller = with(app, &["token:use"], json!([])).await;
+        let res = app
+            .request_as(Some(&caller.key), Method::PUT, "/proxy/one/two?a=1&b=x%20y")
+            .header("SVC-PROXY-KEY", key)
+            .header("X-Custom", "kept")
+            .header("SVC-Extra", "dropped")
+            .json(&json!({"hello": "world"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.headers()["svc-proxy-destination-status"], "200");
+        assert_eq!(res.json::<Value>().await.unwrap(), json!({"ok": true}));
+        let got = dest.last();
+        assert_eq!(got.method, "PUT");
+        assert_eq!(got.target, "/base/one/two?a=1&b=x%20y");
+        assert_eq!(got.json(), json!({"hello": "world"}));
+        assert_eq!(got.header("x-custom"), Some("kept"));
+        assert!(
+            got.headers.iter().all(|(n, _)| !n.starts_with("svc-")),
+            "{:?}",
+            got.headers
+        );
+        let raw = format!("{:?}", got.headers);
+        assert!(!raw.contains(&caller.key) && !raw.contains(key));
+        // The key may come in the query instead; it is not forwarded. Every method goes.
+        for method in [Method::GET, Method::POST, Method::PATCH, Method::DELETE] {
+            let res = app
+                .request_as(
+                    Some(&caller.key),
+                    method.clone(),
+                    &format!("/proxy?svc-proxy-key={key}&keep=1"),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            let got = dest.last();
+            assert_eq!(got.method, method.as_str());
+            assert_eq!(got.target, "/base?keep=1");
+        }
+        // The destination's own errors come back as they are.
+        dest.answer(Answer {
+            status: 503,
+            headers: vec![("x-dest".into(), "yes".into())],
+            body: b"down for maintenance".to_vec(),
+            ..Answer::default()
+        });
+        let res = invoke(app, Some(&caller.key), key, Method::GET, "", None).await;
+        assert_eq!(res.status(), 503);
+        assert_eq!(res.headers()["svc-proxy-destination-status"], "503");
+        assert_eq!(res.headers()["x-dest"], "yes");
+        assert_eq!(res.text().await.unwrap(), "down for maintenance");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn callers_need_a_key_of_the_tenant_holding_token_use() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let p = simple(app, &dest.url).await;
+        let key = p["key"].as_str().unwrap();
+        assert_proxy_error(
+            invoke(app, None, key, Method::POST, "", Some(&json!({}))).await,
+            401,
+        )
+        .await;
+        let reader = with(app, &["token:read"], json!([])).await;
+        assert_proxy_error(
+            invoke(
+                app,
+                Some(&reader.key),
+                key,
+                Method::POST,
+                "",
+                Some(&json!({})),
+            )
+            .await,
+            403,
+        )
+        .await;
+        let (_, other) = app.new_tenant("other").await;
+        let res = app
+            .request_as(Some(&other), Method::POST, "/applications")
+            .json(&json!({"name": "u", "type": "private", "permissions": ["token:use"]}))
+            .send()
+            .await
+            .unwrap();
+        let stranger: Value = res.json().await.unwrap();
+        let res = invoke(
+            app,
+            stranger["key"].as_str(),
+            key,
+            Method::POST,
+            "",
+            Some(&json!({})),
+        )
+        .await;
+        assert_proxy_error(res, 401).await;
+        // No proxy key, an unknown one.
+        let caller = with(app, &["token:use"], json!([])).await;
+        let res = app
+            .request_as(Some(&caller.key), Method::POST, "/proxy/x")
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_proxy_error(res, 400).await;
+        assert_proxy_error(
+            invoke(
+                app,
+                Some(&caller.key),
+                &"A".repeat(32),
+                Method::GET,
+                "",
+                None,
+            )
+            .await,
+            401,
+        )
+        .await;
+        assert!(dest.received().is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn bodies_are_detokenized_with_token_use_on_each_container() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let p = simple(app, &dest.url).await;
+        let key = p["key"].as_str().unwrap();
+        let owner = full(app).await;
+        let secret = token(&owner, json!({"type": "token", "data": "s3cret", "containers": ["/open/"]})).await;
+        let card = token(
+            &owner,
+            json!({"type": "card", "containers": ["/open/"],
+                   "data": {"number": "4242424242424242", "expiration_month": 12, "expiration_year": 2030}}),
+        )
+        .await;
+        let hidden = token(&owner, json!({"type": "token", "data": "vault-only", "containers": ["/hidden/"]})).await;
+        // token:use on /open/ only, through a rule.
+        let caller = with(app, &[], json!([rule(1, "/open/", "reveal", &["token:use"])])).await;
+        let body = json!({"plain": "p", "value": format!("{{{{ {secret} }}}}"),
+                          "number": format!("{{{{ {card} | json: '$.number' }}}}"),
+                          "text": format!("card {{{{{card}|json: '$.expiration_year'}}}}")});
+        let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&body)).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            dest.last().json(),
+            json!({"plain": "p", "value": "s3cret", "number": "4242424242424242", "text": "card 2030"})
+        );
+        // A token in a container the caller may not use: nothing is sent.
+        let before = dest.received().len();
+        let body = json!({"v": format!("{{{{ {hidden} }}}}")});
+        assert_proxy_error(invoke(app, Some(&caller.key), key, Method::POST, "", Some(&body)).await, 403).await;
+        // An unknown token: 400 naming the body.
+        let body = json!({"v": "{{ 0123456789abcdef }}"});
+        let problem = assert_proxy_error(invoke(app, Some(&caller.key), key, Method::POST, "", Some(&body)).await, 400).await;
+        assert!(problem["errors"]["body"].is_array(), "{problem}");
+        assert_eq!(dest.received().len(), before);
+        // Without require_auth: anyone with the key; detokenization acts as the proxy's
+        // application, and without one expressions go as they are.
+        let open = proxy(app, json!({"name": "open", "destination_url": dest.url, "require_auth": false})).await;
+        let body = json!({"v": format!("{{{{ {secret} }}}}")});
+        let res = invoke(app, None, open["key"].as_str().unwrap(), Method::POST, "", Some(&body)).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(dest.last().json(), body);
+        let acting = app.app("private", &["token:use"]).await;
+        let as_app = proxy(
+            app,
+            json!({"name": "as-app", "destination_url": dest.url, "require_auth": false, "application": {"id": acting["id"]}}),
+        )
+        .await;
+        let res = invoke(app, None, as_app["key"].as_str().unwrap(), Method::POST, "", Some(&body)).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(dest.last().json(), json!({"v": "s3cret"}));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn transforms_rewrite_the_request_and_2xx_responses_only() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let request = "module.exports = async (req) => ({ body: { wrapped: req.args.body, method: req.args.method, \
+                       path: req.args.path, query: req.args.query, conf: req.configuration, svc: req.svc === null }, \
+                       headers: { 'content-type': 'application/json', 'x-transformed': 'yes', 'svc-api-key': 'leak' } });";
+        let response = "module.exports = async (req) => ({ status: 201, body: { n: req.args.body.n + 1, seen: req.args.status }, \
+                        headers: { 'content-type': 'application/json' } });";
+        let p = proxy(
+            app,
+            json!({"name": "t", "destination_url": dest.url, "configuration": {"greeting": "hello"},
+                   "request_transform": {"code": request}, "response_transform": {"code": response}}),
+        )
+        .await;
+        let key = p["key"].as_str().unwrap();
+        let caller = with(app, &["token:use"], json!([])).await;
+        dest.answer(Answer {
+            body: br#"{"n":41}"#.to_vec(),
+            ..Answer::default()
+        });
+        let res = app
+            .request_as(Some(&caller.key), Method::POST, "/proxy/in?q=1")
+            .header("SVC-PROXY-KEY", key)
+            .json(&json!({"a": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        assert_eq!(res.headers()["svc-proxy-destination-status"], "200");
+        assert_eq!(res.json::<Value>().await.unwrap(), json!({"n": 42, "seen": 200}));
+        let got = dest.last();
+        assert_eq!(
+            got.json(),
+            json!({"wrapped": {"a": 1}, "method": "POST", "path": "in", "query": {"q": "1"},
+                   "conf": {"greeting": "hello"}, "svc": true})
+        );
+        assert_eq!(got.header("x-transformed"), Some("yes"));
+        assert_eq!(got.header("svc-api-key"), None);
+        // A 4xx is not transformed.
+        dest.answer(Answer {
+            status: 404,
+            body: b"missing".to_vec(),
+            ..Answer::default()
+        });
+        let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&json!({}))).await;
+        assert_eq!(res.status(), 404);
+        assert_eq!(res.text().await.unwrap(), "missing");
+        // A transform's error is the vault's: proxy_error with its status.
+        let failing = proxy(
+            app,
+            json!({"name": "f", "destination_url": dest.url,
+                   "request_transform": {"code": "module.exports = async () => { throw new BadRequestError('no card'); };"}}),
+        )
+        .await;
+        let before = dest.received().len();
+        let res = invoke(app, Some(&caller.key), failing["key"].as_str().unwrap(), Method::POST, "", Some(&json!({}))).await;
+        let problem = assert_proxy_error(res, 400).await;
+        assert_eq!(problem["detail"], "no card");
+        assert_eq!(dest.received().len(), before);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_slow_or_missing_destination_is_a_proxy_error() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        dest.answer(Answer {
+            delay: Duration::from_secs(3),
+            ..Answer::default()
+        });
+        let caller = with(app, &["token:use"], json!([])).await;
+        let slow = simple(app, &dest.url).await;
+        let res = invoke(
+            app,
+            Some(&caller.key),
+            slow["key"].as_str().unwrap(),
+            Method::GET,
+            "",
+            None,
+        )
+        .await;
+        assert_proxy_error(res, 504).await;
+        // A port nobody listens on.
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let gone = simple(app, &format!("http://127.0.0.1:{closed}")).await;
+        let res = invoke(
+            app,
+            Some(&caller.key),
+            gone["key"].as_str().unwrap(),
+            Method::GET,
+            "",
+            None,
+        )
+        .await;
+        assert_proxy_error(res, 502).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn destinations_that_are_not_public_are_refused_unless_allowed() {
+    // Only 127.0.0.1 is allowed: other loopback spellings and names resolving to it are not.
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let port = dest.url.rsplit(':').next().unwrap().to_string();
+        for url in [
+            format!("http://127.0.0.2:{port}"),
+            format!("http://2130706434:{port}"),
+            format!("http://[::1]:{port}"),
+            format!("http://169.254.169.254:{port}"),
+            format!("http://10.0.0.1:{port}"),
+        ] {
+            let res = app
+                .post("/proxies", &json!({"name": "ssrf", "destination_url": url}))
+                .await;
+            assert_invalid(res, &["destination_url"]).await;
+        }
+        // A name is checked when it is resolved, at every call: refused, nothing sent.
+        let by_name = simple(app, &format!("http://localhost:{port}")).await;
+        let caller = with(app, &["token:use"], json!([])).await;
+        let res = invoke(
+            app,
+            Some(&caller.key),
+            by_name["key"].as_str().unwrap(),
+            Method::GET,
+            "",
+            None,
+        )
+        .await;
+        assert_proxy_error(res, 403).await;
+        assert!(dest.received().is_empty());
+    })
+    .await;
+    // By default only https to public addresses.
+    on_each_backend_with(
+        |_| {},
+        async |app| {
+            let res = app
+                .post(
+                    "/proxies",
+                    &json!({"name": "http", "destination_url": "http://example.com/"}),
+                )
+                .await;
+            assert_invalid(res, &["destination_url"]).await;
+            let res = app
+                .post(
+                    "/proxies",
+                    &json!({"name": "loop", "destination_url": "https://127.0.0.1/"}),
+                )
+                .await;
+            assert_invalid(res, &["destination_url"]).await;
+        },
+    )
+    .await;
+}
