@@ -197,7 +197,10 @@ async fn requests_are_forwarded_as_sent_without_the_vaults_headers() {
         // The destination's own errors come back as they are.
         dest.answer(Answer {
             status: 503,
-            headers: vec![("x-dest".into(), "yes".into())],
+            headers: vec![
+                ("x-dest".into(), "yes".into()),
+                ("svc-internal".into(), "no".into()),
+            ],
             body: b"down for maintenance".to_vec(),
             ..Answer::default()
         });
@@ -205,6 +208,7 @@ async fn requests_are_forwarded_as_sent_without_the_vaults_headers() {
         assert_eq!(res.status(), 503);
         assert_eq!(res.headers()["svc-proxy-destination-status"], "503");
         assert_eq!(res.headers()["x-dest"], "yes");
+        assert!(res.headers().get("svc-internal").is_none());
         assert_eq!(res.text().await.unwrap(), "down for maintenance");
     })
     .await;
@@ -299,13 +303,29 @@ async fn bodies_are_detokenized_with_token_use_on_each_container() {
         let caller = with(app, &[], json!([rule(1, "/open/", "reveal", &["token:use"])])).await;
         let body = json!({"plain": "p", "value": format!("{{{{ {secret} }}}}"),
                           "number": format!("{{{{ {card} | json: '$.number' }}}}"),
-                          "text": format!("card {{{{{card}|json: '$.expiration_year'}}}}")});
+                          "month": format!("{{{{ {card} | json: '$.expiration_month' }}}}"),
+                          "text": format!("card {{{{{card}|json: '$.expiration_year'}}}}"),
+                          "upper": format!("{{{{ {secret} | upcase }}}}")});
         let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&body)).await;
         assert_eq!(res.status(), 200);
         assert_eq!(
             dest.last().json(),
-            json!({"plain": "p", "value": "s3cret", "number": "4242424242424242", "text": "card 2030"})
+            json!({"plain": "p", "value": "s3cret", "number": "4242424242424242", "month": 12,
+                   "text": "card 2030", "upper": "S3CRET"})
         );
+        // A body without expressions goes out byte for byte (key order, spacing, binary).
+        for raw in [&b"{\"b\": 1,  \"a\": 2}"[..], &[0xff, 0x00, 0x7b, 0x7b][..]] {
+            let res = app
+                .request_as(Some(&caller.key), Method::POST, "/proxy")
+                .header("SVC-PROXY-KEY", key)
+                .header("Content-Type", "application/json")
+                .body(raw.to_vec())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+            assert_eq!(dest.last().body, raw);
+        }
         // A token in a container the caller may not use: nothing is sent.
         let before = dest.received().len();
         let body = json!({"v": format!("{{{{ {hidden} }}}}")});

@@ -50,6 +50,14 @@ impl Principal {
         Ok(())
     }
 
+    /// Whether the caller may attach an application to a proxy or reactor, lending that
+    /// application's token rights to whoever invokes it: only those who may grant token
+    /// permissions (docs/decisions.md §4: holders of `application:create` or
+    /// `application:update`) may.
+    pub fn may_lend_applications(&self) -> bool {
+        self.holds(Permission::ApplicationCreate) || self.holds(Permission::ApplicationUpdate)
+    }
+
     /// `Ok` when the caller holds `permission`, 403 otherwise.
     pub fn require(&self, permission: Permission) -> Result<(), Error> {
         if self.holds(permission) {

@@ -112,6 +112,9 @@ mod tests {
                 Ok(expression.to_uppercase())
             }
         }
+        fn select(&self, _: &str, data: &Value) -> Result<Value, String> {
+            Ok(data.clone())
+        }
     }
 
     #[test]

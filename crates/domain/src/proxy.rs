@@ -102,11 +102,21 @@ pub fn check_url_shape(url: &str) -> Result<(), &'static str> {
 /// Where a call goes: the destination without its trailing `/`, the tail, and the query left
 /// after the proxy key was taken out.
 pub fn destination_of(destination: &str, tail: &str, query: &[(String, String)]) -> String {
-    let mut url = destination.trim_end_matches('/').to_string();
+    // The tail goes into the path, before a query the destination already has.
+    let destination = destination.split('#').next().unwrap_or(destination);
+    let (base, own_query) = match destination.split_once('?') {
+        Some((base, q)) => (base, Some(q)),
+        None => (destination, None),
+    };
+    let mut url = base.trim_end_matches('/').to_string();
     let tail = tail.trim_start_matches('/');
     if !tail.is_empty() {
         url.push('/');
         url.push_str(tail);
+    }
+    if let Some(q) = own_query.filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(q);
     }
     if !query.is_empty() {
         url.push(if url.contains('?') { '&' } else { '?' });

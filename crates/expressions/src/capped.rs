@@ -136,7 +136,7 @@ fn has_width(format: &str) -> bool {
 /// A JSONPath whose result is at most as large as the document: it parses, and has no
 /// descendant segment (`..`), union (`,`) or filter (`?`) outside quoted names, which can
 /// select the same node many times over.
-fn is_simple_json_path(path: &str) -> bool {
+pub(crate) fn is_simple_json_path(path: &str) -> bool {
     if serde_json_path::JsonPath::parse(path).is_err() {
         return false;
     }

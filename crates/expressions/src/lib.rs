@@ -76,6 +76,23 @@ impl Expressions for LiquidExpressions {
             String::from_utf8(out.buffer).map_err(|e| e.to_string())
         })
     }
+
+    fn select(&self, path: &str, data: &Value) -> Result<Value, String> {
+        if !capped::is_simple_json_path(path) {
+            return Err(
+                "the JSONPath must be a simple path: names, indices, slices or *, no .., unions \
+                 or filters"
+                    .into(),
+            );
+        }
+        let path = serde_json_path::JsonPath::parse(path).map_err(|e| e.to_string())?;
+        let found = path.query(data).all();
+        Ok(match found.as_slice() {
+            [] => Value::Null,
+            [one] => (*one).clone(),
+            many => Value::Array(many.iter().map(|v| (*v).clone()).collect()),
+        })
+    }
 }
 
 /// Runs `f`, turning a panic inside the engine (a standard filter dividing `i64::MIN` by -1,
@@ -93,6 +110,19 @@ mod tests {
 
     fn render(expr: &str, data: Value) -> String {
         LiquidExpressions::new().render(expr, &data).unwrap()
+    }
+
+    #[test]
+    fn select_keeps_json_and_refuses_multiplying_paths() {
+        let e = LiquidExpressions::new();
+        let card = json!({"number": "4242", "expiration_month": 12, "tags": ["a", "b"]});
+        assert_eq!(e.select("$.expiration_month", &card).unwrap(), json!(12));
+        assert_eq!(e.select("$.number", &card).unwrap(), json!("4242"));
+        assert_eq!(e.select("$.tags[*]", &card).unwrap(), json!(["a", "b"]));
+        assert_eq!(e.select("$.missing", &card).unwrap(), Value::Null);
+        assert!(e.select("$..*", &card).is_err());
+        assert!(e.select("$['a','b']", &card).is_err());
+        assert!(e.select("not a path", &card).is_err());
     }
 
     #[test]

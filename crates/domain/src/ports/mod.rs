@@ -304,6 +304,10 @@ pub trait Expressions: Send + Sync {
     fn check(&self, expression: &str) -> Result<(), String>;
     /// Renders `expression` with `data` bound to the variable `data`.
     fn render(&self, expression: &str, data: &Value) -> Result<String, String>;
+    /// What a simple JSONPath (`$.number`, `$.items[0]`) selects in `data`, as JSON: one value,
+    /// an array of several, or null for none. Paths that can select a node many times over
+    /// (`..`, unions, filters) are refused.
+    fn select(&self, path: &str, data: &Value) -> Result<Value, String>;
 }
 
 mod proxies;

@@ -69,7 +69,7 @@ impl ProxyRequest {
 }
 
 /// A proxy.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Serialize, ToSchema)]
 pub struct ProxyResponse {
     /// Identifier.
     pub id: Uuid,
@@ -107,6 +107,16 @@ pub struct ProxyResponse {
     /// RFC 3339 UTC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modified_at: Option<String>,
+}
+
+impl std::fmt::Debug for ProxyResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is a credential of proxies without require_auth.
+        f.debug_struct("ProxyResponse")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl From<ProxyView> for ProxyResponse {

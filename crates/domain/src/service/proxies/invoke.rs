@@ -123,15 +123,32 @@ fn transform_error(detail: &str) -> Error {
 }
 
 fn destination_error(e: ForwardError) -> Error {
-    let status = match e {
-        ForwardError::Refused(_) => 403,
-        ForwardError::Timeout => 504,
-        ForwardError::Unreachable(_) => 502,
+    let (status, detail) = match &e {
+        // Why (what a name resolved to) stays in the log: it describes the inside network.
+        ForwardError::Refused(why) => {
+            tracing::info!(reason = %why, "proxy destination refused");
+            (403, "the destination is not allowed".to_string())
+        }
+        ForwardError::Timeout => (504, e.to_string()),
+        ForwardError::Unreachable(_) => (502, e.to_string()),
     };
-    Error::Destination {
-        status,
-        detail: e.to_string(),
+    Error::Destination { status, detail }
+}
+
+/// A tail stays below the destination: no `.`/`..` segment (the URL parser would resolve it
+/// above the destination's path), no `?`, `#` or `\` (decoded from the request path).
+fn check_tail(tail: &str) -> Result<(), Error> {
+    let bad = tail.contains(['?', '#', '\\'])
+        || tail
+            .split('/')
+            .any(|segment| segment == "." || segment == "..");
+    if bad {
+        return Err(Error::invalid(
+            "path",
+            "the path after /proxy may not contain . or .. segments, ?, # or \\",
+        ));
     }
+    Ok(())
 }
 
 impl Vault {
@@ -162,19 +179,27 @@ impl Vault {
         } else {
             application.clone()
         };
+        check_tail(&call.tail)?;
         let json = is_json(&call.headers);
-        let mut body = body_value(&call.body, json);
+        // The body goes out byte for byte unless an expression was replaced or a transform
+        // rewrote it (binary bodies are never detokenized).
+        let mut body: Option<Value> = None;
         if let Some(acting) = &detokenizer
             && !call.body.is_empty()
+            && std::str::from_utf8(&call.body).is_ok()
         {
             let how = DetokenizeAs {
                 permission: Permission::TokenUse,
                 field: "body",
                 with_filters: true,
             };
-            let (replaced, used) = self.detokenize_value(acting, body, how).await?;
-            self.record_active(acting.tenant_id, used.iter().map(String::as_str));
-            body = replaced;
+            let (replaced, used) = self
+                .detokenize_value(acting, body_value(&call.body, json), how)
+                .await?;
+            if !used.is_empty() {
+                self.record_active(acting.tenant_id, used.iter().map(String::as_str));
+                body = Some(replaced);
+            }
         }
         let mut headers: Vec<(String, String)> = call
             .headers
@@ -184,7 +209,7 @@ impl Vault {
             .collect();
         if let Some(code) = &proxy.request_transform {
             let args = json!({
-                "body": body,
+                "body": body.take().unwrap_or_else(|| body_value(&call.body, json)),
                 "headers": headers_object(&headers),
                 "method": call.method,
                 "path": call.tail,
@@ -199,7 +224,7 @@ impl Vault {
                     call.trace_id.clone(),
                 )
                 .await?;
-            body = out.get("body").cloned().unwrap_or(Value::Null);
+            body = Some(out.get("body").cloned().unwrap_or(Value::Null));
             if let Some(h) = out.get("headers").filter(|h| !h.is_null()) {
                 headers = headers_from(h)?
                     .into_iter()
@@ -207,6 +232,10 @@ impl Vault {
                     .collect();
             }
         }
+        let body = match body {
+            Some(value) => body_bytes(&value),
+            None => call.body,
+        };
         let response = self
             .ports
             .forwarder
@@ -214,7 +243,7 @@ impl Vault {
                 method: call.method.clone(),
                 url: destination_of(&proxy.destination_url, &call.tail, &call.query),
                 headers,
-                body: body_bytes(&body),
+                body,
             })
             .await
             .map_err(destination_error)?;
@@ -226,7 +255,11 @@ impl Vault {
             return Ok(ProxyReply {
                 status: response.status,
                 destination_status,
-                headers: response.headers,
+                headers: response
+                    .headers
+                    .into_iter()
+                    .filter(|(n, _)| forwardable(n))
+                    .collect(),
                 body: response.body,
             });
         };
@@ -270,6 +303,10 @@ impl Vault {
         let Some(app) = self.ports.applications.get(proxy.tenant_id, id).await? else {
             return Ok(None);
         };
+        // An expired application acts no more, even before the sweep deletes it.
+        if app.is_expired(self.ports.clock.now()) {
+            return Ok(None);
+        }
         let settings = self
             .ports
             .tenants

@@ -97,6 +97,10 @@ impl Vault {
         match raw.application_id.as_deref().map(Uuid::parse_str) {
             None => {}
             Some(Err(_)) => errors.add("application.id", "must be a UUID"),
+            // Whoever attaches an application lends its token rights to every caller of the
+            // proxy (without require_auth, to anyone holding the proxy key): only a caller who
+            // may grant token permissions (application:create or application:update) may.
+            Some(Ok(_)) if !caller.may_lend_applications() => return Err(Error::Forbidden),
             Some(Ok(id)) => match self.ports.applications.get(caller.tenant_id, id).await? {
                 Some(app) if app.app_type != ApplicationType::Management => {
                     application_id = Some(app.id);

@@ -58,6 +58,10 @@ impl Vault {
         };
         let mut application = None;
         if let Some(id) = body_uuid(raw.application_id.as_deref(), "application.id", errors) {
+            // Attaching an application lends its token rights to the reactor's code.
+            if !caller.may_lend_applications() {
+                return Err(Error::Forbidden);
+            }
             match self.ports.applications.get(caller.tenant_id, id).await? {
                 Some(app) if app.app_type != ApplicationType::Management => application = Some(app),
                 Some(_) => errors.add("application.id", "must be a public or private application"),

@@ -97,6 +97,7 @@ mock! {
     impl Expressions for Exprs {
         fn check(&self, expression: &str) -> Result<(), String>;
         fn render(&self, expression: &str, data: &serde_json::Value) -> Result<String, String>;
+        fn select(&self, path: &str, data: &serde_json::Value) -> Result<serde_json::Value, String>;
     }
 }
 

@@ -1,6 +1,6 @@
 //! Detokenization: `{{ id }}` expressions replaced by the data the caller may see. One code path
 //! for `POST /detokenize` (`token:read`), reactor arguments and proxy bodies (`token:use`; proxies
-//! also accept `{{ id | json: '$.path' }}`).
+//! also accept `{{ id | json: '$.path' }}` and other filters).
 
 use super::{MAX_DETOKENIZE, MAX_DETOKENIZED_BYTES};
 use crate::auth::Principal;
@@ -24,7 +24,35 @@ pub(crate) struct DetokenizeAs<'a> {
     pub with_filters: bool,
 }
 
+/// The most distinct filtered expressions (`{{ id | … }}`) in one request.
+const MAX_EXPRESSIONS: usize = 1000;
+
+/// The JSONPath of a filter that is exactly `json: '<path>'` (or with double quotes).
+fn lone_json_path(filter: &str) -> Option<&str> {
+    let rest = filter
+        .strip_prefix("json")?
+        .trim_start()
+        .strip_prefix(':')?
+        .trim();
+    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let inner = rest.strip_prefix(quote)?.strip_suffix(quote)?;
+    (!inner.contains(quote)).then_some(inner)
+}
+
 impl Vault {
+    /// A filtered expression's value: a lone `json: '$.path'` keeps the selected JSON (a
+    /// number stays a number); any other filter chain renders to text.
+    fn filtered(&self, filter: &str, data: &Value) -> Result<Value, String> {
+        match lone_json_path(filter) {
+            Some(path) => self.ports.expressions.select(path, data),
+            None => self
+                .ports
+                .expressions
+                .render(&format!("{{{{ data | {filter} }}}}"), data)
+                .map(Value::String),
+        }
+    }
+
     /// `POST /detokenize`: `{{ id }}` expressions replaced by the data the caller may read.
     pub async fn detokenize(&self, caller: &Principal, body: Value) -> Result<Value, Error> {
         caller.require(Permission::TokenRead)?;
@@ -88,6 +116,7 @@ impl Vault {
             shown.insert(token.id.clone(), value);
         }
         let mut values = BTreeMap::new();
+        let mut rendered = 0_usize;
         for e in &expressions {
             let key = e.key();
             if values.contains_key(&key) {
@@ -98,17 +127,30 @@ impl Vault {
             };
             let value = match &e.filter {
                 None => data.clone(),
-                Some(filter) => Value::String(
-                    self.ports
-                        .expressions
-                        .render(&format!("{{{{ data | {filter} }}}}"), data)
-                        .map_err(|why| {
-                            Error::invalid(
-                                how.field,
-                                format!("the expression on token {} failed: {why}", e.id),
-                            )
-                        })?,
-                ),
+                Some(filter) => {
+                    // Each distinct filtered expression is work and memory of its own: bounded
+                    // in number and in what they produce together, as they are made.
+                    if values.len() >= MAX_EXPRESSIONS {
+                        return Err(Error::invalid(
+                            how.field,
+                            "at most 1,000 distinct expressions in one request",
+                        ));
+                    }
+                    let value = self.filtered(filter, data).map_err(|why| {
+                        Error::invalid(
+                            how.field,
+                            format!("the expression on token {} failed: {why}", e.id),
+                        )
+                    })?;
+                    rendered += json_len(&value);
+                    if rendered > MAX_DETOKENIZED_BYTES {
+                        return Err(Error::invalid(
+                            how.field,
+                            format!("the detokenized {} would exceed 10 MiB", how.field),
+                        ));
+                    }
+                    value
+                }
             };
             values.insert(key, value);
         }
@@ -125,5 +167,19 @@ impl Vault {
             ));
         }
         Ok((substitute_all(body, how.with_filters, &values), unique))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lone_json_path;
+
+    #[test]
+    fn only_a_lone_json_filter_selects() {
+        assert_eq!(lone_json_path("json: '$.number'"), Some("$.number"));
+        assert_eq!(lone_json_path("json:\"$.a\""), Some("$.a"));
+        assert_eq!(lone_json_path("json: '$.a' | upcase"), None);
+        assert_eq!(lone_json_path("upcase"), None);
+        assert_eq!(lone_json_path("json: $.a"), None);
     }
 }
