@@ -150,3 +150,35 @@ async fn files_the_server_creates_are_owner_only() {
     assert_eq!(mode(&dir.join("tokenvault.db")), 0o600);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template_never_by_path() {
+    on_each_backend(async |app| {
+        let key = app.key.clone();
+        for _ in 0..3 {
+            // A management key may not read tokens: 403, counted under the template.
+            let res = app.get("/tokens/some-alias-that-shows-data").await;
+            assert_eq!(res.status(), 403);
+        }
+        let res = app.get("/metrics").await;
+        assert_eq!(res.status(), 200);
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/plain")
+        );
+        let text = res.text().await.unwrap();
+        assert!(text.contains("# TYPE tokenvault_http_requests_total counter"), "{text}");
+        assert!(
+            text.contains(
+                "tokenvault_http_requests_total{method=\"GET\",route=\"/tokens/{id}\",status=\"403\"} 3"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE tokenvault_http_request_duration_seconds histogram"));
+        assert!(!text.contains("some-alias-that-shows-data"));
+        assert!(!text.contains(&key));
+    })
+    .await;
+}

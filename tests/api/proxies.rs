@@ -210,6 +210,15 @@ async fn requests_are_forwarded_as_sent_without_the_vaults_headers() {
         assert_eq!(res.headers()["x-dest"], "yes");
         assert!(res.headers().get("svc-internal").is_none());
         assert_eq!(res.text().await.unwrap(), "down for maintenance");
+        let metrics = app.get("/metrics").await.text().await.unwrap();
+        assert!(
+            metrics.contains("tokenvault_proxy_calls_total{destination_status=\"503\"} 1"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("tokenvault_proxy_calls_total{destination_status=\"200\"} 5"),
+            "{metrics}"
+        );
     })
     .await;
 }
@@ -415,6 +424,11 @@ async fn transforms_rewrite_the_request_and_2xx_responses_only() {
         let problem = assert_proxy_error(res, 400).await;
         assert_eq!(problem["detail"], "no card");
         assert_eq!(dest.received().len(), before);
+        // The code runtime's calls are counted by outcome: request and response transforms of
+        // the first call, the request transform of the 404 call; the failing one threw.
+        let metrics = app.get("/metrics").await.text().await.unwrap();
+        assert!(metrics.contains("tokenvault_code_calls_total{outcome=\"ok\"} 3"), "{metrics}");
+        assert!(metrics.contains("tokenvault_code_calls_total{outcome=\"error\"} 1"), "{metrics}");
     })
     .await;
 }

@@ -3,6 +3,7 @@
 
 pub mod dto;
 pub mod extract;
+pub mod metrics;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
@@ -27,6 +28,8 @@ pub struct HttpSettings {
     pub shutdown_timeout_secs: u64,
     /// Monthly active tokens included in the plan (usage report).
     pub included_monthly_active_tokens: u64,
+    /// What `GET /metrics` shows (shared with the code-runner decorator of the server).
+    pub metrics: std::sync::Arc<metrics::Metrics>,
 }
 
 impl Default for HttpSettings {
@@ -36,6 +39,7 @@ impl Default for HttpSettings {
             workers: None,
             shutdown_timeout_secs: 30,
             included_monthly_active_tokens: 1000,
+            metrics: std::sync::Arc::default(),
         }
     }
 }
@@ -48,6 +52,7 @@ pub fn server(
     settings: &HttpSettings,
 ) -> std::io::Result<Server> {
     let vault = web::Data::new(vault);
+    let metrics = web::Data::from(settings.metrics.clone());
     let body_limit = settings.body_limit;
     let included = web::Data::new(routes::tenants::IncludedTokens(
         settings.included_monthly_active_tokens,
@@ -56,6 +61,7 @@ pub fn server(
         App::new()
             .app_data(vault.clone())
             .app_data(included.clone())
+            .app_data(metrics.clone())
             .app_data(web::PayloadConfig::new(body_limit))
             .wrap(from_fn(trace::trace_requests))
             .configure(routes::meta::configure)
@@ -64,6 +70,7 @@ pub fn server(
             .configure(routes::tokens::configure)
             .configure(routes::reactors::configure)
             .configure(routes::proxies::configure)
+            .route("/metrics", web::get().to(metrics::metrics))
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()

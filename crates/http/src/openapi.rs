@@ -5,6 +5,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::dto;
+use crate::metrics;
 use crate::problem::Problem;
 use crate::routes::{applications, meta, proxies, reactors, tenants, tokens};
 
@@ -37,7 +38,7 @@ impl Modify for ApiKeyHeader {
         reactors::react,
         proxies::create, proxies::list, proxies::get, proxies::update, proxies::delete,
         proxies::invoke,
-        meta::health, meta::openapi,
+        meta::health, meta::openapi, metrics::metrics,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),
     modifiers(&ApiKeyHeader),

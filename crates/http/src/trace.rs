@@ -10,6 +10,7 @@ use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use tracing::Instrument;
 
+use crate::metrics::Metrics;
 use crate::problem::{PROBLEM_JSON, TRACE_ID, TenantResponse, default_detail, problem_response};
 
 /// The trace header, request and response.
@@ -69,6 +70,16 @@ pub async fn trace_requests(
         // request to build a response on (cloning the request before routing is not allowed).
         Err(err) => return Err(err),
     };
+    if let Some(metrics) = res.request().app_data::<actix_web::web::Data<Metrics>>() {
+        // The matched template (`/tokens/{id}`), never the path: ids and aliases stay out.
+        let route = res.request().match_pattern();
+        metrics.request(
+            res.request().method().as_str(),
+            route.as_deref().unwrap_or("unmatched"),
+            res.status().as_u16(),
+            started.elapsed(),
+        );
+    }
     if let Ok(value) = HeaderValue::from_str(&trace_id) {
         res.headers_mut()
             .insert(HeaderName::from_static(TRACE_HEADER), value);

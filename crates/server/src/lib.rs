@@ -15,10 +15,12 @@ use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
 use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
+use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
 use tokenvault_domain::ports::Clock;
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
+use tokenvault_http::metrics::Metrics;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmProxyRepository,
@@ -126,11 +128,20 @@ fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
 pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
-    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
-    open_vault_with(config, cipher).await
+    open_metered_vault(config, Arc::default()).await
 }
 
-async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Result<Vault> {
+/// [`open_vault`], counting code-runner calls in `metrics`.
+async fn open_metered_vault(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<Vault> {
+    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
+    open_vault_with(config, cipher, metrics).await
+}
+
+async fn open_vault_with(
+    config: &Config,
+    cipher: EnvelopeCipher,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<Vault> {
     let url = config.effective_database_url();
     if config.database_url.as_deref().is_none_or(str::is_empty) {
         create_private_dir(&config.data_dir)?;
@@ -167,11 +178,33 @@ async fn open_vault_with(config: &Config, cipher: EnvelopeCipher) -> anyhow::Res
         reactors: Arc::new(SeaOrmReactorRepository::new(db.clone())),
         proxies: Arc::new(SeaOrmProxyRepository::new(db)),
         forwarder: Arc::new(forwarder),
-        code: Arc::new(code),
+        code: Arc::new(CountedRunner {
+            inner: code,
+            metrics,
+        }),
         svc: Arc::new(tokenvault_http::svc::HttpSvcFactory),
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     }))
+}
+
+/// The code runner, counting its calls by outcome for `GET /metrics`.
+struct CountedRunner {
+    inner: QuickJsRunner,
+    metrics: Arc<Metrics>,
+}
+
+#[async_trait::async_trait]
+impl CodeRunner for CountedRunner {
+    async fn check(&self, code: &str) -> Result<(), String> {
+        self.inner.check(code).await
+    }
+
+    async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError> {
+        let outcome = self.inner.run(call).await;
+        self.metrics.code_call(outcome.is_ok());
+        outcome
+    }
 }
 
 /// The configured bootstrap key, validated.
@@ -274,13 +307,15 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let vault = open_vault(&config).await?;
+    let metrics = Arc::new(Metrics::default());
+    let vault = open_metered_vault(&config, metrics.clone()).await?;
     refuse_foreign_master_keys(&vault).await?;
     bootstrap(&vault, &config).await?;
     let settings = HttpSettings {
         body_limit: config.body_limit,
         workers: config.workers,
         included_monthly_active_tokens: config.included_monthly_active_tokens,
+        metrics,
         ..HttpSettings::default()
     };
     let addr = listener.local_addr()?;
@@ -335,7 +370,7 @@ pub async fn rotate_master_key(
     let mut accepted = vec![current_master_key(config)?];
     accepted.extend(previous_master_keys(config)?);
     let id = new.id_hex();
-    let vault = open_vault_with(config, EnvelopeCipher::new(new, accepted)).await?;
+    let vault = open_vault_with(config, EnvelopeCipher::new(new, accepted), Arc::default()).await?;
     let rewrapped = vault
         .rotate_master_key()
         .await

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::dto::{Paginated, format_time};
 use crate::extract::{Caller, Json, QueryParams, path_uuid};
+use crate::metrics::Metrics;
 use crate::problem::{ApiError, Problem, TenantResponse, current_trace_id};
 use crate::routes::reactors::IdRef;
 
@@ -257,6 +258,7 @@ fn proxy_error(err: ApiError) -> HttpResponse {
     security(("api_key" = [])))]
 pub async fn invoke(
     vault: web::Data<Vault>,
+    metrics: web::Data<Metrics>,
     request: HttpRequest,
     body: web::Bytes,
 ) -> HttpResponse {
@@ -300,8 +302,14 @@ pub async fn invoke(
         trace_id: current_trace_id(),
     };
     match vault.invoke_proxy(call).await {
-        Ok(reply) => reply_response(reply),
-        Err(e) => proxy_error(ApiError::from(e)),
+        Ok(reply) => {
+            metrics.proxy_call(Some(reply.destination_status));
+            reply_response(reply)
+        }
+        Err(e) => {
+            metrics.proxy_call(None);
+            proxy_error(ApiError::from(e))
+        }
     }
 }
 
