@@ -8,6 +8,7 @@ mod m20261123_000002_tokens;
 mod m20261124_000003_dedup_per_container;
 mod m20261124_000004_reactors;
 mod m20261125_000005_proxies;
+mod m20261126_000006_idempotency;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000003_dedup_per_container::Migration),
             Box::new(m20261124_000004_reactors::Migration),
             Box::new(m20261125_000005_proxies::Migration),
+            Box::new(m20261126_000006_idempotency::Migration),
         ]
     }
 }

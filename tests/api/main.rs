@@ -8,6 +8,7 @@ mod architecture;
 mod attacks;
 mod auth;
 mod errors;
+mod idempotency;
 mod operating;
 mod proxies;
 mod reactors;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokenvault_persistence::testing::backends;
-use tokenvault_tests::{TestApp, on_each_backend};
+use tokenvault_tests::{TestApp, on_each_backend, on_each_backend_with};
 
 #[tokio::test]
 async fn bootstrap_is_idempotent_across_restarts() {
@@ -180,5 +180,89 @@ async fn metrics_count_requests_by_route_template_never_by_path() {
         assert!(!text.contains("some-alias-that-shows-data"));
         assert!(!text.contains(&key));
     })
+    .await;
+}
+
+#[tokio::test]
+async fn an_application_over_its_rate_gets_429_with_retry_after() {
+    on_each_backend_with(
+        |config| config.rate_limit_per_second = 2,
+        async |app| {
+            let other = app.app("management", &["application:read"]).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // A burst of twice the rate passes, then 429 with Retry-After.
+            let mut statuses = Vec::new();
+            let mut retry_after = None;
+            for _ in 0..8 {
+                let res = app.get("/applications").await;
+                if res.status() == 429 {
+                    retry_after = res.headers().get("retry-after").cloned();
+                    let body: Value = res.json().await.unwrap();
+                    assert_eq!(body["status"], 429);
+                    statuses.push(429);
+                } else {
+                    statuses.push(res.status().as_u16());
+                }
+            }
+            assert_eq!(&statuses[..4], &[200, 200, 200, 200], "{statuses:?}");
+            assert!(statuses.contains(&429), "{statuses:?}");
+            let seconds: u64 = retry_after.unwrap().to_str().unwrap().parse().unwrap();
+            assert!((1..=2).contains(&seconds));
+            // Another application has its own allowance.
+            let res = app
+                .request_as(other["key"].as_str(), reqwest::Method::GET, "/applications")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 200);
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn browsers_of_configured_origins_may_call_the_api() {
+    on_each_backend_with(
+        |config| config.cors_origins = "https://shop.example".into(),
+        async |app| {
+            let preflight = app
+                .request_as(None, reqwest::Method::OPTIONS, "/tokens")
+                .header("Origin", "https://shop.example")
+                .header("Access-Control-Request-Method", "POST")
+                .header("Access-Control-Request-Headers", "svc-api-key,content-type")
+                .send()
+                .await
+                .unwrap();
+            assert!(preflight.status().is_success(), "{}", preflight.status());
+            let h = preflight.headers();
+            assert_eq!(h["access-control-allow-origin"], "https://shop.example");
+            let allowed = h["access-control-allow-headers"]
+                .to_str()
+                .unwrap()
+                .to_ascii_lowercase();
+            assert!(allowed.contains("svc-api-key"), "{allowed}");
+            // The request itself carries the header for the configured origin only.
+            let public = app.app("public", &["token:create"]).await;
+            let res = app
+                .request_as(public["key"].as_str(), reqwest::Method::POST, "/tokens")
+                .header("Origin", "https://shop.example")
+                .json(&serde_json::json!({"type": "token", "data": "x"}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201);
+            assert_eq!(
+                res.headers()["access-control-allow-origin"],
+                "https://shop.example"
+            );
+            let res = app
+                .request_as(Some(&app.key), reqwest::Method::GET, "/applications")
+                .header("Origin", "https://evil.example")
+                .send()
+                .await
+                .unwrap();
+            assert!(res.headers().get("access-control-allow-origin").is_none());
+        },
+    )
     .await;
 }

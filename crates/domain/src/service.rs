@@ -8,8 +8,8 @@ use crate::application::{ApiKey, Application};
 use crate::code::{CodeRunner, SvcFactory};
 use crate::forward::Forwarder;
 use crate::ports::{
-    ApplicationRepository, Cipher, Clock, Expressions, FormulaRepository, KeyService,
-    ProxyRepository, ReactorRepository, TenantRepository, TokenRepository,
+    ApplicationRepository, Cipher, Clock, Expressions, FormulaRepository, IdempotencyRepository,
+    KeyService, ProxyRepository, ReactorRepository, TenantRepository, TokenRepository,
 };
 use crate::tenant::Tenant;
 
@@ -42,6 +42,8 @@ pub struct Ports {
     pub proxies: Arc<dyn ProxyRepository>,
     /// Sends proxied requests to their destinations.
     pub forwarder: Arc<dyn Forwarder>,
+    /// Idempotent requests.
+    pub idempotency: Arc<dyn IdempotencyRepository>,
 }
 
 /// A tenant made outside the API (bootstrap, CLI) with its management key.
@@ -75,6 +77,7 @@ impl Vault {
 
 mod applications;
 mod authenticate;
+mod idempotency;
 mod keys;
 mod proxies;
 mod reactors;
@@ -82,6 +85,7 @@ mod tenants;
 mod tokens;
 mod usage;
 
+pub use idempotency::{Idempotent, StoredResponse};
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use tokens::{TokenView, Tokenized};

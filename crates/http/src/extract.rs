@@ -15,6 +15,7 @@ use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::{ValidationErrors, Vault};
 use uuid::Uuid;
 
+use crate::limit::RateLimit;
 use crate::problem::ApiError;
 
 /// The API key header.
@@ -32,6 +33,7 @@ impl FromRequest for Caller {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let vault = req.app_data::<web::Data<Vault>>().cloned();
+        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
         let key = req
             .headers()
             .get(API_KEY_HEADER)
@@ -45,6 +47,9 @@ impl FromRequest for Caller {
                 )
             })?;
             let principal = vault.authenticate(key.as_deref()).await?;
+            if let Some(limit) = limit {
+                limit.check(principal.application_id)?;
+            }
             tracing::Span::current().record(
                 "application_id",
                 tracing::field::display(principal.application_id),

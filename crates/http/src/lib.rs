@@ -3,6 +3,8 @@
 
 pub mod dto;
 pub mod extract;
+pub mod idempotency;
+pub mod limit;
 pub mod metrics;
 pub mod openapi;
 pub mod problem;
@@ -13,7 +15,7 @@ pub mod trace;
 use std::net::TcpListener;
 
 use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, HttpServer, web};
 use tokenvault_domain::Vault;
 
@@ -28,6 +30,11 @@ pub struct HttpSettings {
     pub shutdown_timeout_secs: u64,
     /// Monthly active tokens included in the plan (usage report).
     pub included_monthly_active_tokens: u64,
+    /// Origins browsers may call the API from (`https://shop.example`), or `*` for any (the caller's origin is echoed); empty:
+    /// no CORS headers.
+    pub cors_origins: Vec<String>,
+    /// Requests a second per application, bursts of twice that (0: no limit).
+    pub rate_limit_per_second: u32,
     /// What `GET /metrics` shows (shared with the code-runner decorator of the server).
     pub metrics: std::sync::Arc<metrics::Metrics>,
 }
@@ -39,9 +46,38 @@ impl Default for HttpSettings {
             workers: None,
             shutdown_timeout_secs: 30,
             included_monthly_active_tokens: 1000,
+            cors_origins: Vec::new(),
+            rate_limit_per_second: 0,
             metrics: std::sync::Arc::default(),
         }
     }
+}
+
+/// CORS for browser callers (token creation with public keys): the configured origins, the
+/// API's methods, the headers a client sends (`SVC-API-KEY`, `Content-Type`, `SVC-TRACE-ID`,
+/// `SVC-IDEMPOTENCY-KEY`) and `SVC-TRACE-ID` readable. Keys travel in a header, never in a
+/// cookie, so no credentials mode. A request from another origin gets no CORS headers (the
+/// browser then withholds the answer); callers without `Origin` are not affected.
+fn cors(origins: &[String]) -> actix_cors::Cors {
+    let mut cors = actix_cors::Cors::default()
+        .allowed_methods(["GET", "POST", "PUT", "PATCH", "DELETE"])
+        .allowed_headers([
+            "content-type",
+            "svc-api-key",
+            "svc-trace-id",
+            "svc-idempotency-key",
+        ])
+        .expose_headers(["svc-trace-id"])
+        .block_on_origin_mismatch(false)
+        .max_age(600);
+    for origin in origins {
+        cors = if origin == "*" {
+            cors.allow_any_origin()
+        } else {
+            cors.allowed_origin(origin)
+        };
+    }
+    cors
 }
 
 /// Builds the server on `listener`. It does not handle signals: the caller stops it through
@@ -53,6 +89,8 @@ pub fn server(
 ) -> std::io::Result<Server> {
     let vault = web::Data::new(vault);
     let metrics = web::Data::from(settings.metrics.clone());
+    let limit = web::Data::new(limit::RateLimit::new(settings.rate_limit_per_second));
+    let origins = settings.cors_origins.clone();
     let body_limit = settings.body_limit;
     let included = web::Data::new(routes::tenants::IncludedTokens(
         settings.included_monthly_active_tokens,
@@ -62,8 +100,11 @@ pub fn server(
             .app_data(vault.clone())
             .app_data(included.clone())
             .app_data(metrics.clone())
+            .app_data(limit.clone())
             .app_data(web::PayloadConfig::new(body_limit))
+            .wrap(from_fn(idempotency::idempotent))
             .wrap(from_fn(trace::trace_requests))
+            .wrap(Condition::new(!origins.is_empty(), cors(&origins)))
             .configure(routes::meta::configure)
             .configure(routes::applications::configure)
             .configure(routes::tenants::configure)

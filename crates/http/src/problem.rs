@@ -58,6 +58,8 @@ pub struct ApiError {
     errors: Option<serde_json::Value>,
     /// A response tenant code asked for, sent as given instead of a problem.
     custom: Option<Box<(StatusCode, serde_json::Value, serde_json::Value)>>,
+    /// Seconds for `Retry-After` (rate limits).
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -68,7 +70,24 @@ impl ApiError {
             detail: detail.into(),
             errors: None,
             custom: None,
+            retry_after: None,
         }
+    }
+
+    /// A 429: the caller is over its rate; it may retry after `seconds`.
+    pub fn too_many_requests(seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "The application is over its rate limit; retry after the Retry-After seconds.",
+            )
+        }
+    }
+
+    /// Seconds for `Retry-After`, on a 429.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     /// A 400 naming the fields.
@@ -78,6 +97,7 @@ impl ApiError {
             detail: "One or more validation errors occurred.".into(),
             errors: Some(fields_json(errors)),
             custom: None,
+            retry_after: None,
         }
     }
 
@@ -123,6 +143,7 @@ impl From<Error> for ApiError {
                 detail: "The request is well-formed but cannot be processed.".into(),
                 errors: Some(fields_json(&errors)),
                 custom: None,
+                retry_after: None,
             },
             Error::Code {
                 status,
@@ -133,6 +154,7 @@ impl From<Error> for ApiError {
                 detail,
                 errors,
                 custom: None,
+                retry_after: None,
             },
             Error::CustomResponse {
                 status,
@@ -146,6 +168,7 @@ impl From<Error> for ApiError {
                     detail: String::new(),
                     errors: None,
                     custom: Some(Box::new((status, headers, body))),
+                    retry_after: None,
                 }
             }
             Error::Destination { status, detail } => Self::new(
@@ -277,6 +300,12 @@ impl ResponseError for ApiError {
             built.extensions_mut().insert(TenantResponse);
             return built;
         }
-        problem_response(self.status, &self.detail, self.errors.clone())
+        let mut response = problem_response(self.status, &self.detail, self.errors.clone());
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }

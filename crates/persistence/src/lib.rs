@@ -3,6 +3,7 @@
 
 mod applications;
 mod entity;
+mod idempotency;
 mod proxies;
 mod reactors;
 mod search;
@@ -23,6 +24,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
 pub use applications::SeaOrmApplicationRepository;
+pub use idempotency::SeaOrmIdempotencyRepository;
 pub use proxies::SeaOrmProxyRepository;
 pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 pub use tenants::SeaOrmTenantRepository;

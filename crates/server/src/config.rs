@@ -56,6 +56,12 @@ pub struct Config {
     /// How long a proxy waits for its destination, in milliseconds
     /// (`TOKENVAULT_PROXY_TIMEOUT_MS`).
     pub proxy_timeout_ms: u64,
+    /// Requests a second per application, bursts of twice that, per instance; 0 (the
+    /// default) for none (`TOKENVAULT_RATE_LIMIT_PER_SECOND`).
+    pub rate_limit_per_second: u32,
+    /// Origins browsers may call the API from, comma-separated (`https://shop.example`), or
+    /// `*`; empty (the default) for no CORS (`TOKENVAULT_CORS_ORIGINS`).
+    pub cors_origins: String,
 }
 
 #[derive(Serialize)]
@@ -74,6 +80,8 @@ struct Defaults {
     proxy_allow_http: bool,
     proxy_allowed_hosts: &'static str,
     proxy_timeout_ms: u64,
+    rate_limit_per_second: u32,
+    cors_origins: &'static str,
 }
 
 const DEFAULTS: Defaults = Defaults {
@@ -91,6 +99,8 @@ const DEFAULTS: Defaults = Defaults {
     proxy_allow_http: false,
     proxy_allowed_hosts: "",
     proxy_timeout_ms: 25_000,
+    rate_limit_per_second: 0,
+    cors_origins: "",
 };
 
 impl Config {
@@ -135,7 +145,37 @@ impl Config {
             proxy_allow_http: false,
             proxy_allowed_hosts: String::new(),
             proxy_timeout_ms: DEFAULTS.proxy_timeout_ms,
+            rate_limit_per_second: 0,
+            cors_origins: String::new(),
         }
+    }
+
+    /// The entries of `TOKENVAULT_CORS_ORIGINS`, each `*` or `scheme://host[:port]`.
+    pub fn cors_origins(&self) -> anyhow::Result<Vec<String>> {
+        self.cors_origins
+            .split(',')
+            .map(str::trim)
+            .filter(|o| !o.is_empty())
+            .map(|origin| {
+                let rest = origin
+                    .strip_prefix("https://")
+                    .or_else(|| origin.strip_prefix("http://"));
+                match rest {
+                    _ if origin == "*" => Ok(origin.to_string()),
+                    Some(host)
+                        if !host.is_empty()
+                            && host.bytes().all(|b| {
+                                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                            }) =>
+                    {
+                        Ok(origin.to_ascii_lowercase())
+                    }
+                    _ => anyhow::bail!(
+                        "TOKENVAULT_CORS_ORIGINS: {origin:?} is not `*` nor an origin like https://shop.example"
+                    ),
+                }
+            })
+            .collect()
     }
 
     /// The entries of `TOKENVAULT_PROXY_ALLOWED_HOSTS`.
@@ -183,6 +223,20 @@ mod tests {
         assert!(!shown.contains("secretsecret"));
         assert!(!shown.contains("bWFzdGVy"));
         assert_eq!(config.master_key.unwrap().expose_secret(), "bWFzdGVy");
+    }
+
+    #[test]
+    fn cors_origins_are_origins() {
+        let mut config = Config::for_tests(String::new(), "d".into());
+        config.cors_origins = " https://Shop.example , http://localhost:3000,*".into();
+        assert_eq!(
+            config.cors_origins().unwrap(),
+            vec!["https://shop.example", "http://localhost:3000", "*"]
+        );
+        for bad in ["shop.example", "https://shop.example/path", "https://"] {
+            config.cors_origins = bad.into();
+            assert!(config.cors_origins().is_err(), "{bad}");
+        }
     }
 
     #[test]

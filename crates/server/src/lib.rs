@@ -23,8 +23,8 @@ use tokenvault_http::HttpSettings;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::{
-    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmProxyRepository,
-    SeaOrmReactorRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmIdempotencyRepository,
+    SeaOrmProxyRepository, SeaOrmReactorRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -176,7 +176,8 @@ async fn open_vault_with(
         tokens: Arc::new(SeaOrmTokenRepository::new(db.clone())),
         formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
         reactors: Arc::new(SeaOrmReactorRepository::new(db.clone())),
-        proxies: Arc::new(SeaOrmProxyRepository::new(db)),
+        proxies: Arc::new(SeaOrmProxyRepository::new(db.clone())),
+        idempotency: Arc::new(SeaOrmIdempotencyRepository::new(db)),
         forwarder: Arc::new(forwarder),
         code: Arc::new(CountedRunner {
             inner: code,
@@ -315,6 +316,8 @@ pub async fn run(
         body_limit: config.body_limit,
         workers: config.workers,
         included_monthly_active_tokens: config.included_monthly_active_tokens,
+        rate_limit_per_second: config.rate_limit_per_second,
+        cors_origins: config.cors_origins()?,
         metrics,
         ..HttpSettings::default()
     };

@@ -310,8 +310,10 @@ pub trait Expressions: Send + Sync {
     fn select(&self, path: &str, data: &Value) -> Result<Value, String>;
 }
 
+mod idempotency;
 mod proxies;
 mod reactors;
 
+pub use idempotency::{Claim, IdempotencyKey, IdempotencyRepository};
 pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};

@@ -4,6 +4,7 @@ pub mod activity;
 pub mod application;
 pub mod association;
 pub mod formula;
+pub mod idempotency;
 pub mod proxy;
 pub mod reactor;
 pub mod tenant;

@@ -18,9 +18,10 @@ use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse}
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
-    ApplicationRepository, Cipher, CipherError, Clock, Expressions, FormulaDelete,
-    FormulaRepository, KeyService, ProxyRepository, ReactorRepository, StoredProxy,
-    TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
+    ApplicationRepository, Cipher, CipherError, Claim, Clock, Expressions, FormulaDelete,
+    FormulaRepository, IdempotencyKey, IdempotencyRepository, KeyService, ProxyRepository,
+    ReactorRepository, StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite,
+    TypeCount,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
@@ -242,6 +243,28 @@ impl ProxyRepository for NoProxies {
     }
 }
 
+/// Idempotency storage for tests that never reach it.
+pub(super) struct NoIdempotency;
+
+#[async_trait]
+impl IdempotencyRepository for NoIdempotency {
+    async fn claim(
+        &self,
+        _: &IdempotencyKey,
+        _: &[u8],
+        _: OffsetDateTime,
+        _: OffsetDateTime,
+    ) -> Result<Claim, RepoError> {
+        Err(RepoError::Backend("no idempotency in this test".into()))
+    }
+    async fn complete(&self, _: &IdempotencyKey, _: &[u8]) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no idempotency in this test".into()))
+    }
+    async fn release(&self, _: &IdempotencyKey) -> Result<(), RepoError> {
+        Err(RepoError::Backend("no idempotency in this test".into()))
+    }
+}
+
 /// A forwarder for tests that never reach it.
 pub(super) struct NoForwarder;
 
@@ -301,6 +324,7 @@ fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
         svc: Arc::new(NoSvc),
         proxies: Arc::new(NoProxies),
         forwarder: Arc::new(NoForwarder),
+        idempotency: Arc::new(NoIdempotency),
     })
 }
 

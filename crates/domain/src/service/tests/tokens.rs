@@ -40,6 +40,7 @@ fn token_vault(tokens: MockTokens) -> Vault {
         svc: Arc::new(NoSvc),
         proxies: Arc::new(NoProxies),
         forwarder: Arc::new(NoForwarder),
+        idempotency: Arc::new(NoIdempotency),
     })
 }
 

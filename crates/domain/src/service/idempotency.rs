@@ -1,0 +1,188 @@
+//! Idempotent requests (docs/decisions.md §11): `SVC-IDEMPOTENCY-KEY` on POST/PUT/PATCH. A key
+//! belongs to the application that sent it; the first success is stored encrypted under the
+//! tenant's data key (it may hold token data or an API key) and replayed for 24 hours; a
+//! request still in flight is a 409; the same key with another request is a 422; a failure is
+//! not stored, so the request may be retried with its key.
+
+use time::Duration;
+
+use crate::auth::Principal;
+use crate::error::{Error, ValidationErrors};
+use crate::ports::{Claim, IdempotencyKey};
+use crate::service::Vault;
+
+/// How long a stored response is replayed.
+const RETENTION: Duration = Duration::hours(24);
+/// The header, for error messages.
+const HEADER: &str = "SVC-IDEMPOTENCY-KEY";
+
+/// A response kept for replay.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// Status.
+    pub status: u16,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for StoredResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The body may hold token data or an API key.
+        f.debug_struct("StoredResponse")
+            .field("status", &self.status)
+            .field("body_len", &self.body.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoredResponse {
+    fn encode(&self) -> Vec<u8> {
+        let content_type = self.content_type.as_deref().unwrap_or("").as_bytes();
+        let length = u16::try_from(content_type.len()).unwrap_or(0);
+        let mut out = Vec::with_capacity(4 + content_type.len() + self.body.len());
+        out.extend_from_slice(&self.status.to_be_bytes());
+        out.extend_from_slice(&length.to_be_bytes());
+        out.extend_from_slice(&content_type[..usize::from(length)]);
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let status = u16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]);
+        let length = usize::from(u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]));
+        let content_type = bytes.get(4..4 + length)?;
+        let content_type = std::str::from_utf8(content_type).ok()?;
+        Some(Self {
+            status,
+            content_type: (!content_type.is_empty()).then(|| content_type.to_string()),
+            body: bytes.get(4 + length..)?.to_vec(),
+        })
+    }
+}
+
+/// What to do with a request that carries a key.
+#[derive(Debug)]
+pub enum Idempotent {
+    /// Run it, then `idempotency_complete` (success) or `idempotency_release` (failure).
+    Proceed,
+    /// Answer with the stored response.
+    Replay(StoredResponse),
+    /// The first request with this key is still running (409).
+    InFlight,
+}
+
+impl Vault {
+    fn idempotency_key(caller: &Principal, key: &str) -> Result<IdempotencyKey, Error> {
+        if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(Error::invalid(
+                HEADER,
+                "must be 1 to 255 visible ASCII characters",
+            ));
+        }
+        Ok(IdempotencyKey {
+            tenant_id: caller.tenant_id,
+            application_id: caller.application_id,
+            key: key.to_string(),
+        })
+    }
+
+    fn context(key: &IdempotencyKey) -> Vec<u8> {
+        format!("idempotency:{}:{}", key.application_id, key.key).into_bytes()
+    }
+
+    /// Claims `key` for a request described by `request` (method, path, query and body): a
+    /// keyed hash of it is kept, never the request itself.
+    pub async fn idempotency_begin(
+        &self,
+        caller: &Principal,
+        key: &str,
+        request: &[u8],
+    ) -> Result<Idempotent, Error> {
+        let key = Self::idempotency_key(caller, key)?;
+        self.ensure_key(caller.tenant_id).await?;
+        let fingerprint = self
+            .ports
+            .cipher
+            .fingerprint(caller.tenant_id, request)
+            .map_err(|e| Error::internal_from("fingerprinting a request", e))?
+            .into_bytes();
+        let now = self.ports.clock.now();
+        let claim = self
+            .ports
+            .idempotency
+            .claim(&key, &fingerprint, now, now - RETENTION)
+            .await?;
+        let mismatch = || {
+            Error::Unprocessable(ValidationErrors::single(
+                HEADER,
+                "this key was used for another request (method, path or body)",
+            ))
+        };
+        match claim {
+            Claim::Claimed => Ok(Idempotent::Proceed),
+            Claim::InFlight { fingerprint: f } if f == fingerprint => Ok(Idempotent::InFlight),
+            Claim::Done {
+                fingerprint: f,
+                response,
+            } if f == fingerprint => {
+                let plain = self
+                    .ports
+                    .cipher
+                    .decrypt(caller.tenant_id, &Self::context(&key), &response)
+                    .map_err(|e| Error::internal_from("decrypting a stored response", e))?;
+                StoredResponse::decode(&plain)
+                    .map(Idempotent::Replay)
+                    .ok_or_else(|| Error::internal("a stored response is malformed"))
+            }
+            Claim::InFlight { .. } | Claim::Done { .. } => Err(mismatch()),
+        }
+    }
+
+    /// Stores the success of the request holding `key`, encrypted.
+    pub async fn idempotency_complete(
+        &self,
+        caller: &Principal,
+        key: &str,
+        response: &StoredResponse,
+    ) -> Result<(), Error> {
+        let key = Self::idempotency_key(caller, key)?;
+        let sealed = self
+            .ports
+            .cipher
+            .encrypt(caller.tenant_id, &Self::context(&key), &response.encode())
+            .map_err(|e| Error::internal_from("encrypting a stored response", e))?;
+        Ok(self.ports.idempotency.complete(&key, &sealed).await?)
+    }
+
+    /// Releases `key`: its request failed and may be retried.
+    pub async fn idempotency_release(&self, caller: &Principal, key: &str) -> Result<(), Error> {
+        let key = Self::idempotency_key(caller, key)?;
+        Ok(self.ports.idempotency.release(&key).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoredResponse;
+
+    #[test]
+    fn stored_responses_round_trip() {
+        for response in [
+            StoredResponse {
+                status: 201,
+                content_type: Some("application/json".into()),
+                body: br#"{"id":"x"}"#.to_vec(),
+            },
+            StoredResponse {
+                status: 204,
+                content_type: None,
+                body: Vec::new(),
+            },
+        ] {
+            assert_eq!(StoredResponse::decode(&response.encode()), Some(response));
+        }
+        assert_eq!(StoredResponse::decode(&[0, 200, 0]), None);
+    }
+}

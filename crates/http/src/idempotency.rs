@@ -1,0 +1,136 @@
+//! `SVC-IDEMPOTENCY-KEY` on POST, PUT and PATCH (docs/decisions.md §11): the first success is
+//! stored (encrypted, by the use cases) and replayed; a request still in flight is a 409; the
+//! same key with another request a 422. Requests without the header, or whose API key does not
+//! authenticate (the route answers those), pass through untouched.
+
+use actix_web::body::{BoxBody, MessageBody, to_bytes};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::web::{self, Bytes};
+use actix_web::{HttpResponse, ResponseError};
+use tokenvault_domain::Vault;
+use tokenvault_domain::service::{Idempotent, StoredResponse};
+
+use crate::extract::API_KEY_HEADER;
+use crate::problem::ApiError;
+
+/// The request header.
+pub const IDEMPOTENCY_HEADER: &str = "svc-idempotency-key";
+
+fn header(req: &ServiceRequest, name: &str) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// The middleware (use with `actix_web::middleware::from_fn`).
+pub async fn idempotent(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let applies = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
+    let (Some(key), true) = (header(&req, IDEMPOTENCY_HEADER), applies) else {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    let Some(vault) = req.app_data::<web::Data<Vault>>().cloned() else {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    let Ok(caller) = vault
+        .authenticate(header(&req, API_KEY_HEADER).as_deref())
+        .await
+    else {
+        return next
+            .call(req)
+            .await
+            .map(ServiceResponse::map_into_boxed_body);
+    };
+    // The body is read here (within the body limit) and handed on to the route.
+    let body = match req.extract::<Bytes>().await {
+        Ok(body) => body,
+        Err(e) => return Ok(req.error_response(e)),
+    };
+    let mut described = Vec::with_capacity(body.len() + 64);
+    for part in [
+        req.method().as_str().as_bytes(),
+        req.path().as_bytes(),
+        req.query_string().as_bytes(),
+    ] {
+        described.extend_from_slice(part);
+        described.push(0);
+    }
+    described.extend_from_slice(&body);
+    req.set_payload(Payload::from(body));
+    match vault.idempotency_begin(&caller, &key, &described).await {
+        Err(e) => Ok(req.error_response(ApiError::from(e))),
+        Ok(Idempotent::InFlight) => Ok(req.error_response(ApiError::new(
+            StatusCode::CONFLICT,
+            "A request with this SVC-IDEMPOTENCY-KEY is still being processed.",
+        ))),
+        Ok(Idempotent::Replay(stored)) => {
+            let mut response =
+                HttpResponse::build(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK));
+            if let Some(ct) = stored.content_type {
+                response.insert_header((CONTENT_TYPE, ct));
+            }
+            Ok(req.into_response(response.body(stored.body)))
+        }
+        Ok(Idempotent::Proceed) => {
+            let res = next.call(req).await;
+            let res = match res {
+                Ok(res) => res,
+                Err(e) => {
+                    let _ = vault.idempotency_release(&caller, &key).await;
+                    return Err(e);
+                }
+            };
+            if !res.status().is_success() {
+                if let Err(e) = vault.idempotency_release(&caller, &key).await {
+                    tracing::warn!(error = %e.chain(), "releasing an idempotency key");
+                }
+                return Ok(res.map_into_boxed_body());
+            }
+            let status = res.status();
+            let content_type = res
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let (req, response) = res.into_parts();
+            let (head, body) = response.into_parts();
+            let Ok(bytes) = to_bytes(body).await else {
+                let _ = vault.idempotency_release(&caller, &key).await;
+                return Ok(ServiceResponse::new(
+                    req,
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "An unexpected error occurred.",
+                    )
+                    .error_response(),
+                ));
+            };
+            let stored = StoredResponse {
+                status: status.as_u16(),
+                content_type,
+                body: bytes.to_vec(),
+            };
+            if let Err(e) = vault.idempotency_complete(&caller, &key, &stored).await {
+                // The request succeeded; only its replay is lost. Free the key for a retry.
+                tracing::error!(error = %e.chain(), "storing an idempotent response");
+                let _ = vault.idempotency_release(&caller, &key).await;
+            }
+            Ok(ServiceResponse::new(
+                req,
+                head.set_body(bytes).map_into_boxed_body(),
+            ))
+        }
+    }
+}
