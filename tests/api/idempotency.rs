@@ -93,6 +93,16 @@ async fn a_repeat_replays_the_first_success_and_creates_nothing() {
             .await
             .unwrap();
         assert_eq!(res.status(), 200);
+        // Answers that show what the caller may see *now* (detokenize, proxies, reactors) are
+        // never stored: the key is ignored there.
+        let reader = app.app("private", &["token:read"]).await;
+        let rkey = reader["key"].as_str().unwrap();
+        let once = unique("detok");
+        for body in [json!({"a": "x"}), json!({"b": "y"})] {
+            let res = send(app, rkey, &once, Method::POST, "/detokenize", &body).await;
+            assert_eq!(res.status(), 200);
+            assert_eq!(res.json::<Value>().await.unwrap(), body);
+        }
         // A malformed key: 400 naming the header.
         let res = send(
             app,

@@ -262,6 +262,14 @@ async fn browsers_of_configured_origins_may_call_the_api() {
                 .await
                 .unwrap();
             assert!(res.headers().get("access-control-allow-origin").is_none());
+            // `/metrics` needs no key: no other origin may read it.
+            let res = app
+                .request_as(None, reqwest::Method::GET, "/metrics")
+                .header("Origin", "https://shop.example")
+                .send()
+                .await
+                .unwrap();
+            assert!(res.headers().get("access-control-allow-origin").is_none());
         },
     )
     .await;

@@ -17,12 +17,17 @@ use uuid::Uuid;
 
 use crate::limit::RateLimit;
 use crate::problem::ApiError;
+use actix_web::HttpMessage as _;
 
 /// The API key header.
 pub const API_KEY_HEADER: &str = "svc-api-key";
 
 /// The deepest JSON nesting accepted (docs/decisions.md §1).
 pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Marks a request whose rate was already counted (by the idempotency middleware).
+#[derive(Clone, Copy, Debug)]
+pub struct RateCounted;
 
 /// The authenticated caller of a route (401 when the key is missing, unknown or expired).
 pub struct Caller(pub Principal);
@@ -33,7 +38,10 @@ impl FromRequest for Caller {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let vault = req.app_data::<web::Data<Vault>>().cloned();
-        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
+        let limit = req
+            .app_data::<web::Data<RateLimit>>()
+            .filter(|_| req.extensions().get::<RateCounted>().is_none())
+            .cloned();
         let key = req
             .headers()
             .get(API_KEY_HEADER)

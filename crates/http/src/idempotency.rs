@@ -3,6 +3,7 @@
 //! same key with another request a 422. Requests without the header, or whose API key does not
 //! authenticate (the route answers those), pass through untouched.
 
+use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody, to_bytes};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::CONTENT_TYPE;
@@ -11,9 +12,11 @@ use actix_web::middleware::Next;
 use actix_web::web::{self, Bytes};
 use actix_web::{HttpResponse, ResponseError};
 use tokenvault_domain::Vault;
+use tokenvault_domain::auth::Principal;
 use tokenvault_domain::service::{Idempotent, StoredResponse};
 
-use crate::extract::API_KEY_HEADER;
+use crate::extract::{API_KEY_HEADER, RateCounted};
+use crate::limit::RateLimit;
 use crate::problem::ApiError;
 
 /// The request header.
@@ -26,12 +29,38 @@ fn header(req: &ServiceRequest, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Routes whose answer is data the caller is allowed to see *now* (detokenized values, a
+/// third party's answer, code output): never stored, never replayed past a permission change.
+fn replayable(path: &str) -> bool {
+    !(path == "/detokenize"
+        || path == "/proxy"
+        || path.starts_with("/proxy/")
+        || (path.starts_with("/reactors/") && path.ends_with("/react")))
+}
+
+/// Releases the key if the request never got to complete it (its future was dropped: the client
+/// went away, the server stopped), so a retry need not wait for the lease to run out.
+struct Held {
+    armed: Option<(web::Data<Vault>, Principal, String)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some((vault, caller, key)) = self.armed.take() {
+            actix_web::rt::spawn(async move {
+                let _ = vault.idempotency_release(&caller, &key).await;
+            });
+        }
+    }
+}
+
 /// The middleware (use with `actix_web::middleware::from_fn`).
 pub async fn idempotent(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let applies = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
+    let applies = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
+        && replayable(req.path());
     let (Some(key), true) = (header(&req, IDEMPOTENCY_HEADER), applies) else {
         return next
             .call(req)
@@ -53,6 +82,13 @@ pub async fn idempotent(
             .await
             .map(ServiceResponse::map_into_boxed_body);
     };
+    // Counted here, before any work, and once: the route's extractor sees it was.
+    if let Some(limit) = req.app_data::<web::Data<RateLimit>>() {
+        if let Err(e) = limit.check(caller.application_id) {
+            return Ok(req.error_response(e));
+        }
+        req.extensions_mut().insert(RateCounted);
+    }
     // The body is read here (within the body limit) and handed on to the route.
     let body = match req.extract::<Bytes>().await {
         Ok(body) => body,
@@ -75,6 +111,10 @@ pub async fn idempotent(
             StatusCode::CONFLICT,
             "A request with this SVC-IDEMPOTENCY-KEY is still being processed.",
         ))),
+        Ok(Idempotent::Unreplayable) => Ok(req.error_response(ApiError::new(
+            StatusCode::CONFLICT,
+            "A request with this SVC-IDEMPOTENCY-KEY succeeded; its response cannot be replayed.",
+        ))),
         Ok(Idempotent::Replay(stored)) => {
             let mut response =
                 HttpResponse::build(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK));
@@ -84,7 +124,11 @@ pub async fn idempotent(
             Ok(req.into_response(response.body(stored.body)))
         }
         Ok(Idempotent::Proceed) => {
+            let mut held = Held {
+                armed: Some((vault.clone(), caller.clone(), key.clone())),
+            };
             let res = next.call(req).await;
+            held.armed = None;
             let res = match res {
                 Ok(res) => res,
                 Err(e) => {
@@ -105,9 +149,10 @@ pub async fn idempotent(
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
             let (req, response) = res.into_parts();
-            let (head, body) = response.into_parts();
+            let (parts, body) = response.into_parts();
             let Ok(bytes) = to_bytes(body).await else {
-                let _ = vault.idempotency_release(&caller, &key).await;
+                // What the route did is done; the key stays held until its lease runs out
+                // rather than letting a retry do it twice.
                 return Ok(ServiceResponse::new(
                     req,
                     ApiError::new(
@@ -123,13 +168,13 @@ pub async fn idempotent(
                 body: bytes.to_vec(),
             };
             if let Err(e) = vault.idempotency_complete(&caller, &key, &stored).await {
-                // The request succeeded; only its replay is lost. Free the key for a retry.
+                // The request succeeded; only its replay is lost. The key stays held until its
+                // lease runs out (409 meanwhile), rather than letting a retry run it twice.
                 tracing::error!(error = %e.chain(), "storing an idempotent response");
-                let _ = vault.idempotency_release(&caller, &key).await;
             }
             Ok(ServiceResponse::new(
                 req,
-                head.set_body(bytes).map_into_boxed_body(),
+                parts.set_body(bytes).map_into_boxed_body(),
             ))
         }
     }

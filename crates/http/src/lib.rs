@@ -59,7 +59,17 @@ impl Default for HttpSettings {
 /// cookie, so no credentials mode. A request from another origin gets no CORS headers (the
 /// browser then withholds the answer); callers without `Origin` are not affected.
 fn cors(origins: &[String]) -> actix_cors::Cors {
-    let mut cors = actix_cors::Cors::default()
+    let any = origins.iter().any(|o| o == "*");
+    let listed: Vec<String> = origins.to_vec();
+    actix_cors::Cors::default()
+        // `/metrics` needs no key: no page of another origin may read it.
+        .allowed_origin_fn(move |origin, head| {
+            head.uri.path() != "/metrics"
+                && (any
+                    || origin
+                        .to_str()
+                        .is_ok_and(|o| listed.iter().any(|l| l.eq_ignore_ascii_case(o))))
+        })
         .allowed_methods(["GET", "POST", "PUT", "PATCH", "DELETE"])
         .allowed_headers([
             "content-type",
@@ -67,17 +77,9 @@ fn cors(origins: &[String]) -> actix_cors::Cors {
             "svc-trace-id",
             "svc-idempotency-key",
         ])
-        .expose_headers(["svc-trace-id"])
+        .expose_headers(["svc-trace-id", "retry-after"])
         .block_on_origin_mismatch(false)
-        .max_age(600);
-    for origin in origins {
-        cors = if origin == "*" {
-            cors.allow_any_origin()
-        } else {
-            cors.allowed_origin(origin)
-        };
-    }
-    cors
+        .max_age(600)
 }
 
 /// Builds the server on `listener`. It does not handle signals: the caller stops it through

@@ -5,7 +5,9 @@
 
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, OnConflict};
-use sea_orm::{ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository};
@@ -36,11 +38,20 @@ impl SeaOrmIdempotencyRepository {
         fingerprint: &[u8],
         now: OffsetDateTime,
         expired_before: OffsetDateTime,
+        stale_before: OffsetDateTime,
     ) -> Result<Option<Claim>, RepoError> {
         Entity::delete_many()
             .filter(Column::ApplicationId.eq(key.application_id))
             .filter(Column::Key.eq(key.key.as_str()))
-            .filter(Column::CreatedAt.lt(expired_before))
+            .filter(
+                Condition::any()
+                    .add(Column::CreatedAt.lt(expired_before))
+                    .add(
+                        Condition::all()
+                            .add(Column::Response.is_null())
+                            .add(Column::CreatedAt.lt(stale_before)),
+                    ),
+            )
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
@@ -94,10 +105,11 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
         fingerprint: &[u8],
         now: OffsetDateTime,
         expired_before: OffsetDateTime,
+        stale_before: OffsetDateTime,
     ) -> Result<Claim, RepoError> {
         for _ in 0..CLAIM_ATTEMPTS {
             if let Some(claim) = self
-                .try_claim(key, fingerprint, now, expired_before)
+                .try_claim(key, fingerprint, now, expired_before, stale_before)
                 .await?
             {
                 return Ok(claim);
@@ -121,6 +133,15 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
             .await
             .map_err(repo_err)?;
         Ok(())
+    }
+
+    async fn delete_expired(&self, expired_before: OffsetDateTime) -> Result<u64, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::CreatedAt.lt(expired_before))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected)
     }
 
     async fn release(&self, key: &IdempotencyKey) -> Result<(), RepoError> {

@@ -60,7 +60,9 @@ fn expired_before(now: OffsetDateTime) -> OffsetDateTime {
 
 async fn claim(repo: &SeaOrmIdempotencyRepository, k: &IdempotencyKey, fp: &[u8]) -> Claim {
     let t = now();
-    repo.claim(k, fp, t, expired_before(t)).await.unwrap()
+    repo.claim(k, fp, t, expired_before(t), expired_before(t))
+        .await
+        .unwrap()
 }
 
 async fn count_rows(db: &DatabaseConnection) -> i64 {
@@ -160,17 +162,23 @@ async fn expired_records_are_replaced() {
         let in_flight = key(r.tenant, done.application_id, "old-in-flight");
         let fresh = key(r.tenant, done.application_id, "fresh");
         for k in [&done, &in_flight] {
-            let c = r.keys.claim(k, &[1], old, expired_before(old)).await;
+            let c = r
+                .keys
+                .claim(k, &[1], old, expired_before(old), expired_before(old))
+                .await;
             assert_eq!(c.unwrap(), Claim::Claimed);
         }
         r.keys.complete(&done, RESPONSE).await.unwrap();
         let c = r
             .keys
-            .claim(&fresh, &[1], t - Duration::hours(1), old)
+            .claim(&fresh, &[1], t - Duration::hours(1), old, old)
             .await;
         assert_eq!(c.unwrap(), Claim::Claimed);
         for k in [&done, &in_flight] {
-            let c = r.keys.claim(k, FINGERPRINT, t, expired_before(t)).await;
+            let c = r
+                .keys
+                .claim(k, FINGERPRINT, t, expired_before(t), expired_before(t))
+                .await;
             assert_eq!(c.unwrap(), Claim::Claimed);
             assert_eq!(
                 claim(&r.keys, k, &[5]).await,
@@ -180,13 +188,72 @@ async fn expired_records_are_replaced() {
             );
         }
         // A record exactly at the boundary, or newer, is kept.
-        let c = r.keys.claim(&fresh, &[2], t, t - Duration::hours(1)).await;
+        let c = r
+            .keys
+            .claim(
+                &fresh,
+                &[2],
+                t,
+                t - Duration::hours(1),
+                t - Duration::hours(1),
+            )
+            .await;
         assert_eq!(
             c.unwrap(),
             Claim::InFlight {
                 fingerprint: vec![1]
             }
         );
+    })
+    .await;
+}
+
+/// A request that died holding its key (no response) frees it after the lease; a done one
+/// stays done; the sweep deletes what is past its 24 hours.
+#[tokio::test]
+async fn stale_in_flight_records_are_replaced_and_old_ones_swept() {
+    each_backend(|r| async move {
+        let t = now();
+        let app = Uuid::now_v7();
+        let died = key(r.tenant, app, "died");
+        let done = key(r.tenant, app, "done");
+        let started = t - Duration::minutes(10);
+        for k in [&died, &done] {
+            let c = r
+                .keys
+                .claim(
+                    k,
+                    &[1],
+                    started,
+                    expired_before(started),
+                    expired_before(started),
+                )
+                .await;
+            assert_eq!(c.unwrap(), Claim::Claimed);
+        }
+        r.keys.complete(&done, RESPONSE).await.unwrap();
+        let lease = t - Duration::minutes(2);
+        let c = r.keys.claim(&died, &[1], t, expired_before(t), lease).await;
+        assert_eq!(c.unwrap(), Claim::Claimed);
+        let c = r.keys.claim(&done, &[1], t, expired_before(t), lease).await;
+        assert!(matches!(c.unwrap(), Claim::Done { .. }));
+        // The sweep: only records older than its bound go.
+        assert_eq!(
+            r.keys
+                .delete_expired(t - Duration::minutes(5))
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            r.keys
+                .delete_expired(t - Duration::minutes(5))
+                .await
+                .unwrap(),
+            0
+        );
+        let c = r.keys.claim(&done, &[1], t, expired_before(t), lease).await;
+        assert_eq!(c.unwrap(), Claim::Claimed);
     })
     .await;
 }

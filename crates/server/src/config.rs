@@ -152,7 +152,8 @@ impl Config {
 
     /// The entries of `TOKENVAULT_CORS_ORIGINS`, each `*` or `scheme://host[:port]`.
     pub fn cors_origins(&self) -> anyhow::Result<Vec<String>> {
-        self.cors_origins
+        let origins: Vec<String> = self
+            .cors_origins
             .split(',')
             .map(str::trim)
             .filter(|o| !o.is_empty())
@@ -175,7 +176,11 @@ impl Config {
                     ),
                 }
             })
-            .collect()
+            .collect::<anyhow::Result<_>>()?;
+        if origins.len() > 1 && origins.iter().any(|o| o == "*") {
+            anyhow::bail!("TOKENVAULT_CORS_ORIGINS: `*` stands alone, not beside origins");
+        }
+        Ok(origins)
     }
 
     /// The entries of `TOKENVAULT_PROXY_ALLOWED_HOSTS`.
@@ -228,12 +233,19 @@ mod tests {
     #[test]
     fn cors_origins_are_origins() {
         let mut config = Config::for_tests(String::new(), "d".into());
-        config.cors_origins = " https://Shop.example , http://localhost:3000,*".into();
+        config.cors_origins = " https://Shop.example , http://localhost:3000".into();
         assert_eq!(
             config.cors_origins().unwrap(),
-            vec!["https://shop.example", "http://localhost:3000", "*"]
+            vec!["https://shop.example", "http://localhost:3000"]
         );
-        for bad in ["shop.example", "https://shop.example/path", "https://"] {
+        config.cors_origins = "*".into();
+        assert_eq!(config.cors_origins().unwrap(), vec!["*"]);
+        for bad in [
+            "shop.example",
+            "https://shop.example/path",
+            "https://",
+            "*,https://a.example",
+        ] {
             config.cors_origins = bad.into();
             assert!(config.cors_origins().is_err(), "{bad}");
         }

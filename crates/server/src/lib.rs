@@ -277,6 +277,11 @@ async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch::Receiver<
                     Ok(n) => tracing::info!(deleted = n, "expired tokens deleted"),
                     Err(e) => tracing::warn!(error = %e, "token expiry sweep failed"),
                 }
+                match vault.purge_idempotency().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "expired idempotency records deleted"),
+                    Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
+                }
             }
             _ = stop.changed() => break,
         }

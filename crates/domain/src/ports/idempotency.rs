@@ -43,15 +43,20 @@ pub enum Claim {
 /// `RepoError::Backend` for any storage failure.
 #[async_trait]
 pub trait IdempotencyRepository: Send + Sync {
-    /// Atomically claims `key` for a request with `fingerprint` at `now`, unless a record of it
-    /// newer than `expired_before` exists (older ones are replaced): what was found.
+    /// Atomically claims `key` for a request with `fingerprint` at `now`, unless a live record
+    /// of it exists: what was found. Records older than `expired_before`, and records still in
+    /// flight older than `stale_before` (their request died), are replaced.
     async fn claim(
         &self,
         key: &IdempotencyKey,
         fingerprint: &[u8],
         now: OffsetDateTime,
         expired_before: OffsetDateTime,
+        stale_before: OffsetDateTime,
     ) -> Result<Claim, RepoError>;
+
+    /// Deletes every record older than `expired_before`; how many.
+    async fn delete_expired(&self, expired_before: OffsetDateTime) -> Result<u64, RepoError>;
 
     /// Stores the response of the request holding `key`.
     async fn complete(&self, key: &IdempotencyKey, response: &[u8]) -> Result<(), RepoError>;

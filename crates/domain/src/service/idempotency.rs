@@ -13,6 +13,12 @@ use crate::service::Vault;
 
 /// How long a stored response is replayed.
 const RETENTION: Duration = Duration::hours(24);
+/// How long a request may hold its key without finishing before the key is free again (its
+/// request died: a dropped connection, a crash).
+const IN_FLIGHT_LEASE: Duration = Duration::minutes(2);
+/// The largest response kept for replay; a larger success is remembered as done but answered
+/// with 409 when repeated.
+const MAX_STORED: usize = 2 << 20;
 /// The header, for error messages.
 const HEADER: &str = "SVC-IDEMPOTENCY-KEY";
 
@@ -71,6 +77,9 @@ pub enum Idempotent {
     Replay(StoredResponse),
     /// The first request with this key is still running (409).
     InFlight,
+    /// The first request with this key succeeded but its response cannot be replayed (too
+    /// large, or it could not be stored): 409, never a second run.
+    Unreplayable,
 }
 
 impl Vault {
@@ -112,7 +121,13 @@ impl Vault {
         let claim = self
             .ports
             .idempotency
-            .claim(&key, &fingerprint, now, now - RETENTION)
+            .claim(
+                &key,
+                &fingerprint,
+                now,
+                now - RETENTION,
+                now - IN_FLIGHT_LEASE,
+            )
             .await?;
         let mismatch = || {
             Error::Unprocessable(ValidationErrors::single(
@@ -132,15 +147,18 @@ impl Vault {
                     .cipher
                     .decrypt(caller.tenant_id, &Self::context(&key), &response)
                     .map_err(|e| Error::internal_from("decrypting a stored response", e))?;
-                StoredResponse::decode(&plain)
-                    .map(Idempotent::Replay)
-                    .ok_or_else(|| Error::internal("a stored response is malformed"))
+                match StoredResponse::decode(&plain) {
+                    Some(stored) if stored.status == 0 => Ok(Idempotent::Unreplayable),
+                    Some(stored) => Ok(Idempotent::Replay(stored)),
+                    None => Err(Error::internal("a stored response is malformed")),
+                }
             }
             Claim::InFlight { .. } | Claim::Done { .. } => Err(mismatch()),
         }
     }
 
-    /// Stores the success of the request holding `key`, encrypted.
+    /// Stores the success of the request holding `key`, encrypted (a response over 2 MiB as a
+    /// marker that it succeeded).
     pub async fn idempotency_complete(
         &self,
         caller: &Principal,
@@ -148,12 +166,32 @@ impl Vault {
         response: &StoredResponse,
     ) -> Result<(), Error> {
         let key = Self::idempotency_key(caller, key)?;
+        let marker = StoredResponse {
+            status: 0,
+            content_type: None,
+            body: Vec::new(),
+        };
+        let kept = if response.body.len() > MAX_STORED {
+            &marker
+        } else {
+            response
+        };
         let sealed = self
             .ports
             .cipher
-            .encrypt(caller.tenant_id, &Self::context(&key), &response.encode())
+            .encrypt(caller.tenant_id, &Self::context(&key), &kept.encode())
             .map_err(|e| Error::internal_from("encrypting a stored response", e))?;
         Ok(self.ports.idempotency.complete(&key, &sealed).await?)
+    }
+
+    /// Deletes the records past their 24 hours (the expiry sweep); how many.
+    pub async fn purge_idempotency(&self) -> Result<u64, Error> {
+        let now = self.ports.clock.now();
+        Ok(self
+            .ports
+            .idempotency
+            .delete_expired(now - RETENTION)
+            .await?)
     }
 
     /// Releases `key`: its request failed and may be retried.

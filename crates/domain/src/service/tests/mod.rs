@@ -254,8 +254,12 @@ impl IdempotencyRepository for NoIdempotency {
         _: &[u8],
         _: OffsetDateTime,
         _: OffsetDateTime,
+        _: OffsetDateTime,
     ) -> Result<Claim, RepoError> {
         Err(RepoError::Backend("no idempotency in this test".into()))
+    }
+    async fn delete_expired(&self, _: OffsetDateTime) -> Result<u64, RepoError> {
+        Ok(0)
     }
     async fn complete(&self, _: &IdempotencyKey, _: &[u8]) -> Result<(), RepoError> {
         Err(RepoError::Backend("no idempotency in this test".into()))
