@@ -46,8 +46,11 @@ struct Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some((vault, caller, key)) = self.armed.take() {
-            actix_web::rt::spawn(async move {
+        // Never panics: without a runtime (the process is ending) the lease frees the key.
+        if let (Some((vault, caller, key)), Ok(runtime)) =
+            (self.armed.take(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(async move {
                 let _ = vault.idempotency_release(&caller, &key).await;
             });
         }
