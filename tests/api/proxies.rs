@@ -56,6 +56,31 @@ async fn assert_proxy_error(res: Response, status: u16) -> Value {
     body["proxy_error"].clone()
 }
 
+/// A GET sent byte for byte as written (no client-side path normalization): status and body.
+async fn raw_get(app: &TestApp, target: &str, api_key: &str, proxy_key: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let request = format!(
+        "GET {target} HTTP/1.1\r\nHost: {addr}\r\nSVC-API-KEY: {api_key}\r\n\
+         SVC-PROXY-KEY: {proxy_key}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    (status, body)
+}
+
 async fn token(c: &Client<'_>, body: Value) -> String {
     let res = c.post("/tokens", &body).await;
     assert_eq!(res.status(), 201, "create token");
@@ -288,7 +313,71 @@ async fn callers_need_a_key_of_the_tenant_holding_token_use() {
             401,
         )
         .await;
+        // A body over the limit is the vault's own error too.
+        let huge = json!({"pad": "x".repeat(app.config.body_limit)});
+        let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&huge)).await;
+        assert_proxy_error(res, 413).await;
+        // The tail stays below the destination's path. Sent raw: an HTTP client library
+        // resolves dot segments (also percent-encoded ones) before sending.
+        for tail in [
+            "/%2e%2e/admin",
+            "/a/%2E/b",
+            "/x%3Fy=1",
+            "/x%23frag",
+            "/../admin",
+        ] {
+            let (status, body) = raw_get(app, &format!("/proxy{tail}"), &caller.key, key).await;
+            assert_eq!(status, 400, "{tail}: {body}");
+            let body: Value = serde_json::from_str(&body).unwrap();
+            assert!(
+                body["proxy_error"]["errors"]["path"].is_array(),
+                "{tail}: {body}"
+            );
+        }
         assert!(dest.received().is_empty());
+        // Attaching an application lends its token rights: it needs application:create or
+        // application:update, for proxies and reactors alike.
+        let lender = app.app("private", &["token:use", "token:read"]).await;
+        let limited = app
+            .app(
+                "management",
+                &["proxy:create", "reactor:create", "reactor:read"],
+            )
+            .await;
+        let res = app
+            .request_as(limited["key"].as_str(), Method::POST, "/proxies")
+            .json(
+                &json!({"name": "lend", "destination_url": dest.url, "require_auth": false,
+                          "application": {"id": lender["id"]}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 403).await;
+        let res = app
+            .request_as(limited["key"].as_str(), Method::POST, "/proxies")
+            .json(&json!({"name": "plain", "destination_url": dest.url}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let res = app
+            .post(
+                "/reactor-formulas",
+                &json!({"name": "f", "code": "module.exports = () => ({});"}),
+            )
+            .await;
+        let formula: Value = res.json().await.unwrap();
+        let res = app
+            .request_as(limited["key"].as_str(), Method::POST, "/reactors")
+            .json(
+                &json!({"name": "r", "configuration": {}, "formula": {"id": formula["id"]},
+                          "application": {"id": lender["id"]}}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 403).await;
     })
     .await;
 }

@@ -19,6 +19,10 @@ use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, HttpServer, web};
 use tokenvault_domain::Vault;
 
+/// The largest request body in bytes, for routes that read their body themselves.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimit(pub usize);
+
 /// Settings of the HTTP server.
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
@@ -104,6 +108,7 @@ pub fn server(
             .app_data(metrics.clone())
             .app_data(limit.clone())
             .app_data(web::PayloadConfig::new(body_limit))
+            .app_data(web::Data::new(BodyLimit(body_limit)))
             .wrap(from_fn(idempotency::idempotent))
             .wrap(from_fn(trace::trace_requests))
             .wrap(Condition::new(!origins.is_empty(), cors(&origins)))

@@ -11,6 +11,7 @@ use tokenvault_domain::service::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::BodyLimit;
 use crate::dto::{Paginated, format_time};
 use crate::extract::{Caller, Json, QueryParams, path_uuid};
 use crate::metrics::Metrics;
@@ -253,15 +254,36 @@ fn proxy_error(err: ApiError) -> HttpResponse {
            ("svc-proxy-key" = Option<String>, Query)),
     responses((status = 200, description = "The destination's answer, whatever its status"),
               (status = 400, description = "proxy_error"), (status = 401, description = "proxy_error"),
-              (status = 403, description = "proxy_error"), (status = 502, description = "proxy_error"),
+              (status = 403, description = "proxy_error"), (status = 413, description = "proxy_error"),
+              (status = 502, description = "proxy_error"),
               (status = 504, description = "proxy_error")),
     security(("api_key" = [])))]
 pub async fn invoke(
     vault: web::Data<Vault>,
     metrics: web::Data<Metrics>,
     request: HttpRequest,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> HttpResponse {
+    // Read here rather than by an extractor, so that a body over the limit is a proxy_error
+    // like every other failure of the vault on this route.
+    let limit = request
+        .app_data::<web::Data<BodyLimit>>()
+        .map_or(usize::MAX, |l| l.0);
+    let body = match payload.to_bytes_limited(limit).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => {
+            return proxy_error(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "The request body could not be read.",
+            ));
+        }
+        Err(_) => {
+            return proxy_error(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The request body is larger than the limit.",
+            ));
+        }
+    };
     let tail = request
         .match_info()
         .get("tail")
