@@ -50,6 +50,19 @@ impl Principal {
         Ok(())
     }
 
+    /// The caller that acts as `app` in a tenant with `settings` (authentication, and code or
+    /// proxies acting as their application).
+    pub fn of_application(app: crate::application::Application, settings: TenantSettings) -> Self {
+        Self {
+            application_id: app.id,
+            tenant_id: app.tenant_id,
+            app_type: app.app_type,
+            permissions: app.permissions,
+            rules: app.rules,
+            settings,
+        }
+    }
+
     /// Whether the caller may attach an application to a proxy or reactor, lending that
     /// application's token rights to whoever invokes it: only those who may grant token
     /// permissions (docs/decisions.md §4: holders of `application:create` or

@@ -59,14 +59,6 @@ pub fn parse_expressions(s: &str, with_filters: bool) -> Vec<Expression> {
     out
 }
 
-/// Parses `{{ id }}` occurrences in a string: (start, end, id) triples.
-pub fn expressions_in(s: &str) -> Vec<(usize, usize, String)> {
-    parse_expressions(s, false)
-        .into_iter()
-        .map(|e| (e.start, e.end, e.id))
-        .collect()
-}
-
 /// Every expression in any string of `v`, in document order.
 pub fn collect_all(v: &Value, with_filters: bool, out: &mut Vec<Expression>) {
     match v {
@@ -75,18 +67,6 @@ pub fn collect_all(v: &Value, with_filters: bool, out: &mut Vec<Expression>) {
         Value::Object(map) => map.values().for_each(|i| collect_all(i, with_filters, out)),
         _ => {}
     }
-}
-
-/// Every token id named by an expression in any string of `v`, in document order.
-pub fn collect_expressions(v: &Value, out: &mut Vec<String>) {
-    let mut all = Vec::new();
-    collect_all(v, false, &mut all);
-    out.extend(all.into_iter().map(|e| e.id));
-}
-
-/// Replaces each `{{ id }}` expression by its token's value (see [`substitute_all`]).
-pub fn substitute(v: Value, values: &BTreeMap<String, Value>) -> Value {
-    substitute_all(v, false, values)
 }
 
 /// Replaces each expression by the value under its [`Expression::key`]: a string that is
@@ -147,14 +127,15 @@ mod tests {
         ]
         .into();
         let body = json!({"a": "{{ abc }}", "b": ["x {{abc}} y {{ obj }}"], "c": "{{obj}}", "d": 5, "e": "{{ nope"});
-        let out = substitute(body, &values);
+        let out = substitute_all(body, false, &values);
         assert_eq!(
             out,
             json!({"a": "secret", "b": ["x secret y {\"n\":1}"], "c": {"n": 1}, "d": 5, "e": "{{ nope"})
         );
-        let mut ids = Vec::new();
-        collect_expressions(&json!(["{{ a1b }}", {"k": "{{ a/b }}"}]), &mut ids);
-        assert_eq!(ids, vec!["a1b".to_string()]);
+        let mut found = Vec::new();
+        collect_all(&json!(["{{ a1b }}", {"k": "{{ a/b }}"}]), false, &mut found);
+        let ids: Vec<&str> = found.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, vec!["a1b"]);
     }
 
     #[test]

@@ -25,9 +25,10 @@ pub const API_KEY_HEADER: &str = "svc-api-key";
 /// The deepest JSON nesting accepted (docs/decisions.md §1).
 pub const MAX_JSON_DEPTH: usize = 64;
 
-/// Marks a request whose rate was already counted (by the idempotency middleware).
-#[derive(Clone, Copy, Debug)]
-pub struct RateCounted;
+/// A request already authenticated, and its rate counted, by the idempotency middleware: the
+/// route's extractor takes the caller from here instead of asking the database again.
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Principal);
 
 /// The authenticated caller of a route (401 when the key is missing, unknown or expired).
 pub struct Caller(pub Principal);
@@ -37,11 +38,15 @@ impl FromRequest for Caller {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        if let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>().cloned() {
+            tracing::Span::current().record(
+                "application_id",
+                tracing::field::display(principal.application_id),
+            );
+            return Box::pin(async move { Ok(Caller(principal)) });
+        }
         let vault = req.app_data::<web::Data<Vault>>().cloned();
-        let limit = req
-            .app_data::<web::Data<RateLimit>>()
-            .filter(|_| req.extensions().get::<RateCounted>().is_none())
-            .cloned();
+        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
         let key = req
             .headers()
             .get(API_KEY_HEADER)

@@ -15,7 +15,7 @@ use tokenvault_domain::Vault;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::service::{Idempotent, StoredResponse};
 
-use crate::extract::{API_KEY_HEADER, RateCounted};
+use crate::extract::{API_KEY_HEADER, Authenticated};
 use crate::limit::RateLimit;
 use crate::problem::ApiError;
 
@@ -85,13 +85,13 @@ pub async fn idempotent(
             .await
             .map(ServiceResponse::map_into_boxed_body);
     };
-    // Counted here, before any work, and once: the route's extractor sees it was.
-    if let Some(limit) = req.app_data::<web::Data<RateLimit>>() {
-        if let Err(e) = limit.check(caller.application_id) {
-            return Ok(req.error_response(e));
-        }
-        req.extensions_mut().insert(RateCounted);
+    // Counted here, before any work, and once: the route takes the caller from the request.
+    if let Some(limit) = req.app_data::<web::Data<RateLimit>>()
+        && let Err(e) = limit.check(caller.application_id)
+    {
+        return Ok(req.error_response(e));
     }
+    req.extensions_mut().insert(Authenticated(caller.clone()));
     // The body is read here (within the body limit) and handed on to the route.
     let body = match req.extract::<Bytes>().await {
         Ok(body) => body,

@@ -20,13 +20,6 @@ impl Vault {
         if app.is_expired(self.ports.clock.now()) {
             return Err(Error::Unauthenticated);
         }
-        Ok(Principal {
-            application_id: app.id,
-            tenant_id: app.tenant_id,
-            app_type: app.app_type,
-            permissions: app.permissions,
-            rules: app.rules,
-            settings,
-        })
+        Ok(Principal::of_application(app, settings))
     }
 }

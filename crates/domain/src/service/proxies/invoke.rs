@@ -314,14 +314,7 @@ impl Vault {
             .await?
             .ok_or(Error::Unauthenticated)?
             .settings;
-        Ok(Some(Principal {
-            application_id: app.id,
-            tenant_id: app.tenant_id,
-            app_type: app.app_type,
-            permissions: app.permissions,
-            rules: app.rules,
-            settings,
-        }))
+        Ok(Some(Principal::of_application(app, settings)))
     }
 
     async fn run_transform(

@@ -103,13 +103,9 @@ impl Vault {
         caller: &Principal,
         reactor: &Reactor,
     ) -> Result<Option<Principal>, Error> {
-        Ok(self.application_of(reactor).await?.map(|app| Principal {
-            application_id: app.id,
-            tenant_id: app.tenant_id,
-            app_type: app.app_type,
-            permissions: app.permissions,
-            rules: app.rules,
-            settings: caller.settings,
-        }))
+        Ok(self
+            .application_of(reactor)
+            .await?
+            .map(|app| Principal::of_application(app, caller.settings)))
     }
 }
