@@ -165,7 +165,7 @@ fn grants(
 ) -> (Vec<Permission>, Vec<AccessRule>) {
     let had_any = !permissions.is_empty() || !rules.is_empty();
     let permissions = access::parse_permissions(ty, permissions, "permissions", errors);
-    let rules = access::parse_rules(ty, rules, errors);
+    let rules = access::parse_rules(access::RuleKind::Application(ty), rules, errors);
     if !had_any {
         errors.add(
             "permissions",

@@ -2,15 +2,19 @@
 
 use uuid::Uuid;
 
-use crate::access::AccessRule;
+use std::sync::Arc;
+
+use crate::access::{AccessRule, RuleScope, TokenRef, Transform};
 use crate::error::Error;
 use crate::permission::{ApplicationType, Permission};
+use crate::ports::Visibility;
 use crate::tenant::TenantSettings;
 
-/// Who is calling: the application behind a valid, unexpired API key.
+/// Who is calling: the application (or session) behind a valid, unexpired API key.
 #[derive(Clone, Debug)]
 pub struct Principal {
-    /// The application.
+    /// The application; for a session, the session's own id (what rate limits, idempotency
+    /// keys and `created_by` are kept by).
     pub application_id: Uuid,
     /// Its tenant: every use case is confined to it.
     pub tenant_id: Uuid,
@@ -22,16 +26,41 @@ pub struct Principal {
     pub rules: Vec<AccessRule>,
     /// Its tenant's settings, read with the key.
     pub settings: TenantSettings,
+    /// Set when the key is a session's: what its authorizer holds now caps what it may do.
+    pub session: Option<Arc<SessionCeiling>>,
+}
+
+/// The rights of the application that authorized a session, read with the session's key: a
+/// session never does more than its authorizer could (docs/decisions.md §4, sessions).
+#[derive(Clone, Debug)]
+pub struct SessionCeiling {
+    /// The authorizing application.
+    pub authorized_by: Uuid,
+    /// Its plain permissions.
+    pub permissions: Vec<Permission>,
+    /// Its rules, by priority.
+    pub rules: Vec<AccessRule>,
 }
 
 impl Principal {
-    /// Whether the caller holds `permission` plainly or through any rule.
+    /// Whether the caller holds `permission` plainly or through any rule (a session: and its
+    /// authorizer does too).
     pub fn holds(&self, permission: Permission) -> bool {
-        self.permissions.contains(&permission)
-            || self
-                .rules
-                .iter()
-                .any(|r| r.permissions.contains(&permission))
+        holds(&self.permissions, &self.rules, permission)
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|c| holds(&c.permissions, &c.rules, permission))
+    }
+
+    /// `Ok` for an application's key, 403 for a session's: sessions hold token permissions
+    /// only and every other endpoint refuses them (docs/decisions.md §4, sessions).
+    pub fn require_application(&self) -> Result<(), Error> {
+        if self.session.is_some() {
+            Err(Error::Forbidden)
+        } else {
+            Ok(())
+        }
     }
 
     /// `Ok` when the caller may give an application these permissions — or act on an application
@@ -60,6 +89,7 @@ impl Principal {
             permissions: app.permissions,
             rules: app.rules,
             settings,
+            session: None,
         }
     }
 
@@ -82,40 +112,72 @@ impl Principal {
 }
 
 impl Principal {
-    /// The transform under which the caller may do `permission` on a token in `container`
-    /// (docs/decisions.md §4), or `None` when no rule or plain permission grants it.
-    pub fn access(
-        &self,
-        container: &crate::container::Container,
-        permission: Permission,
-    ) -> Option<crate::access::Transform> {
-        crate::access::evaluate(&self.rules, &self.permissions, container, permission)
+    /// The transform under which the caller may do `permission` on `token` (docs/decisions.md
+    /// §4), or `None` when no rule or plain permission grants it. A session's is capped by its
+    /// authorizer's decision on the same token: both must grant, and the lesser transform wins.
+    pub fn access(&self, token: TokenRef<'_>, permission: Permission) -> Option<Transform> {
+        let own = crate::access::evaluate(&self.rules, &self.permissions, token, permission)?;
+        match &self.session {
+            None => Some(own),
+            Some(ceiling) => {
+                crate::access::evaluate(&ceiling.rules, &ceiling.permissions, token, permission)
+                    .map(|cap| own.min(cap))
+            }
+        }
     }
 
     /// `Ok(transform)` when granted, 403 otherwise.
     pub fn require_on(
         &self,
-        container: &crate::container::Container,
+        token: TokenRef<'_>,
         permission: Permission,
-    ) -> Result<crate::access::Transform, Error> {
-        self.access(container, permission).ok_or(Error::Forbidden)
+    ) -> Result<Transform, Error> {
+        self.access(token, permission).ok_or(Error::Forbidden)
     }
 
-    /// Which containers the caller may exercise `permission` on, for filtering in a query.
-    pub fn visibility(&self, permission: Permission) -> crate::ports::Visibility {
-        if self.permissions.contains(&permission) {
-            return crate::ports::Visibility::All;
+    /// Which tokens the caller may exercise `permission` on, for filtering in a query.
+    pub fn visibility(&self, permission: Permission) -> Visibility {
+        let own = visibility(&self.permissions, &self.rules, permission);
+        match &self.session {
+            None => own,
+            Some(ceiling) => Visibility::both(
+                own,
+                visibility(&ceiling.permissions, &ceiling.rules, permission),
+            ),
         }
-        let prefixes = self
-            .rules
-            .iter()
-            .filter(|r| r.permissions.contains(&permission))
-            .map(|r| r.container.as_str().to_string())
-            .collect::<Vec<_>>();
-        if prefixes.iter().any(|p| p == "/") {
-            crate::ports::Visibility::All
-        } else {
-            crate::ports::Visibility::Prefixes(prefixes)
+    }
+}
+
+fn holds(permissions: &[Permission], rules: &[AccessRule], permission: Permission) -> bool {
+    permissions.contains(&permission) || rules.iter().any(|r| r.permissions.contains(&permission))
+}
+
+/// The tokens that `permission` is granted on by these grants: every one when it is plain (or a
+/// rule covers `/`); otherwise those some rule listing it covers.
+fn visibility(
+    permissions: &[Permission],
+    rules: &[AccessRule],
+    permission: Permission,
+) -> Visibility {
+    if permissions.contains(&permission) {
+        return Visibility::All;
+    }
+    let mut prefixes = Vec::new();
+    let mut clauses = Vec::new();
+    for rule in rules.iter().filter(|r| r.permissions.contains(&permission)) {
+        match &rule.scope {
+            RuleScope::Container(c) if c.as_str() == "/" => return Visibility::All,
+            RuleScope::Container(c) => prefixes.push(c.as_str().to_string()),
+            RuleScope::Conditions(conditions) => clauses.push(conditions.clone()),
         }
+    }
+    match (prefixes.is_empty(), clauses.is_empty()) {
+        (_, true) => Visibility::Prefixes(prefixes),
+        (true, false) => Visibility::Conditions(clauses),
+        // Never made (rules of one principal are all of one kind), but kept exact: either.
+        (false, false) => Visibility::Either(
+            Box::new(Visibility::Prefixes(prefixes)),
+            Box::new(Visibility::Conditions(clauses)),
+        ),
     }
 }

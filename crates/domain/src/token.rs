@@ -60,6 +60,16 @@ pub struct Token {
     pub expires_at: Option<OffsetDateTime>,
 }
 
+impl Token {
+    /// The token as access rules see it: its id and container.
+    pub fn reference(&self) -> crate::access::TokenRef<'_> {
+        crate::access::TokenRef {
+            id: &self.id,
+            container: &self.container,
+        }
+    }
+}
+
 impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Token")

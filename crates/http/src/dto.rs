@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{OffsetDateTime, UtcOffset};
-use tokenvault_domain::access::{AccessRule, RawRule};
+use tokenvault_domain::access::{AccessRule, RawCondition, RawRule, RuleScope};
 use tokenvault_domain::application::{
     ApiKey, Application, RawApplicationUpdate, RawNewApplication,
 };
@@ -43,9 +43,8 @@ pub struct RuleRequest {
     pub priority: Option<i64>,
     /// Container the rule covers (with everything below it).
     pub container: Option<String>,
-    /// Session rules only; refused on applications.
-    #[schema(value_type = Option<Object>)]
-    pub conditions: Option<serde_json::Value>,
+    /// Session rules only (instead of `container`); refused on applications.
+    pub conditions: Option<Vec<ConditionRequest>>,
     /// `redact`, `mask` or `reveal`.
     pub transform: Option<String>,
     /// Permissions the rule grants.
@@ -58,9 +57,33 @@ impl From<RuleRequest> for RawRule {
             description: r.description,
             priority: r.priority,
             container: r.container,
-            has_conditions: r.conditions.is_some_and(|c| !c.is_null()),
+            conditions: r
+                .conditions
+                .map(|list| list.into_iter().map(Into::into).collect()),
             transform: r.transform,
             permissions: r.permissions,
+        }
+    }
+}
+
+/// A condition of a session rule: it holds when the token's `attribute` compares true with
+/// `value` under `operator`.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct ConditionRequest {
+    /// `id` or `container`.
+    pub attribute: Option<String>,
+    /// `equals` or `starts_with`.
+    pub operator: Option<String>,
+    /// Compared with the token's attribute (containers lower-cased).
+    pub value: Option<String>,
+}
+
+impl From<ConditionRequest> for RawCondition {
+    fn from(c: ConditionRequest) -> Self {
+        RawCondition {
+            attribute: c.attribute,
+            operator: c.operator,
+            value: c.value,
         }
     }
 }
@@ -73,8 +96,12 @@ pub struct RuleResponse {
     pub description: Option<String>,
     /// Precedence (1 first).
     pub priority: u32,
-    /// Container the rule covers.
-    pub container: String,
+    /// Container the rule covers (application rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// Conditions that select the tokens the rule covers (session rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<ConditionRequest>>,
     /// Transform applied.
     pub transform: String,
     /// Permissions granted.
@@ -86,7 +113,22 @@ impl From<&AccessRule> for RuleResponse {
         Self {
             description: r.description.clone(),
             priority: r.priority,
-            container: r.container.as_str().to_string(),
+            container: match &r.scope {
+                RuleScope::Container(c) => Some(c.as_str().to_string()),
+                RuleScope::Conditions(_) => None,
+            },
+            conditions: match &r.scope {
+                RuleScope::Container(_) => None,
+                RuleScope::Conditions(list) => Some(
+                    list.iter()
+                        .map(|c| ConditionRequest {
+                            attribute: Some(c.attribute_name().to_string()),
+                            operator: Some(c.operator_name().to_string()),
+                            value: Some(c.value.clone()),
+                        })
+                        .collect(),
+                ),
+            },
             transform: r.transform.as_str().to_string(),
             permissions: r
                 .permissions

@@ -8,20 +8,17 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect,
 };
-use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
-use tokenvault_domain::access::{AccessRule, Transform};
 use tokenvault_domain::application::{Application, KeyHash};
-use tokenvault_domain::container::Container;
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::permission::ApplicationType;
 use tokenvault_domain::ports::ApplicationRepository;
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
 use crate::entity::application::{self, Column, Entity};
-use crate::repo_err;
+use crate::{grants, repo_err};
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]
@@ -34,17 +31,6 @@ impl SeaOrmApplicationRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self { db }
     }
-}
-
-/// Stored shape of one access rule.
-#[derive(Serialize, Deserialize)]
-struct RuleRecord {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    description: Option<String>,
-    priority: u32,
-    container: String,
-    transform: String,
-    permissions: Vec<String>,
 }
 
 pub(crate) fn hash_hex(hash: &KeyHash) -> String {
@@ -72,64 +58,21 @@ pub(crate) fn hash_from_hex(text: &str) -> Option<KeyHash> {
     Some(KeyHash(out))
 }
 
-fn permissions_json(permissions: &[Permission]) -> String {
-    let names: Vec<&str> = permissions.iter().map(|p| p.as_str()).collect();
-    serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
-}
-
-fn rules_json(rules: &[AccessRule]) -> String {
-    let records: Vec<RuleRecord> = rules
-        .iter()
-        .map(|r| RuleRecord {
-            description: r.description.clone(),
-            priority: r.priority,
-            container: r.container.as_str().to_string(),
-            transform: r.transform.as_str().to_string(),
-            permissions: r
-                .permissions
-                .iter()
-                .map(|p| p.as_str().to_string())
-                .collect(),
-        })
-        .collect();
-    serde_json::to_string(&records).unwrap_or_else(|_| "[]".into())
-}
-
 fn corrupt(what: &str, id: Uuid) -> RepoError {
     RepoError::Backend(format!("stored {what} of application {id} is unreadable").into())
 }
 
-fn parse_permissions(names: &[String], id: Uuid) -> Result<Vec<Permission>, RepoError> {
-    names
-        .iter()
-        .map(|n| Permission::parse(n).ok_or_else(|| corrupt("permission", id)))
-        .collect()
-}
-
 pub(crate) fn to_domain(model: application::Model) -> Result<Application, RepoError> {
     let id = model.id;
-    let names: Vec<String> =
-        serde_json::from_str(&model.permissions).map_err(|_| corrupt("permissions", id))?;
-    let records: Vec<RuleRecord> =
-        serde_json::from_str(&model.rules).map_err(|_| corrupt("rules", id))?;
-    let rules = records
-        .into_iter()
-        .map(|r| {
-            Ok(AccessRule {
-                description: r.description,
-                priority: r.priority,
-                container: Container::parse(&r.container).map_err(|_| corrupt("rule", id))?,
-                transform: Transform::parse(&r.transform).ok_or_else(|| corrupt("rule", id))?,
-                permissions: parse_permissions(&r.permissions, id)?,
-            })
-        })
-        .collect::<Result<Vec<_>, RepoError>>()?;
+    let bad = |what: &str| corrupt(what, id);
+    let permissions = grants::parse_permissions(&model.permissions, &bad)?;
+    let rules = grants::parse_rules(&model.rules, &bad)?;
     Ok(Application {
         id,
         tenant_id: model.tenant_id,
         name: model.name,
         app_type: ApplicationType::parse(&model.app_type).ok_or_else(|| corrupt("type", id))?,
-        permissions: parse_permissions(&names, id)?,
+        permissions,
         rules,
         created_by: model.created_by,
         created_at: model.created_at,
@@ -145,8 +88,8 @@ pub(crate) fn to_active(app: &Application, key_hash: &KeyHash) -> application::A
         tenant_id: Set(app.tenant_id),
         name: Set(app.name.clone()),
         app_type: Set(app.app_type.as_str().to_string()),
-        permissions: Set(permissions_json(&app.permissions)),
-        rules: Set(rules_json(&app.rules)),
+        permissions: Set(grants::permissions_json(&app.permissions)),
+        rules: Set(grants::rules_json(&app.rules)),
         key_hash: Set(hash_hex(key_hash)),
         created_by: Set(app.created_by),
         created_at: Set(app.created_at),
@@ -230,9 +173,12 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .col_expr(Column::Name, Expr::value(application.name.clone()))
             .col_expr(
                 Column::Permissions,
-                Expr::value(permissions_json(&application.permissions)),
+                Expr::value(grants::permissions_json(&application.permissions)),
             )
-            .col_expr(Column::Rules, Expr::value(rules_json(&application.rules)))
+            .col_expr(
+                Column::Rules,
+                Expr::value(grants::rules_json(&application.rules)),
+            )
             .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
             .col_expr(Column::ModifiedAt, Expr::value(application.modified_at))
             .filter(Column::TenantId.eq(application.tenant_id))

@@ -3,6 +3,7 @@
 
 mod applications;
 mod entity;
+mod grants;
 mod idempotency;
 mod proxies;
 mod reactors;

@@ -15,6 +15,7 @@ use sea_orm::{
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
+use tokenvault_domain::access::{ConditionAttribute, ConditionOperator, RuleCondition};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCount, Visibility};
 use tokenvault_domain::token::StoredToken;
@@ -152,20 +153,7 @@ fn filter_condition(
     let mut condition = Condition::all()
         .add(token::Column::TenantId.eq(tenant_id))
         .add(live(now));
-    match &filter.visibility {
-        Visibility::All => {}
-        Visibility::Prefixes(prefixes) if prefixes.is_empty() => return None,
-        Visibility::Prefixes(prefixes) => {
-            let mut any = Condition::any();
-            for p in prefixes {
-                any = any.add(
-                    Expr::col((token::Entity, token::Column::Container))
-                        .like(LikeExpr::new(escape_like(p)).escape('\\')),
-                );
-            }
-            condition = condition.add(any);
-        }
-    }
+    condition = condition.add(visibility_condition(&filter.visibility)?);
     if !filter.ids.is_empty() {
         condition = condition.add(token::Column::Id.is_in(filter.ids.iter().cloned()));
     }
@@ -176,6 +164,64 @@ fn filter_condition(
         condition = condition.add(metadata_equals(backend, k, v));
     }
     Some(condition)
+}
+
+/// The tokens `visibility` admits, or `None` when it admits none.
+fn visibility_condition(visibility: &Visibility) -> Option<Condition> {
+    match visibility {
+        Visibility::All => Some(Condition::all()),
+        Visibility::Prefixes(prefixes) if prefixes.is_empty() => None,
+        Visibility::Prefixes(prefixes) => {
+            let mut any = Condition::any();
+            for p in prefixes {
+                any = any.add(
+                    Expr::col((token::Entity, token::Column::Container))
+                        .like(LikeExpr::new(escape_like(p)).escape('\\')),
+                );
+            }
+            Some(any)
+        }
+        Visibility::Conditions(clauses) if clauses.is_empty() => None,
+        Visibility::Conditions(clauses) => {
+            let mut any = Condition::any();
+            for clause in clauses {
+                let mut all = Condition::all();
+                for c in clause {
+                    all = all.add(rule_condition(c));
+                }
+                any = any.add(all);
+            }
+            Some(any)
+        }
+        Visibility::Both(a, b) => Some(
+            Condition::all()
+                .add(visibility_condition(a)?)
+                .add(visibility_condition(b)?),
+        ),
+        Visibility::Either(a, b) => match (visibility_condition(a), visibility_condition(b)) {
+            (None, None) => None,
+            (Some(c), None) | (None, Some(c)) => Some(c),
+            (Some(a), Some(b)) => Some(Condition::any().add(a).add(b)),
+        },
+    }
+}
+
+/// One session-rule condition on `tokens`. `starts_with` compares a prefix with `substr` rather
+/// than `LIKE`: SQLite's `LIKE` ignores case, and ids are case-sensitive.
+fn rule_condition(c: &RuleCondition) -> sea_orm::sea_query::SimpleExpr {
+    let column = match c.attribute {
+        ConditionAttribute::Id => token::Column::Id,
+        ConditionAttribute::Container => token::Column::Container,
+    };
+    let column = Expr::col((token::Entity, column));
+    match c.operator {
+        ConditionOperator::Equals => column.eq(c.value.as_str()),
+        ConditionOperator::StartsWith => {
+            // `integer` arguments: PostgreSQL has no `substr(text, int, bigint)`.
+            let length = i32::try_from(c.value.chars().count()).unwrap_or(i32::MAX);
+            Expr::expr(Func::cust("substr").arg(column).arg(1).arg(length)).eq(c.value.as_str())
+        }
+    }
 }
 
 /// The children of `parent` that satisfy `condition`, as a query that starts from the

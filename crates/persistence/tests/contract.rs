@@ -5,7 +5,7 @@
 
 use time::{Duration, OffsetDateTime};
 use tokenvault_domain::RepoError;
-use tokenvault_domain::access::{AccessRule, Transform};
+use tokenvault_domain::access::{AccessRule, RuleScope, Transform};
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::container::Container;
 use tokenvault_domain::page::PageRequest;
@@ -45,7 +45,7 @@ fn app(tenant_id: Uuid, created_at: OffsetDateTime) -> Application {
         rules: vec![AccessRule {
             description: Some("pci".into()),
             priority: 1,
-            container: Container::parse("/pci/").unwrap(),
+            scope: RuleScope::Container(Container::parse("/pci/").unwrap()),
             transform: Transform::Mask,
             permissions: vec![Permission::TokenRead],
         }],

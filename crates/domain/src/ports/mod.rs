@@ -134,8 +134,24 @@ pub enum TokenWrite {
 pub enum Visibility {
     /// Every container.
     All,
-    /// Only containers under one of these prefixes.
+    /// Only containers under one of these prefixes (none: no token).
     Prefixes(Vec<String>),
+    /// Only tokens for which every condition of at least one clause holds (none: no token).
+    Conditions(Vec<Vec<crate::access::RuleCondition>>),
+    /// Tokens visible under both.
+    Both(Box<Visibility>, Box<Visibility>),
+    /// Tokens visible under either.
+    Either(Box<Visibility>, Box<Visibility>),
+}
+
+impl Visibility {
+    /// Tokens visible under both `a` and `b` (`All` drops out).
+    pub fn both(a: Self, b: Self) -> Self {
+        match (a, b) {
+            (Self::All, other) | (other, Self::All) => other,
+            (a, b) => Self::Both(Box::new(a), Box::new(b)),
+        }
+    }
 }
 
 /// Filters of a token list; every filter is applied in the query.

@@ -340,6 +340,7 @@ fn principal(permissions: &[Permission]) -> Principal {
         permissions: permissions.to_vec(),
         rules: vec![],
         settings: TenantSettings::default(),
+        session: None,
     }
 }
 

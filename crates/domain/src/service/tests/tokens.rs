@@ -1,7 +1,7 @@
 //! Token use cases: create, read, update, dedup, usage.
 
 use super::*;
-use crate::access::{AccessRule, Transform};
+use crate::access::{AccessRule, RuleScope, Transform};
 use crate::container::Container;
 use crate::ports::Visibility;
 use crate::token::RawNewToken;
@@ -56,6 +56,7 @@ fn caller(
         permissions: permissions.to_vec(),
         rules,
         settings,
+        session: None,
     }
 }
 
@@ -63,7 +64,7 @@ fn rule(container: &str, transform: Transform, permissions: &[Permission]) -> Ac
     AccessRule {
         description: None,
         priority: 1,
-        container: Container::parse(container).unwrap(),
+        scope: RuleScope::Container(Container::parse(container).unwrap()),
         transform,
         permissions: permissions.to_vec(),
     }

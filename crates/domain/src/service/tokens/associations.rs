@@ -70,7 +70,7 @@ impl Vault {
         if !created {
             // Deduplication returned an existing token: linking it is associating two existing
             // tokens, which needs `token:read` on the child too.
-            caller.require_on(&child.token.container, Permission::TokenRead)?;
+            caller.require_on(child.token.reference(), Permission::TokenRead)?;
         }
         match self
             .ports

@@ -104,12 +104,15 @@ impl Vault {
         caller.require(Permission::TokenCreate)?;
         let now = self.ports.clock.now();
         let new = NewToken::parse(raw, now).map_err(Error::Validation)?;
-        caller.require_on(&new.container, Permission::TokenCreate)?;
         self.ensure_key(caller.tenant_id).await?;
         let alias = matches!(new.id, IdSpec::Expression(_));
         let spec = new.id.clone();
         let (mut token, dedup) = self.prepare(caller, new, now)?;
+        // Decided on the token as it will be stored: a session's rules may select by id, which
+        // exists only now (and again for each alias retried below).
+        caller.require_on(token.reference(), Permission::TokenCreate)?;
         if dedup && let Some(existing) = self.existing_duplicate(&token, now).await? {
+            caller.require_on(existing.token.reference(), Permission::TokenCreate)?;
             return Ok((existing, false));
         }
         let mut attempts = 0;
@@ -121,11 +124,13 @@ impl Vault {
                 TokenWrite::DuplicateId if alias && attempts + 1 < ALIAS_ATTEMPTS => {
                     attempts += 1;
                     token.id = self.render_id(&spec, &token.data)?;
+                    caller.require_on(token.reference(), Permission::TokenCreate)?;
                 }
                 TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
                 TokenWrite::DuplicateFingerprint => {
                     // Lost a race with an identical create: return the winner.
                     if let Some(existing) = self.existing_duplicate(&token, now).await? {
+                        caller.require_on(existing.token.reference(), Permission::TokenCreate)?;
                         return Ok((existing, false));
                     }
                     // The index still holds an expired token the sweep has not deleted yet:

@@ -3,6 +3,7 @@
 //! also accept `{{ id | json: '$.path' }}` and other filters).
 
 use super::{MAX_DETOKENIZE, MAX_DETOKENIZED_BYTES};
+use crate::access::TokenRef;
 use crate::auth::Principal;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
@@ -106,7 +107,13 @@ impl Vault {
         for stored in &found {
             let container = Container::parse(&stored.container)
                 .map_err(|_| Error::internal("stored token has an invalid container"))?;
-            transforms.push(caller.require_on(&container, how.permission)?);
+            transforms.push(caller.require_on(
+                TokenRef {
+                    id: &stored.id,
+                    container: &container,
+                },
+                how.permission,
+            )?);
         }
         self.ensure_key(caller.tenant_id).await?;
         let mut shown = BTreeMap::new();

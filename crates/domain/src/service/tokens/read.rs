@@ -2,6 +2,7 @@
 //! containers the caller may read.
 
 use super::TokenView;
+use crate::access::TokenRef;
 use crate::auth::Principal;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
@@ -29,7 +30,13 @@ impl Vault {
             .ok_or(Error::NotFound)?;
         let container = Container::parse(&stored.container)
             .map_err(|_| Error::internal("stored token has an invalid container"))?;
-        caller.require_on(&container, permission)?;
+        caller.require_on(
+            TokenRef {
+                id: &stored.id,
+                container: &container,
+            },
+            permission,
+        )?;
         Ok(stored)
     }
 
@@ -42,7 +49,7 @@ impl Vault {
             .await?;
         self.ensure_key(caller.tenant_id).await?;
         let token = self.decrypt_token(stored)?;
-        let transform = caller.require_on(&token.container, Permission::TokenRead)?;
+        let transform = caller.require_on(token.reference(), Permission::TokenRead)?;
         self.record_active(caller.tenant_id, [token.id.as_str()]);
         let shown = self.show(&token, transform);
         Ok(TokenView { token, shown })
@@ -82,7 +89,7 @@ impl Vault {
         let mut items = Vec::with_capacity(page.items.len());
         for stored in page.items {
             let token = self.decrypt_token(stored)?;
-            let Some(transform) = caller.access(&token.container, Permission::TokenRead) else {
+            let Some(transform) = caller.access(token.reference(), Permission::TokenRead) else {
                 continue; // the query already excludes these; never show one that slipped in
             };
             let shown = self.show(&token, transform);

@@ -29,6 +29,9 @@ impl Vault {
             return Err(Error::Conflict("duplicate token id in the request".into()));
         }
         let (fresh, existing) = self.deduplicate(batch, now).await?;
+        for view in existing.values() {
+            caller.require_on(view.token.reference(), Permission::TokenCreate)?;
+        }
         let stored = fresh
             .iter()
             .map(|(t, dedup)| self.encrypt_token(t, *dedup))
@@ -113,11 +116,11 @@ impl Vault {
                 };
                 match NewToken::parse(raw, now) {
                     Ok(new) => {
-                        caller.require_on(&new.container, Permission::TokenCreate)?;
                         too_many(batch)?;
                         let (token, dedup) = self
                             .prepare(caller, new, now)
                             .map_err(|e| prefix_error(e, path))?;
+                        caller.require_on(token.reference(), Permission::TokenCreate)?;
                         batch.push((token.clone(), dedup));
                         Ok(Tokenized::Token(Box::new(TokenView { token, shown: None })))
                     }
@@ -164,9 +167,9 @@ impl Vault {
                     now,
                 )
                 .map_err(Error::Validation)?;
-                caller.require_on(&new.container, Permission::TokenCreate)?;
                 too_many(batch)?;
                 let (token, dedup) = self.prepare(caller, new, now)?;
+                caller.require_on(token.reference(), Permission::TokenCreate)?;
                 let id = token.id.clone();
                 batch.push((token, dedup));
                 Ok(Tokenized::Id(id))

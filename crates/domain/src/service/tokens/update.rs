@@ -1,7 +1,7 @@
 //! `PATCH /tokens/{id}`: a merge patch ([`TokenPatch`]) with the disclosure rule.
 
 use super::TokenView;
-use crate::access::Transform;
+use crate::access::{TokenRef, Transform};
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
@@ -46,11 +46,17 @@ impl Vault {
         let had_fingerprint = token.fingerprint.is_some();
         let changed = patch.apply(&mut token).map_err(Error::Validation)?;
         if changed.touches_disclosure()
-            && caller.access(&source, Permission::TokenRead) != Some(Transform::Reveal)
+            && caller.access(
+                TokenRef {
+                    id: &token.id,
+                    container: &source,
+                },
+                Permission::TokenRead,
+            ) != Some(Transform::Reveal)
         {
             return Err(Error::Forbidden);
         }
-        let transform = caller.require_on(&token.container, Permission::TokenUpdate)?;
+        let transform = caller.require_on(token.reference(), Permission::TokenUpdate)?;
         let refingerprint = changed.data
             || changed.fingerprint_expression
             || (dedup && token.fingerprint.is_none());

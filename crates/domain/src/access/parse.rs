@@ -1,56 +1,9 @@
-//! Access rules and their evaluation (docs/api.md, Access rules; docs/decisions.md §4).
+//! Validation of access rules and permission lists.
 
+use super::{AccessRule, RawCondition, RuleScope, Transform, parse_conditions};
 use crate::container::Container;
 use crate::error::ValidationErrors;
 use crate::permission::{ApplicationType, Permission};
-
-/// What a read returns of a token's `data`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transform {
-    /// No `data`.
-    Redact,
-    /// The evaluated mask, or no `data` when the token has none.
-    Mask,
-    /// The plaintext.
-    Reveal,
-}
-
-impl Transform {
-    /// Parses the wire name.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "redact" => Some(Self::Redact),
-            "mask" => Some(Self::Mask),
-            "reveal" => Some(Self::Reveal),
-            _ => None,
-        }
-    }
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Redact => "redact",
-            Self::Mask => "mask",
-            Self::Reveal => "reveal",
-        }
-    }
-}
-
-/// A validated access rule of an application: permissions scoped to a container, with a
-/// transform applied to the tokens it grants access to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AccessRule {
-    /// Free text.
-    pub description: Option<String>,
-    /// 1 is evaluated first; unique within an application.
-    pub priority: u32,
-    /// The container (and everything below it) the rule covers.
-    pub container: Container,
-    /// The transform applied when this rule decides.
-    pub transform: Transform,
-    /// Permissions the rule grants (never empty).
-    pub permissions: Vec<Permission>,
-}
 
 /// An access rule as a client sent it, before validation.
 #[derive(Clone, Debug, Default)]
@@ -61,8 +14,8 @@ pub struct RawRule {
     pub priority: Option<i64>,
     /// `container`.
     pub container: Option<String>,
-    /// Whether `conditions` was given (session rules only; refused on applications).
-    pub has_conditions: bool,
+    /// `conditions` (session rules only; refused on applications).
+    pub conditions: Option<Vec<RawCondition>>,
     /// `transform`.
     pub transform: Option<String>,
     /// `permissions`.
@@ -75,14 +28,36 @@ pub const MAX_RULES: usize = 100;
 /// The longest rule description accepted.
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
 
-/// Validates the rules of an application of type `ty`, recording every problem under
-/// `rules.<i>.<field>`. Returns the rules sorted by priority.
+/// Whose rules are parsed: an application's (scoped by `container`) or a session's (scoped by
+/// `conditions`, token permissions only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleKind {
+    /// Rules of an application of this type.
+    Application(ApplicationType),
+    /// Rules of a session.
+    Session,
+}
+
+impl RuleKind {
+    /// The application type whose permissions the rules may name (a session holds token
+    /// permissions only: those of private applications).
+    pub fn permission_type(self) -> ApplicationType {
+        match self {
+            Self::Application(ty) => ty,
+            Self::Session => ApplicationType::Private,
+        }
+    }
+}
+
+/// Validates rules, recording every problem under `rules.<i>.<field>`. Returns the rules sorted
+/// by priority.
 pub fn parse_rules(
-    ty: ApplicationType,
+    kind: RuleKind,
     raw: Vec<RawRule>,
     errors: &mut ValidationErrors,
 ) -> Vec<AccessRule> {
-    if ty == ApplicationType::Management && !raw.is_empty() {
+    let ty = kind.permission_type();
+    if kind == RuleKind::Application(ApplicationType::Management) && !raw.is_empty() {
         errors.add("rules", "management applications cannot have access rules");
         return Vec::new();
     }
@@ -123,23 +98,44 @@ pub fn parse_rules(
                 }
             }
         };
-        if rule.has_conditions {
-            errors.add(
-                field("conditions"),
-                "conditions are only allowed on session rules; use container",
-            );
-            ok = false;
-        }
-        let container = match rule.container.as_deref().map(Container::parse) {
-            None => {
-                errors.add(field("container"), "is required");
-                None
+        let scope = match kind {
+            RuleKind::Application(_) => {
+                if rule.conditions.is_some() {
+                    errors.add(
+                        field("conditions"),
+                        "conditions are only allowed on session rules; use container",
+                    );
+                    ok = false;
+                }
+                match rule.container.as_deref().map(Container::parse) {
+                    None => {
+                        errors.add(field("container"), "is required");
+                        None
+                    }
+                    Some(Err(message)) => {
+                        errors.add(field("container"), message);
+                        None
+                    }
+                    Some(Ok(c)) => Some(RuleScope::Container(c)),
+                }
             }
-            Some(Err(message)) => {
-                errors.add(field("container"), message);
-                None
+            RuleKind::Session => {
+                if rule.container.is_some() {
+                    errors.add(
+                        field("container"),
+                        "session rules are scoped by conditions, not a container",
+                    );
+                    ok = false;
+                }
+                match rule.conditions {
+                    None => {
+                        errors.add(field("conditions"), "is required");
+                        None
+                    }
+                    Some(raw) => parse_conditions(raw, &field("conditions"), errors)
+                        .map(RuleScope::Conditions),
+                }
             }
-            Some(Ok(c)) => Some(c),
         };
         let transform = match rule.transform.as_deref() {
             None => {
@@ -164,13 +160,13 @@ pub fn parse_rules(
             errors.add(field("permissions"), "must not be empty");
             ok = false;
         }
-        if let (true, Some(priority), Some(container), Some(transform), Some(permissions)) =
-            (ok, priority, container, transform, permissions)
+        if let (true, Some(priority), Some(scope), Some(transform), Some(permissions)) =
+            (ok, priority, scope, transform, permissions)
         {
             rules.push(AccessRule {
                 description,
                 priority,
-                container,
+                scope,
                 transform,
                 permissions,
             });
@@ -213,32 +209,6 @@ pub fn parse_permissions(
     ok.then_some(out)
 }
 
-/// Decides access to a token in `container` for `permission` (docs/decisions.md §4): the first rule
-/// (ascending priority) whose container covers the token's and that lists the permission decides;
-/// otherwise a plain permission grants with the implicit transform (`reveal` for use, `mask` for
-/// everything else); otherwise `None` (denied).
-pub fn evaluate(
-    rules: &[AccessRule],
-    plain: &[Permission],
-    container: &Container,
-    permission: Permission,
-) -> Option<Transform> {
-    debug_assert!(rules.windows(2).all(|w| w[0].priority < w[1].priority));
-    rules
-        .iter()
-        .find(|r| r.container.covers(container) && r.permissions.contains(&permission))
-        .map(|r| r.transform)
-        .or_else(|| {
-            plain
-                .contains(&permission)
-                .then_some(if permission == Permission::TokenUse {
-                    Transform::Reveal
-                } else {
-                    Transform::Mask
-                })
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,68 +218,10 @@ mod tests {
             description: Some("r".into()),
             priority: Some(priority),
             container: Some(container.into()),
-            has_conditions: false,
+            conditions: None,
             transform: Some(transform.into()),
             permissions: Some(perms.iter().map(|s| (*s).to_string()).collect()),
         }
-    }
-
-    fn rules(list: Vec<RawRule>) -> Vec<AccessRule> {
-        let mut errors = ValidationErrors::new();
-        let parsed = parse_rules(ApplicationType::Private, list, &mut errors);
-        assert!(errors.is_empty(), "{errors:?}");
-        parsed
-    }
-
-    fn c(path: &str) -> Container {
-        Container::parse(path).unwrap()
-    }
-
-    #[test]
-    fn first_matching_rule_by_priority_decides() {
-        // Given out of order on purpose: evaluation follows priority, not position.
-        let rs = rules(vec![
-            raw(2, "/", "reveal", &["token:read"]),
-            raw(1, "/pci/", "mask", &["token:read"]),
-        ]);
-        assert_eq!(
-            evaluate(&rs, &[], &c("/pci/high/"), Permission::TokenRead),
-            Some(Transform::Mask)
-        );
-        assert_eq!(
-            evaluate(&rs, &[], &c("/bank/"), Permission::TokenRead),
-            Some(Transform::Reveal)
-        );
-    }
-
-    #[test]
-    fn rule_without_the_permission_does_not_decide() {
-        let rs = rules(vec![
-            raw(1, "/pci/", "redact", &["token:create"]),
-            raw(2, "/", "reveal", &["token:read"]),
-        ]);
-        assert_eq!(
-            evaluate(&rs, &[], &c("/pci/"), Permission::TokenRead),
-            Some(Transform::Reveal)
-        );
-    }
-
-    #[test]
-    fn plain_permission_is_the_fallback_with_implicit_transform() {
-        let rs = rules(vec![raw(1, "/pci/", "reveal", &["token:read"])]);
-        let plain = [Permission::TokenRead, Permission::TokenUse];
-        assert_eq!(
-            evaluate(&rs, &plain, &c("/bank/"), Permission::TokenRead),
-            Some(Transform::Mask)
-        );
-        assert_eq!(
-            evaluate(&rs, &plain, &c("/bank/"), Permission::TokenUse),
-            Some(Transform::Reveal)
-        );
-        assert_eq!(
-            evaluate(&rs, &[], &c("/bank/"), Permission::TokenRead),
-            None
-        );
     }
 
     #[test]
@@ -323,7 +235,11 @@ mod tests {
             raw(3, "/x/", "mask", &[]),
             raw(0, "bad", "mask", &["application:create"]),
         ];
-        parse_rules(ApplicationType::Private, list, &mut errors);
+        parse_rules(
+            RuleKind::Application(ApplicationType::Private),
+            list,
+            &mut errors,
+        );
         for field in [
             "rules.0.container",
             "rules.1.priority",
@@ -341,7 +257,7 @@ mod tests {
     fn management_applications_have_no_rules() {
         let mut errors = ValidationErrors::new();
         parse_rules(
-            ApplicationType::Management,
+            RuleKind::Application(ApplicationType::Management),
             vec![raw(1, "/", "reveal", &["token:read"])],
             &mut errors,
         );
@@ -352,8 +268,41 @@ mod tests {
     fn conditions_are_refused_on_application_rules() {
         let mut errors = ValidationErrors::new();
         let mut r = raw(1, "/", "reveal", &["token:read"]);
-        r.has_conditions = true;
-        parse_rules(ApplicationType::Private, vec![r], &mut errors);
+        r.conditions = Some(vec![RawCondition::default()]);
+        parse_rules(
+            RuleKind::Application(ApplicationType::Private),
+            vec![r],
+            &mut errors,
+        );
         assert!(errors.contains("rules.0.conditions"));
+    }
+
+    #[test]
+    fn session_rules_need_conditions_and_no_container() {
+        let mut errors = ValidationErrors::new();
+        let with_container = raw(1, "/", "reveal", &["token:read"]);
+        let mut without_conditions = raw(2, "/", "reveal", &["token:read"]);
+        without_conditions.container = None;
+        let mut management = raw(3, "/", "reveal", &["application:create"]);
+        management.container = None;
+        management.conditions = Some(vec![RawCondition {
+            attribute: Some("id".into()),
+            operator: Some("equals".into()),
+            value: Some("x".into()),
+        }]);
+        let parsed = parse_rules(
+            RuleKind::Session,
+            vec![with_container, without_conditions, management],
+            &mut errors,
+        );
+        assert!(parsed.is_empty());
+        for field in [
+            "rules.0.container",
+            "rules.0.conditions",
+            "rules.1.conditions",
+            "rules.2.permissions.0",
+        ] {
+            assert!(errors.contains(field), "{field} missing from {errors:?}");
+        }
     }
 }
