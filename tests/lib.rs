@@ -131,6 +131,11 @@ impl TestApp {
         self.db.as_ref().expect("database").dump().await
     }
 
+    /// Runs one SQL statement on the server's database behind its back; rows changed.
+    pub async fn execute_sql(&self, sql: &str) -> u64 {
+        self.db.as_ref().expect("database").execute(sql).await
+    }
+
     /// Stops the server and starts it again with a changed configuration.
     pub async fn restart_with(&mut self, adjust: impl FnOnce(&mut Config)) {
         adjust(&mut self.config);

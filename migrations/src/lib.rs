@@ -9,6 +9,8 @@ mod m20261124_000003_dedup_per_container;
 mod m20261124_000004_reactors;
 mod m20261125_000005_proxies;
 mod m20261126_000006_idempotency;
+mod m20261127_000007_sessions;
+mod m20261128_000008_audit_log;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -23,6 +25,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000004_reactors::Migration),
             Box::new(m20261125_000005_proxies::Migration),
             Box::new(m20261126_000006_idempotency::Migration),
+            Box::new(m20261127_000007_sessions::Migration),
+            Box::new(m20261128_000008_audit_log::Migration),
         ]
     }
 }

@@ -6,11 +6,13 @@
 mod applications;
 mod architecture;
 mod attacks;
+mod audit;
 mod auth;
 mod errors;
 mod idempotency;
 mod operating;
 mod proxies;
 mod reactors;
+mod sessions;
 mod tenants;
 mod tokens;

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use tokenvault_domain::application::{ApiKey, KeyHash};
 use tokenvault_domain::ports::KeyService;
 use tokenvault_domain::proxy::ProxyKey;
+use tokenvault_domain::session::Nonce;
 
 const BASE62: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
@@ -46,6 +47,17 @@ impl KeyService for Sha256KeyService {
         let mut digest = Sha256::new();
         digest.update(b"tokenvault proxy key\0");
         digest.update(key.expose().as_bytes());
+        KeyHash(digest.finalize().into())
+    }
+
+    fn generate_nonce(&self) -> Nonce {
+        Nonce::parse(&random_base62(Nonce::LEN)).expect("generated nonces have the nonce format")
+    }
+
+    fn hash_nonce(&self, nonce: &Nonce) -> KeyHash {
+        let mut digest = Sha256::new();
+        digest.update(b"tokenvault session nonce\0");
+        digest.update(nonce.expose().as_bytes());
         KeyHash(digest.finalize().into())
     }
 }

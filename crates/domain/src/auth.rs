@@ -28,6 +28,8 @@ pub struct Principal {
     pub settings: TenantSettings,
     /// Set when the key is a session's: what its authorizer holds now caps what it may do.
     pub session: Option<Arc<SessionCeiling>>,
+    /// The request's trace id (audit log).
+    pub trace_id: Option<String>,
 }
 
 /// The rights of the application that authorized a session, read with the session's key: a
@@ -90,6 +92,7 @@ impl Principal {
             rules: app.rules,
             settings,
             session: None,
+            trace_id: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod application;
+pub mod audit;
 pub mod auth;
 pub mod code;
 pub mod container;
@@ -17,6 +18,7 @@ pub mod ports;
 pub mod proxy;
 pub mod reactor;
 pub mod service;
+pub mod session;
 pub mod template;
 pub mod tenant;
 pub mod token;

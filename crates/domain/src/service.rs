@@ -8,8 +8,9 @@ use crate::application::{ApiKey, Application};
 use crate::code::{CodeRunner, SvcFactory};
 use crate::forward::Forwarder;
 use crate::ports::{
-    ApplicationRepository, Cipher, Clock, Expressions, FormulaRepository, IdempotencyRepository,
-    KeyService, ProxyRepository, ReactorRepository, TenantRepository, TokenRepository,
+    ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
+    IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
+    TenantRepository, TokenRepository,
 };
 use crate::tenant::Tenant;
 
@@ -44,6 +45,10 @@ pub struct Ports {
     pub forwarder: Arc<dyn Forwarder>,
     /// Idempotent requests.
     pub idempotency: Arc<dyn IdempotencyRepository>,
+    /// Session storage.
+    pub sessions: Arc<dyn SessionRepository>,
+    /// The audit log.
+    pub audit: Arc<dyn AuditRepository>,
 }
 
 /// A tenant made outside the API (bootstrap, CLI) with its management key.
@@ -63,6 +68,7 @@ pub struct ProvisionedTenant {
 pub struct Vault {
     ports: Ports,
     activity: Arc<usage::ActivityBuffer>,
+    audit_buffer: Arc<audit::AuditBuffer>,
 }
 
 impl Vault {
@@ -71,16 +77,19 @@ impl Vault {
         Self {
             ports,
             activity: Arc::default(),
+            audit_buffer: Arc::default(),
         }
     }
 }
 
 mod applications;
+mod audit;
 mod authenticate;
 mod idempotency;
 mod keys;
 mod proxies;
 mod reactors;
+mod sessions;
 mod tenants;
 mod tokens;
 mod usage;
@@ -88,6 +97,7 @@ mod usage;
 pub use idempotency::{Idempotent, StoredResponse};
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
+pub use sessions::StartedSession;
 pub use tokens::{TokenView, Tokenized};
 pub use usage::UsageReport;
 

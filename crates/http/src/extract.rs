@@ -38,7 +38,9 @@ impl FromRequest for Caller {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        if let Some(Authenticated(principal)) = req.extensions().get::<Authenticated>().cloned() {
+        if let Some(Authenticated(mut principal)) = req.extensions().get::<Authenticated>().cloned()
+        {
+            principal.trace_id = crate::problem::current_trace_id();
             tracing::Span::current().record(
                 "application_id",
                 tracing::field::display(principal.application_id),
@@ -59,7 +61,8 @@ impl FromRequest for Caller {
                     "An unexpected error occurred.",
                 )
             })?;
-            let principal = vault.authenticate(key.as_deref()).await?;
+            let mut principal = vault.authenticate(key.as_deref()).await?;
+            principal.trace_id = crate::problem::current_trace_id();
             if let Some(limit) = limit {
                 limit.check(principal.application_id)?;
             }

@@ -118,6 +118,8 @@ pub fn server(
             .configure(routes::tokens::configure)
             .configure(routes::reactors::configure)
             .configure(routes::proxies::configure)
+            .configure(routes::sessions::configure)
+            .configure(routes::logs::configure)
             .route("/metrics", web::get().to(metrics::metrics))
             .default_service(web::to(routes::meta::not_found))
     })

@@ -7,7 +7,7 @@ use utoipa::{Modify, OpenApi};
 use crate::dto;
 use crate::metrics;
 use crate::problem::Problem;
-use crate::routes::{applications, meta, proxies, reactors, tenants, tokens};
+use crate::routes::{applications, logs, meta, proxies, reactors, sessions, tenants, tokens};
 
 struct ApiKeyHeader;
 
@@ -38,6 +38,8 @@ impl Modify for ApiKeyHeader {
         reactors::react,
         proxies::create, proxies::list, proxies::get, proxies::update, proxies::delete,
         proxies::invoke,
+        sessions::create, sessions::authorize,
+        logs::list,
         meta::health, meta::openapi, metrics::metrics,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),

@@ -2,12 +2,14 @@
 //! default) and PostgreSQL. SQL errors are translated to [`RepoError`] here and nowhere else.
 
 mod applications;
+mod audit;
 mod entity;
 mod grants;
 mod idempotency;
 mod proxies;
 mod reactors;
 mod search;
+mod sessions;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -25,9 +27,11 @@ use tokenvault_domain::RepoError;
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
 pub use applications::SeaOrmApplicationRepository;
+pub use audit::SeaOrmAuditRepository;
 pub use idempotency::SeaOrmIdempotencyRepository;
 pub use proxies::SeaOrmProxyRepository;
 pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
+pub use sessions::SeaOrmSessionRepository;
 pub use tenants::SeaOrmTenantRepository;
 pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]

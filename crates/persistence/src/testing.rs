@@ -154,6 +154,18 @@ impl TestDatabase {
         }
     }
 
+    /// Runs one SQL statement on the database behind the server's back (tests that tamper
+    /// with stored rows); how many rows it changed.
+    pub async fn execute(&self, sql: &str) -> u64 {
+        use sea_orm::{ConnectionTrait, Statement};
+        let backend = self.db.get_database_backend();
+        self.db
+            .execute_raw(Statement::from_string(backend, sql))
+            .await
+            .expect("execute")
+            .rows_affected()
+    }
+
     /// Closes the pool and removes the database.
     pub async fn destroy(self) {
         let _ = self.db.close().await;

@@ -23,8 +23,9 @@ use tokenvault_http::HttpSettings;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::{
-    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmIdempotencyRepository,
-    SeaOrmProxyRepository, SeaOrmReactorRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+    SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmFormulaRepository,
+    SeaOrmIdempotencyRepository, SeaOrmProxyRepository, SeaOrmReactorRepository,
+    SeaOrmSessionRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -177,7 +178,9 @@ async fn open_vault_with(
         formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
         reactors: Arc::new(SeaOrmReactorRepository::new(db.clone())),
         proxies: Arc::new(SeaOrmProxyRepository::new(db.clone())),
-        idempotency: Arc::new(SeaOrmIdempotencyRepository::new(db)),
+        idempotency: Arc::new(SeaOrmIdempotencyRepository::new(db.clone())),
+        sessions: Arc::new(SeaOrmSessionRepository::new(db.clone())),
+        audit: Arc::new(SeaOrmAuditRepository::new(db)),
         forwarder: Arc::new(forwarder),
         code: Arc::new(CountedRunner {
             inner: code,
@@ -277,6 +280,11 @@ async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch::Receiver<
                     Ok(n) => tracing::info!(deleted = n, "expired tokens deleted"),
                     Err(e) => tracing::warn!(error = %e, "token expiry sweep failed"),
                 }
+                match vault.purge_expired_sessions().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(deleted = n, "expired sessions deleted"),
+                    Err(e) => tracing::warn!(error = %e, "session expiry sweep failed"),
+                }
                 match vault.purge_idempotency().await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(deleted = n, "expired idempotency records deleted"),
@@ -303,6 +311,25 @@ async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
     }
     if let Err(e) = vault.flush_activity().await {
         tracing::warn!(error = %e, "final activity flush failed");
+    }
+}
+
+/// Appends buffered audit events to their tenants' chains every 200 ms, and once more at stop
+/// (a crash loses at most the last 200 ms of entries).
+async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                if let Err(e) = vault.flush_audit().await {
+                    tracing::warn!(error = %e, "audit flush failed");
+                }
+            }
+            _ = stop.changed() => break,
+        }
+    }
+    if let Err(e) = vault.flush_audit().await {
+        tracing::warn!(error = %e, "final audit flush failed");
     }
 }
 
@@ -336,6 +363,7 @@ pub async fn run(
         Duration::from_secs(config.expiry_sweep_secs.max(1)),
         jobs_stopped.clone(),
     ));
+    let audit_flusher = tokio::spawn(flush_audit(vault.clone(), jobs_stopped.clone()));
     let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
     tokio::spawn(async move {
@@ -347,6 +375,7 @@ pub async fn run(
     let _ = stop_jobs.send(true);
     let _ = sweeper.await;
     let _ = flusher.await;
+    let _ = audit_flusher.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -362,10 +391,44 @@ pub async fn create_tenant(
         .provision_tenant(name, owner, None)
         .await
         .map_err(|e| anyhow::anyhow!("cannot create the tenant: {e}"))?;
+    vault
+        .flush_audit()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot write the audit log: {e}"))?;
     Ok(serde_json::json!({
         "tenant": tokenvault_http::dto::TenantResponse::from(made.tenant),
         "management_key": made.key.expose(),
     }))
+}
+
+/// `tokenvault audit verify`: checks every tenant's audit chain (or one tenant's). Returns the
+/// report as JSON and whether every chain holds; a broken chain names its first broken entry.
+pub async fn verify_audit(
+    config: &Config,
+    tenant: Option<Uuid>,
+) -> anyhow::Result<(serde_json::Value, bool)> {
+    let vault = open_vault(config).await?;
+    let results = vault
+        .verify_audit(tenant)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot verify the audit log: {e}"))?;
+    let ok = results.iter().all(|r| r.broken.is_none());
+    let tenants: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "tenant_id": r.tenant_id,
+                "entries": r.entries,
+                "ok": r.broken.is_none(),
+                "first_broken": r.broken.as_ref().map(|b| serde_json::json!({
+                    "sequence": b.seq,
+                    "entry_id": b.entry_id,
+                    "reason": b.reason,
+                })),
+            })
+        })
+        .collect();
+    Ok((serde_json::json!({ "ok": ok, "tenants": tenants }), ok))
 }
 
 /// `tokenvault keys rotate-master`: re-wraps every tenant key under `new_key` (base64). The

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use tokenvault_server::{Config, create_tenant, rotate_master_key, run};
+use tokenvault_server::{Config, create_tenant, rotate_master_key, run, verify_audit};
 use tracing_subscriber::EnvFilter;
 
 /// A self-hostable data-tokenization vault.
@@ -32,6 +32,22 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeyCommand,
+    },
+    /// Check the audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check each tenant's hash chain; print a JSON report naming the first broken entry of
+    /// each broken chain, and exit 1 if any is broken.
+    Verify {
+        /// Only this tenant.
+        #[arg(long)]
+        tenant: Option<uuid::Uuid>,
     },
 }
 
@@ -103,6 +119,16 @@ async fn main() -> anyhow::Result<()> {
             };
             let printed = rotate_master_key(&config, &new_key).await?;
             println!("{}", serde_json::to_string_pretty(&printed)?);
+            Ok(())
+        }
+        Command::Audit {
+            command: AuditCommand::Verify { tenant },
+        } => {
+            let (report, ok) = verify_audit(&config, tenant).await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            if !ok {
+                std::process::exit(1);
+            }
             Ok(())
         }
         Command::Tenants {

@@ -11,6 +11,7 @@ use crate::application::{ApiKey, Application, KeyHash};
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
 use crate::proxy::ProxyKey;
+use crate::session::Nonce;
 use crate::tenant::{Tenant, TenantSettings};
 use crate::token::StoredToken;
 
@@ -106,6 +107,10 @@ pub trait KeyService: Send + Sync {
     fn generate_proxy_key(&self) -> ProxyKey;
     /// The digest a proxy is found by (in a domain of its own: never equal to an API key's).
     fn hash_proxy_key(&self, key: &ProxyKey) -> KeyHash;
+    /// A fresh random session nonce.
+    fn generate_nonce(&self) -> Nonce;
+    /// The digest a nonce is found by (in a domain of its own).
+    fn hash_nonce(&self, nonce: &Nonce) -> KeyHash;
 }
 
 /// The time and identifiers of new resources.
@@ -326,10 +331,14 @@ pub trait Expressions: Send + Sync {
     fn select(&self, path: &str, data: &Value) -> Result<Value, String>;
 }
 
+mod audit;
 mod idempotency;
 mod proxies;
 mod reactors;
+mod sessions;
 
+pub use audit::AuditRepository;
 pub use idempotency::{Claim, IdempotencyKey, IdempotencyRepository};
 pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};
+pub use sessions::{AuthorizedSession, SessionRepository};

@@ -43,6 +43,7 @@ impl Vault {
             .insert(&app, &self.ports.keys.hash(&key))
             .await?;
         tracing::info!(application_id = %app.id, app_type = %app.app_type, "application created");
+        self.audit(caller, "create", "application", [app.id.to_string()]);
         Ok((app, key))
     }
 
@@ -111,6 +112,7 @@ impl Vault {
             return Err(Error::NotFound);
         }
         tracing::info!(application_id = %app.id, "application updated");
+        self.audit(caller, "update", "application", [app.id.to_string()]);
         Ok(app)
     }
 
@@ -136,6 +138,7 @@ impl Vault {
             return Err(Error::NotFound);
         }
         tracing::info!(application_id = %app.id, "application key regenerated");
+        self.audit(caller, "regenerate", "application", [app.id.to_string()]);
         Ok((app, key))
     }
 
@@ -147,6 +150,7 @@ impl Vault {
         caller.may_grant(&app.permissions)?;
         if self.ports.applications.delete(caller.tenant_id, id).await? {
             tracing::info!(application_id = %id, "application deleted");
+            self.audit(caller, "delete", "application", [id.to_string()]);
             Ok(())
         } else {
             Err(Error::NotFound)

@@ -31,6 +31,7 @@ impl Vault {
         if !self.ports.tenants.update(&tenant).await? {
             return Err(Error::NotFound);
         }
+        self.audit(caller, "update", "tenant", [tenant.id.to_string()]);
         Ok(tenant)
     }
 
@@ -104,6 +105,13 @@ impl Vault {
             )
             .await?;
         tracing::info!(tenant_id = %tenant.id, "tenant provisioned");
+        self.audit_system(tenant.id, "create", "tenant", tenant.id.to_string());
+        self.audit_system(
+            tenant.id,
+            "create",
+            "application",
+            application.id.to_string(),
+        );
         Ok(ProvisionedTenant {
             tenant,
             application,

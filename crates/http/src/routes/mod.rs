@@ -1,8 +1,10 @@
 //! Route handlers, one module per resource.
 
 pub mod applications;
+pub mod logs;
 pub mod meta;
 pub mod proxies;
 pub mod reactors;
+pub mod sessions;
 pub mod tenants;
 pub mod tokens;

@@ -170,16 +170,22 @@ impl Vault {
             .proxy;
         let application = self.proxy_application(&proxy).await?;
         let detokenizer = if proxy.require_auth {
-            let caller = self.authenticate(call.api_key.as_deref()).await?;
+            let mut caller = self.authenticate(call.api_key.as_deref()).await?;
+            caller.trace_id.clone_from(&call.trace_id);
             if caller.tenant_id != proxy.tenant_id {
                 return Err(Error::Unauthenticated);
             }
+            caller.require_application()?;
             caller.require(Permission::TokenUse)?;
             Some(caller)
         } else {
             application.clone()
         };
         check_tail(&call.tail)?;
+        match &detokenizer {
+            Some(acting) => self.audit(acting, "invoke", "proxy", [proxy.id.to_string()]),
+            None => self.audit_anonymous(proxy.tenant_id, "invoke", "proxy", proxy.id.to_string()),
+        }
         let json = is_json(&call.headers);
         // The body goes out byte for byte unless an expression was replaced or a transform
         // rewrote it (binary bodies are never detokenized).
@@ -198,6 +204,7 @@ impl Vault {
                 .await?;
             if !used.is_empty() {
                 self.record_active(acting.tenant_id, used.iter().map(String::as_str));
+                self.audit(acting, "use", "token", used.iter().map(String::as_str));
                 body = Some(replaced);
             }
         }

@@ -197,6 +197,7 @@ impl Vault {
                 key_ciphertext,
             })
             .await?;
+        self.audit(caller, "create", "proxy", [proxy.id.to_string()]);
         Ok(ProxyView { proxy, key })
     }
 
@@ -258,6 +259,7 @@ impl Vault {
         if !self.ports.proxies.update(&stored).await? {
             return Err(Error::NotFound);
         }
+        self.audit(caller, "update", "proxy", [id.to_string()]);
         self.proxy_view(stored).await
     }
 
@@ -265,6 +267,7 @@ impl Vault {
     pub async fn delete_proxy(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ProxyDelete)?;
         if self.ports.proxies.delete(caller.tenant_id, id).await? {
+            self.audit(caller, "delete", "proxy", [id.to_string()]);
             Ok(())
         } else {
             Err(Error::NotFound)

@@ -43,6 +43,7 @@ impl Vault {
             modified_at: None,
         };
         self.ports.formulas.insert(&formula).await?;
+        self.audit(caller, "create", "formula", [formula.id.to_string()]);
         Ok(formula)
     }
 
@@ -96,6 +97,7 @@ impl Vault {
         if !self.ports.formulas.update(&formula).await? {
             return Err(Error::NotFound);
         }
+        self.audit(caller, "update", "formula", [id.to_string()]);
         Ok(formula)
     }
 
@@ -103,7 +105,10 @@ impl Vault {
     pub async fn delete_formula(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ReactorDelete)?;
         match self.ports.formulas.delete(caller.tenant_id, id).await? {
-            FormulaDelete::Deleted => Ok(()),
+            FormulaDelete::Deleted => {
+                self.audit(caller, "delete", "formula", [id.to_string()]);
+                Ok(())
+            }
             FormulaDelete::Missing => Err(Error::NotFound),
             FormulaDelete::InUse => Err(Error::Conflict("a reactor uses the formula".into())),
         }

@@ -118,6 +118,7 @@ impl Vault {
             modified_at: None,
         };
         self.ports.reactors.insert(&reactor).await?;
+        self.audit(caller, "create", "reactor", [reactor.id.to_string()]);
         Ok(ReactorView {
             reactor,
             formula,
@@ -206,6 +207,7 @@ impl Vault {
         if !self.ports.reactors.update(&reactor).await? {
             return Err(Error::NotFound);
         }
+        self.audit(caller, "update", "reactor", [id.to_string()]);
         Ok(ReactorView {
             reactor,
             formula,
@@ -217,6 +219,7 @@ impl Vault {
     pub async fn delete_reactor(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ReactorDelete)?;
         if self.ports.reactors.delete(caller.tenant_id, id).await? {
+            self.audit(caller, "delete", "reactor", [id.to_string()]);
             Ok(())
         } else {
             Err(Error::NotFound)

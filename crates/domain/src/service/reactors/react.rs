@@ -35,6 +35,7 @@ impl Vault {
         args: Option<Value>,
         trace_id: Option<String>,
     ) -> Result<ReactResult, Error> {
+        caller.require_application()?;
         caller.require(Permission::TokenUse)?;
         let reactor = self.reactor_of(caller, id).await?;
         let formula = self.formula_of(&reactor).await?;
@@ -72,6 +73,8 @@ impl Vault {
             .await
             .map_err(code_error)?;
         self.record_active(caller.tenant_id, used.iter().map(String::as_str));
+        self.audit(caller, "invoke", "reactor", [id.to_string()]);
+        self.audit(caller, "use", "token", used.iter().map(String::as_str));
         let (raw, tokenize) = match returned {
             Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
             Value::Null => (None, None),

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::{Ports, Vault};
 use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
+use crate::audit::{AuditEntry, AuditFilter, AuditHead};
 use crate::auth::Principal;
 use crate::code::{CodeCall, CodeError, CodeRunner, Svc, SvcFactory};
 use crate::error::{Error, RepoError};
@@ -18,13 +19,14 @@ use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse}
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
-    ApplicationRepository, Cipher, CipherError, Claim, Clock, Expressions, FormulaDelete,
-    FormulaRepository, IdempotencyKey, IdempotencyRepository, KeyService, ProxyRepository,
-    ReactorRepository, StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite,
-    TypeCount,
+    ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
+    Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
+    KeyService, ProxyRepository, ReactorRepository, SessionRepository, StoredProxy,
+    TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
+use crate::session::{Nonce, Session, SessionGrant};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
 use crate::token::StoredToken;
 
@@ -205,6 +207,19 @@ mock! {
         fn hash(&self, key: &ApiKey) -> KeyHash;
         fn generate_proxy_key(&self) -> ProxyKey;
         fn hash_proxy_key(&self, key: &ProxyKey) -> KeyHash;
+        fn generate_nonce(&self) -> Nonce;
+        fn hash_nonce(&self, nonce: &Nonce) -> KeyHash;
+    }
+}
+
+mock! {
+    pub Sessions {}
+    #[async_trait]
+    impl SessionRepository for Sessions {
+        async fn insert(&self, session: &Session, key_hash: &KeyHash, nonce_hash: &KeyHash) -> Result<(), RepoError>;
+        async fn authorize(&self, tenant_id: Uuid, nonce_hash: &KeyHash, authorized_by: Uuid, grant: &SessionGrant, now: OffsetDateTime) -> Result<Option<Uuid>, RepoError>;
+        async fn find_by_key_hash(&self, hash: &KeyHash, now: OffsetDateTime) -> Result<Option<AuthorizedSession>, RepoError>;
+        async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
     }
 }
 
@@ -269,6 +284,85 @@ impl IdempotencyRepository for NoIdempotency {
     }
 }
 
+/// The audit log in memory: entries and heads per tenant, with the repository's compare and
+/// swap; tests may edit `entries` to tamper with the log.
+#[derive(Default)]
+pub(super) struct NoAudit {
+    pub(super) entries: std::sync::Mutex<Vec<AuditEntry>>,
+    pub(super) heads: std::sync::Mutex<std::collections::HashMap<Uuid, AuditHead>>,
+}
+
+#[async_trait]
+impl AuditRepository for NoAudit {
+    async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
+        Ok(self.heads.lock().unwrap().get(&tenant_id).cloned())
+    }
+    async fn append(
+        &self,
+        tenant_id: Uuid,
+        expected: Option<&AuditHead>,
+        entries: &[AuditEntry],
+    ) -> Result<bool, RepoError> {
+        let mut heads = self.heads.lock().unwrap();
+        if heads.get(&tenant_id) != expected {
+            return Ok(false);
+        }
+        if let Some(last) = entries.last() {
+            heads.insert(
+                tenant_id,
+                AuditHead {
+                    seq: last.seq,
+                    hash: last.hash.clone(),
+                },
+            );
+        }
+        self.entries.lock().unwrap().extend(entries.iter().cloned());
+        Ok(true)
+    }
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        _: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, RepoError> {
+        let mut items: Vec<AuditEntry> = self
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.event.tenant_id == tenant_id)
+            .cloned()
+            .collect();
+        items.reverse();
+        Ok(Page {
+            total_items: items.len() as u64,
+            items,
+            request: page,
+        })
+    }
+    async fn chain(
+        &self,
+        tenant_id: Uuid,
+        after: i64,
+        limit: u64,
+    ) -> Result<Vec<AuditEntry>, RepoError> {
+        let mut items: Vec<AuditEntry> = self
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.event.tenant_id == tenant_id && e.seq > after)
+            .cloned()
+            .collect();
+        items.sort_by_key(|e| e.seq);
+        items.truncate(usize::try_from(limit).unwrap());
+        Ok(items)
+    }
+    async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
+        Ok(self.heads.lock().unwrap().keys().copied().collect())
+    }
+}
+
 /// A forwarder for tests that never reach it.
 pub(super) struct NoForwarder;
 
@@ -311,10 +405,14 @@ fn keys() -> MockKeys {
 }
 
 fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
+    Vault::new(ports(tenants, applications))
+}
+
+fn ports(tenants: MockTenants, applications: MockApplications) -> Ports {
     let mut cipher = MockCiph::new();
     cipher.expect_new_tenant_key().returning(|_| vec![1, 2, 3]);
     cipher.expect_forget_tenant_key().return_const(());
-    Vault::new(Ports {
+    Ports {
         tenants: Arc::new(tenants),
         applications: Arc::new(applications),
         keys: Arc::new(keys()),
@@ -329,7 +427,9 @@ fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
         proxies: Arc::new(NoProxies),
         forwarder: Arc::new(NoForwarder),
         idempotency: Arc::new(NoIdempotency),
-    })
+        sessions: Arc::new(MockSessions::new()),
+        audit: Arc::new(NoAudit::default()),
+    }
 }
 
 fn principal(permissions: &[Permission]) -> Principal {
@@ -341,6 +441,7 @@ fn principal(permissions: &[Permission]) -> Principal {
         rules: vec![],
         settings: TenantSettings::default(),
         session: None,
+        trace_id: None,
     }
 }
 
@@ -370,4 +471,6 @@ fn new_private() -> RawNewApplication {
 }
 
 mod applications;
+mod audit;
+mod sessions;
 mod tokens;

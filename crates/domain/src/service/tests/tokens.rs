@@ -41,6 +41,8 @@ fn token_vault(tokens: MockTokens) -> Vault {
         proxies: Arc::new(NoProxies),
         forwarder: Arc::new(NoForwarder),
         idempotency: Arc::new(NoIdempotency),
+        sessions: Arc::new(MockSessions::new()),
+        audit: Arc::new(NoAudit::default()),
     })
 }
 
@@ -57,6 +59,7 @@ fn caller(
         rules,
         settings,
         session: None,
+        trace_id: None,
     }
 }
 

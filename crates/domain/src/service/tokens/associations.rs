@@ -27,7 +27,10 @@ impl Vault {
             .associate(caller.tenant_id, parent, child)
             .await?
         {
-            TokenWrite::Done => Ok(()),
+            TokenWrite::Done => {
+                self.audit(caller, "associate", "token", [parent, child]);
+                Ok(())
+            }
             TokenWrite::Missing => Err(Error::NotFound),
             _ => Err(Error::Conflict("association exists".into())),
         }
@@ -49,6 +52,7 @@ impl Vault {
             .dissociate(caller.tenant_id, parent, child)
             .await?
         {
+            self.audit(caller, "dissociate", "token", [parent, child]);
             Ok(())
         } else {
             Err(Error::NotFound)

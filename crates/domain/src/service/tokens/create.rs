@@ -147,6 +147,7 @@ impl Vault {
             }
         }
         self.record_active(caller.tenant_id, [token.id.as_str()]);
+        self.audit(caller, "create", "token", [token.id.as_str()]);
         tracing::info!(token_type = token.token_type.as_str(), "token created");
         Ok((TokenView { token, shown: None }, true))
     }

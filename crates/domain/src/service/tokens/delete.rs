@@ -12,6 +12,7 @@ impl Vault {
         self.authorize_stored(caller, id, Permission::TokenDelete)
             .await?;
         if self.ports.tokens.delete(caller.tenant_id, id).await? {
+            self.audit(caller, "delete", "token", [id]);
             Ok(())
         } else {
             Err(Error::NotFound)

@@ -64,6 +64,7 @@ impl Vault {
         };
         let (body, used) = self.detokenize_value(caller, body, how).await?;
         self.record_active(caller.tenant_id, used.iter().map(String::as_str));
+        self.audit(caller, "use", "token", used.iter().map(String::as_str));
         Ok(body)
     }
 

@@ -51,6 +51,7 @@ impl Vault {
         let token = self.decrypt_token(stored)?;
         let transform = caller.require_on(token.reference(), Permission::TokenRead)?;
         self.record_active(caller.tenant_id, [token.id.as_str()]);
+        self.audit(caller, "read", "token", [token.id.as_str()]);
         let shown = self.show(&token, transform);
         Ok(TokenView { token, shown })
     }
@@ -96,6 +97,12 @@ impl Vault {
             items.push(TokenView { token, shown });
         }
         self.record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
+        self.audit(
+            caller,
+            "read",
+            "token",
+            items.iter().map(|v| v.token.id.as_str()),
+        );
         Ok(Page {
             items,
             total_items: page.total_items,

@@ -46,6 +46,12 @@ impl Vault {
             .map(|(t, _)| t.id.as_str())
             .chain(existing.values().map(|v| v.token.id.as_str()));
         self.record_active(caller.tenant_id, active);
+        self.audit(
+            caller,
+            "create",
+            "token",
+            fresh.iter().map(|(t, _)| t.id.as_str()),
+        );
         Ok(in_place_of(shape, &existing))
     }
 

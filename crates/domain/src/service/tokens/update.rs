@@ -88,6 +88,7 @@ impl Vault {
             }
         }
         self.record_active(caller.tenant_id, [token.id.as_str()]);
+        self.audit(caller, "update", "token", [token.id.as_str()]);
         // The response shows data under the transform that decided the update access.
         let shown = self.show(&token, transform);
         Ok(TokenView { token, shown })

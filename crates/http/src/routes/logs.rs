@@ -1,0 +1,102 @@
+//! `GET /logs`: the tenant's audit log (docs/decisions.md §11).
+
+use actix_web::{HttpResponse, web};
+use serde::Serialize;
+use tokenvault_domain::Vault;
+use tokenvault_domain::audit::{AuditEntry, AuditFilter};
+use utoipa::ToSchema;
+
+use crate::dto::{Paginated, format_time, parse_time};
+use crate::extract::{Caller, QueryParams};
+use crate::problem::{ApiError, Problem};
+
+type Result<T> = std::result::Result<T, ApiError>;
+
+/// One audit log entry: who did what to which resource — never the data or a key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogEntryResponse {
+    /// Identifier.
+    pub id: String,
+    /// The tenant.
+    pub tenant_id: String,
+    /// `application`, `session`, `system` (command line) or `anonymous` (a proxy without
+    /// authentication).
+    pub actor_type: String,
+    /// The acting application or session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor_id: Option<String>,
+    /// `create`, `update`, `delete`, `regenerate`, `read`, `use`, `invoke`, `authorize`,
+    /// `associate` or `dissociate`.
+    pub operation: String,
+    /// `application`, `tenant`, `token`, `proxy`, `reactor`, `formula` or `session`.
+    pub entity_type: String,
+    /// The resource's id.
+    pub entity_id: String,
+    /// The request's `SVC-TRACE-ID`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// When (RFC 3339 UTC).
+    pub created_at: String,
+    /// Position in the tenant's hash chain (1, 2, 3, …).
+    pub sequence: i64,
+}
+
+impl From<AuditEntry> for LogEntryResponse {
+    fn from(e: AuditEntry) -> Self {
+        let event = e.event;
+        Self {
+            id: event.id.to_string(),
+            tenant_id: event.tenant_id.to_string(),
+            actor_type: event.actor_type,
+            actor_id: event.actor_id.map(|a| a.to_string()),
+            operation: event.operation,
+            entity_type: event.entity_type,
+            entity_id: event.entity_id,
+            trace_id: event.trace_id,
+            created_at: format_time(event.created_at),
+            sequence: e.seq,
+        }
+    }
+}
+
+/// Read the audit log, newest first.
+#[utoipa::path(get, path = "/logs", tag = "logs",
+    params(("entity_type" = Option<String>, Query), ("entity_id" = Option<String>, Query),
+           ("start_date" = Option<String>, Query, description = "RFC 3339, inclusive"),
+           ("end_date" = Option<String>, Query, description = "RFC 3339, inclusive"),
+           ("page" = Option<u64>, Query), ("size" = Option<u64>, Query)),
+    responses((status = 200, body = Paginated<LogEntryResponse>), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn list(
+    vault: web::Data<Vault>,
+    Caller(caller): Caller,
+    query: QueryParams,
+) -> Result<HttpResponse> {
+    let page = query.page()?;
+    let text = |name| {
+        query
+            .first(name)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let date = |name| {
+        query
+            .first(name)
+            .map(|raw| parse_time(name, raw))
+            .transpose()
+    };
+    let filter = AuditFilter {
+        entity_type: text("entity_type"),
+        entity_id: text("entity_id"),
+        start: date("start_date")?,
+        end: date("end_date")?,
+    };
+    let page = vault.audit_log(&caller, filter, page).await?;
+    Ok(HttpResponse::Ok().json(Paginated::from_page(page, LogEntryResponse::from)))
+}
+
+/// Registers the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/logs").route(web::get().to(list)));
+}

@@ -1,0 +1,316 @@
+//! [`AuditRepository`] on SeaORM, in the `audit_log` and `audit_heads` tables.
+//!
+//! An append is one transaction that moves the tenant's head first (a conditional `UPDATE`, or
+//! `INSERT … ON CONFLICT DO NOTHING` for a tenant's first entries) and then inserts the
+//! entries. Moving the head first is deliberate: on PostgreSQL the head row's lock serializes
+//! concurrent appenders (other server instances), the loser re-evaluating its `WHERE` against
+//! the winner's head and matching nothing; on SQLite a write as the transaction's first
+//! statement takes the write lock at once, where a read first would need a lock upgrade that
+//! can fail with `SQLITE_BUSY` instead of waiting. The unique (tenant, seq) index backs this up.
+//!
+//! `created_at` is stored in UTC at microsecond precision. On SQLite, where timestamps are text
+//! and compare as text, it is written (and compared) with exactly six fractional digits: the
+//! driver's own RFC 3339 text drops trailing zeros, and `…05Z` would then sort after
+//! `…05.5Z`.
+
+use async_trait::async_trait;
+use sea_orm::sea_query::{Expr, OnConflict, Query};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection,
+    DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    TransactionTrait, Value,
+};
+use time::{OffsetDateTime, UtcOffset};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::audit::{AuditEntry, AuditFilter, AuditHead, StoredEvent};
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::ports::AuditRepository;
+use uuid::Uuid;
+
+use crate::entity::audit_entry::{self, Column, Entity};
+use crate::entity::audit_head;
+use crate::repo_err;
+
+/// Entries per `INSERT`: 11 parameters each stays well under SQLite's bound-parameter limit.
+const INSERT_CHUNK: usize = 500;
+
+/// The name of the unique (tenant, seq) index, as PostgreSQL reports a violation of it.
+const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
+
+/// The audit log in the `audit_log` and `audit_heads` tables.
+#[derive(Clone, Debug)]
+pub struct SeaOrmAuditRepository {
+    db: DatabaseConnection,
+}
+
+impl SeaOrmAuditRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: DatabaseConnection) -> Self {
+        Self { db }
+    }
+}
+
+/// `t` as `created_at` is stored: UTC, whole microseconds; on SQLite fixed-width text.
+fn timestamp(backend: DatabaseBackend, t: OffsetDateTime) -> Value {
+    let t = t.to_offset(UtcOffset::UTC);
+    let t = t - time::Duration::nanoseconds(i64::from(t.nanosecond() % 1_000));
+    if backend == DatabaseBackend::Sqlite {
+        Value::from(format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.microsecond()
+        ))
+    } else {
+        Value::from(t)
+    }
+}
+
+fn to_domain(m: audit_entry::Model) -> AuditEntry {
+    AuditEntry {
+        event: StoredEvent {
+            id: m.id,
+            tenant_id: m.tenant_id,
+            actor_type: m.actor_type,
+            actor_id: m.actor_id,
+            operation: m.operation,
+            entity_type: m.entity_type,
+            entity_id: m.entity_id,
+            trace_id: m.trace_id,
+            created_at: m.created_at,
+        },
+        seq: m.seq,
+        hash: m.hash,
+    }
+}
+
+/// Refuses entries that would fork or mislabel the chain: each must be the tenant's and follow
+/// the one before it, the first following `expected`.
+fn check_entries(
+    tenant_id: Uuid,
+    expected: Option<&AuditHead>,
+    entries: &[AuditEntry],
+) -> Result<(), RepoError> {
+    let mut previous = expected.map_or(0, |h| h.seq);
+    for e in entries {
+        if e.event.tenant_id != tenant_id {
+            return Err(RepoError::Backend(
+                format!("audit entry {} is not of tenant {tenant_id}", e.event.id).into(),
+            ));
+        }
+        if e.seq != previous + 1 {
+            return Err(RepoError::Backend(
+                format!(
+                    "audit entry {} has seq {} where {} follows",
+                    e.event.id,
+                    e.seq,
+                    previous + 1
+                )
+                .into(),
+            ));
+        }
+        previous = e.seq;
+    }
+    Ok(())
+}
+
+/// One multi-row `INSERT` of `entries`.
+fn insert_entries(
+    backend: DatabaseBackend,
+    entries: &[AuditEntry],
+) -> Result<sea_orm::sea_query::InsertStatement, RepoError> {
+    let mut insert = Query::insert();
+    insert.into_table(Entity).columns([
+        Column::Id,
+        Column::TenantId,
+        Column::Seq,
+        Column::ActorType,
+        Column::ActorId,
+        Column::Operation,
+        Column::EntityType,
+        Column::EntityId,
+        Column::TraceId,
+        Column::CreatedAt,
+        Column::Hash,
+    ]);
+    for entry in entries {
+        let e = &entry.event;
+        insert
+            .values([
+                Expr::value(e.id),
+                Expr::value(e.tenant_id),
+                Expr::value(entry.seq),
+                Expr::value(e.actor_type.clone()),
+                Expr::value(e.actor_id),
+                Expr::value(e.operation.clone()),
+                Expr::value(e.entity_type.clone()),
+                Expr::value(e.entity_id.clone()),
+                Expr::value(e.trace_id.clone()),
+                Expr::value(timestamp(backend, e.created_at)),
+                Expr::value(entry.hash.clone()),
+            ])
+            .map_err(|err| RepoError::Backend(Box::new(err)))?;
+    }
+    Ok(insert)
+}
+
+/// Whether `err` is a violation of the unique (tenant, seq) index: another appender took the
+/// place (any other uniqueness violation, a reused entry id, stays an error).
+fn lost_the_place(err: &DbErr) -> bool {
+    match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(what)) => {
+            what.contains(SEQ_INDEX) || what.contains("audit_log.seq")
+        }
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl AuditRepository for SeaOrmAuditRepository {
+    async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
+        Ok(audit_head::Entity::find_by_id(tenant_id)
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?
+            .map(|m| AuditHead {
+                seq: m.seq,
+                hash: m.hash,
+            }))
+    }
+
+    async fn append(
+        &self,
+        tenant_id: Uuid,
+        expected: Option<&AuditHead>,
+        entries: &[AuditEntry],
+    ) -> Result<bool, RepoError> {
+        let Some(last) = entries.last() else {
+            return Ok(true);
+        };
+        check_entries(tenant_id, expected, entries)?;
+        let backend = self.db.get_database_backend();
+        let txn = self.db.begin().await.map_err(repo_err)?;
+        let moved = match expected {
+            None => match audit_head::Entity::insert(audit_head::ActiveModel {
+                tenant_id: Set(tenant_id),
+                seq: Set(last.seq),
+                hash: Set(last.hash.clone()),
+            })
+            .on_conflict(
+                OnConflict::column(audit_head::Column::TenantId)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_without_returning(&txn)
+            .await
+            {
+                Ok(rows) => rows,
+                Err(DbErr::RecordNotInserted) => 0,
+                Err(e) => return Err(repo_err(e)),
+            },
+            Some(head) => {
+                audit_head::Entity::update_many()
+                    .col_expr(audit_head::Column::Seq, Expr::value(last.seq))
+                    .col_expr(audit_head::Column::Hash, Expr::value(last.hash.clone()))
+                    .filter(audit_head::Column::TenantId.eq(tenant_id))
+                    .filter(audit_head::Column::Seq.eq(head.seq))
+                    .filter(audit_head::Column::Hash.eq(head.hash.as_str()))
+                    .exec(&txn)
+                    .await
+                    .map_err(repo_err)?
+                    .rows_affected
+            }
+        };
+        if moved != 1 {
+            txn.rollback().await.map_err(repo_err)?;
+            return Ok(false);
+        }
+        for chunk in entries.chunks(INSERT_CHUNK) {
+            let insert = insert_entries(backend, chunk)?;
+            if let Err(e) = txn.execute(&insert).await {
+                txn.rollback().await.map_err(repo_err)?;
+                return if lost_the_place(&e) {
+                    Ok(false)
+                } else {
+                    Err(repo_err(e))
+                };
+            }
+        }
+        txn.commit().await.map_err(repo_err)?;
+        Ok(true)
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, RepoError> {
+        let backend = self.db.get_database_backend();
+        let mut condition = Condition::all().add(Column::TenantId.eq(tenant_id));
+        if let Some(entity_type) = &filter.entity_type {
+            condition = condition.add(Column::EntityType.eq(entity_type.as_str()));
+        }
+        if let Some(entity_id) = &filter.entity_id {
+            condition = condition.add(Column::EntityId.eq(entity_id.as_str()));
+        }
+        if let Some(start) = filter.start {
+            condition = condition.add(Column::CreatedAt.gte(timestamp(backend, start)));
+        }
+        if let Some(end) = filter.end {
+            condition = condition.add(Column::CreatedAt.lte(timestamp(backend, end)));
+        }
+        let query = Entity::find().filter(condition);
+        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let items = query
+            .order_by_desc(Column::CreatedAt)
+            .order_by_desc(Column::Seq)
+            .offset(page.offset())
+            .limit(page.size)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect();
+        Ok(Page {
+            items,
+            total_items,
+            request: page,
+        })
+    }
+
+    async fn chain(
+        &self,
+        tenant_id: Uuid,
+        after: i64,
+        limit: u64,
+    ) -> Result<Vec<AuditEntry>, RepoError> {
+        Ok(Entity::find()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(Column::Seq.gt(after))
+            .order_by_asc(Column::Seq)
+            .limit(limit)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect())
+    }
+
+    async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
+        audit_head::Entity::find()
+            .select_only()
+            .column(audit_head::Column::TenantId)
+            .order_by_asc(audit_head::Column::TenantId)
+            .into_tuple()
+            .all(&self.db)
+            .await
+            .map_err(repo_err)
+    }
+}

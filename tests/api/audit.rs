@@ -1,0 +1,194 @@
+//! The audit log over HTTP on each database: who did what to which resource with its trace id,
+//! never data or keys; filters; `log:read`; tenants apart; and `tokenvault audit verify`
+//! finding an edited row, a deleted middle row and a deleted last row.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokenvault_tests::{TestApp, assert_invalid, assert_problem, on_each_backend};
+
+async fn logs(app: &TestApp, key: &str, query: &str) -> Value {
+    let res = app
+        .request_as(Some(key), Method::GET, &format!("/logs?size=100{query}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    res.json().await.unwrap()
+}
+
+fn entries(page: &Value) -> &Vec<Value> {
+    page["data"].as_array().unwrap()
+}
+
+async fn verify(app: &TestApp) -> (Value, bool) {
+    tokenvault_server::verify_audit(&app.config, None)
+        .await
+        .unwrap()
+}
+
+/// Makes a few entries (an application, a token made, read and used) and returns the
+/// application's id and key, the token's id and its secret.
+async fn activity(app: &TestApp) -> (String, String, String, String) {
+    let created = app
+        .create_app(&json!({"name": "audited", "type": "private",
+            "permissions": ["token:create", "token:read", "token:use"],
+            "rules": [{"priority": 1, "container": "/", "transform": "reveal",
+                       "permissions": ["token:read", "token:use"]}]}))
+        .await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let key = created["key"].as_str().unwrap().to_string();
+    let secret = format!("audit-secret-{}", uuid::Uuid::new_v4().simple());
+    let res = app
+        .request_as(Some(&key), Method::POST, "/tokens")
+        .header("SVC-TRACE-ID", "trace-audit-1")
+        .json(&json!({"type": "token", "data": secret}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let token: Value = res.json().await.unwrap();
+    let token_id = token["id"].as_str().unwrap().to_string();
+    let read = app
+        .request_as(Some(&key), Method::GET, &format!("/tokens/{token_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    let used = app
+        .request_as(Some(&key), Method::POST, "/detokenize")
+        .json(&json!({"v": format!("{{{{ {token_id} }}}}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(used.status(), 200);
+    (id, key, token_id, secret)
+}
+
+#[tokio::test]
+async fn the_log_names_who_did_what_and_never_data_or_keys() {
+    on_each_backend(async |app| {
+        let (app_id, key, token_id, secret) = activity(app).await;
+        let page = logs(app, &app.key, "").await;
+        let text = page.to_string();
+        for needle in [secret.as_str(), key.as_str(), app.key.as_str()] {
+            assert!(!text.contains(needle), "the log holds a secret or key");
+        }
+        let find = |op: &str, ty: &str, id: &str| {
+            entries(&page)
+                .iter()
+                .find(|e| e["operation"] == op && e["entity_type"] == ty && e["entity_id"] == id)
+                .cloned()
+        };
+        let made = find("create", "application", &app_id).expect("application created");
+        assert_eq!(made["actor_type"], "application");
+        let created = find("create", "token", &token_id).expect("token created");
+        assert_eq!(created["actor_id"], app_id.as_str());
+        assert_eq!(created["trace_id"], "trace-audit-1");
+        assert!(find("read", "token", &token_id).is_some());
+        assert!(find("use", "token", &token_id).is_some());
+        // Newest first, and the sequence counts up.
+        let seqs: Vec<i64> = entries(&page)
+            .iter()
+            .map(|e| e["sequence"].as_i64().unwrap())
+            .collect();
+        assert!(seqs.windows(2).all(|w| w[0] > w[1]), "{seqs:?}");
+
+        // Filters.
+        let by_id = logs(app, &app.key, &format!("&entity_id={token_id}")).await;
+        assert_eq!(by_id["pagination"]["total_items"], 3);
+        assert!(
+            entries(&by_id)
+                .iter()
+                .all(|e| e["entity_id"] == token_id.as_str())
+        );
+        let by_type = logs(app, &app.key, "&entity_type=application").await;
+        assert!(
+            entries(&by_type)
+                .iter()
+                .all(|e| e["entity_type"] == "application")
+        );
+        let future = logs(app, &app.key, "&start_date=2999-01-01T00:00:00Z").await;
+        assert_eq!(future["pagination"]["total_items"], 0);
+        let past = logs(app, &app.key, "&end_date=2000-01-01T00:00:00Z").await;
+        assert_eq!(past["pagination"]["total_items"], 0);
+        let bad = app.get("/logs?start_date=yesterday").await;
+        assert_invalid(bad, &["start_date"]).await;
+
+        // log:read is needed; another tenant sees only its own log.
+        let res = app
+            .request_as(Some(&key), Method::GET, "/logs")
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 403).await;
+        let (_, other) = app.new_tenant("elsewhere").await;
+        let theirs = logs(app, &other, "").await;
+        assert!(!theirs.to_string().contains(&token_id));
+        assert!(!theirs.to_string().contains(&app_id));
+
+        let (report, ok) = verify(app).await;
+        assert!(ok, "{report}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn verify_names_an_edited_entry() {
+    on_each_backend(async |app| {
+        activity(app).await;
+        let before = logs(app, &app.key, "").await;
+        assert!(verify(app).await.1);
+        let changed = app
+            .execute_sql("UPDATE audit_log SET entity_id = 'forged' WHERE seq = 2")
+            .await;
+        assert_eq!(changed, 1);
+        let (report, ok) = verify(app).await;
+        assert!(!ok);
+        let broken = report["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| !t["ok"].as_bool().unwrap())
+            .unwrap();
+        assert_eq!(broken["first_broken"]["sequence"], 2, "{report}");
+        let edited = entries(&before)
+            .iter()
+            .find(|e| e["sequence"] == 2)
+            .unwrap();
+        assert_eq!(broken["first_broken"]["entry_id"], edited["id"], "{report}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn verify_finds_a_deleted_middle_entry_and_a_deleted_end() {
+    on_each_backend(async |app| {
+        activity(app).await;
+        logs(app, &app.key, "").await;
+        assert_eq!(
+            app.execute_sql("DELETE FROM audit_log WHERE seq = 3").await,
+            1
+        );
+        let (report, ok) = verify(app).await;
+        assert!(!ok);
+        assert_eq!(
+            report["tenants"][0]["first_broken"]["sequence"], 3,
+            "{report}"
+        );
+    })
+    .await;
+    on_each_backend(async |app| {
+        activity(app).await;
+        let page = logs(app, &app.key, "").await;
+        let last = entries(&page)[0]["sequence"].as_i64().unwrap();
+        let sql = format!("DELETE FROM audit_log WHERE seq = {last}");
+        assert_eq!(app.execute_sql(&sql).await, 1);
+        let (report, ok) = verify(app).await;
+        assert!(!ok);
+        assert_eq!(
+            report["tenants"][0]["first_broken"]["sequence"], last,
+            "{report}"
+        );
+    })
+    .await;
+}
