@@ -70,7 +70,11 @@ async fn a_session_reads_only_the_tokens_its_conditions_select() {
         // Before authorization the key is refused.
         assert_problem(send(app, skey, Method::GET, &format!("/tokens/{mine}"), None).await, 401).await;
 
-        let authorizer = private_with(app, &["token:read"], json!([rule(1, "/", "reveal", &["token:read"])])).await;
+        let authorizer_app = app
+            .create_app(&json!({"name": "authorizer", "type": "private", "permissions": ["token:read"],
+                                "rules": [rule(1, "/", "reveal", &["token:read"])]}))
+            .await;
+        let authorizer = authorizer_app["key"].as_str().unwrap().to_string();
         let body = json!({"nonce": session["nonce"], "rules": [id_equals(&mine, &["token:read"], "reveal")]});
         let res = send(app, &authorizer, Method::POST, "/sessions/authorize", Some(body.clone())).await;
         assert_eq!(res.status(), 204);
@@ -109,6 +113,11 @@ async fn a_session_reads_only_the_tokens_its_conditions_select() {
         }
         let again = json!({"nonce": session["nonce"], "permissions": ["token:read"]});
         assert_problem(send(app, skey, Method::POST, "/sessions/authorize", Some(again)).await, 403).await;
+        // A new key for the authorizer ends what its old key authorized.
+        let id = authorizer_app["id"].as_str().unwrap();
+        let res = app.request(Method::POST, &format!("/applications/{id}/regenerate")).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_problem(send(app, skey, Method::GET, &format!("/tokens/{mine}"), None).await, 401).await;
     })
     .await;
 }

@@ -187,6 +187,9 @@ pub struct AuditVerification {
     pub tenant_id: Uuid,
     /// Entries checked.
     pub entries: u64,
+    /// The head as read at the start (keep it outside the database: a later run must find at
+    /// least this sequence with this hash, which rewinding the log cannot fake).
+    pub head: Option<AuditHead>,
     /// The first break, if any.
     pub broken: Option<AuditBreak>,
 }

@@ -304,13 +304,26 @@ impl AuditRepository for SeaOrmAuditRepository {
     }
 
     async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
-        audit_head::Entity::find()
+        // Tenants with a head and tenants with entries: a head row deleted behind the server's
+        // back must not take its tenant out of verification.
+        let mut with_head: Vec<Uuid> = audit_head::Entity::find()
             .select_only()
             .column(audit_head::Column::TenantId)
-            .order_by_asc(audit_head::Column::TenantId)
             .into_tuple()
             .all(&self.db)
             .await
-            .map_err(repo_err)
+            .map_err(repo_err)?;
+        let with_entries: Vec<Uuid> = audit_entry::Entity::find()
+            .select_only()
+            .column(audit_entry::Column::TenantId)
+            .distinct()
+            .into_tuple()
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?;
+        with_head.extend(with_entries);
+        with_head.sort_unstable();
+        with_head.dedup();
+        Ok(with_head)
     }
 }

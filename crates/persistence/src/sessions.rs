@@ -150,6 +150,24 @@ impl SessionRepository for SeaOrmSessionRepository {
         }
     }
 
+    async fn delete_for_application(
+        &self,
+        tenant_id: Uuid,
+        application_id: Uuid,
+    ) -> Result<u64, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(Column::CreatedBy.eq(application_id))
+                    .add(Column::AuthorizedBy.eq(application_id)),
+            )
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected)
+    }
+
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
         let result = Entity::delete_many()
             .filter(Column::ExpiresAt.lte(now))

@@ -419,6 +419,10 @@ pub async fn verify_audit(
             serde_json::json!({
                 "tenant_id": r.tenant_id,
                 "entries": r.entries,
+                "head": r.head.as_ref().map(|h| serde_json::json!({
+                    "sequence": h.seq,
+                    "hash": h.hash,
+                })),
                 "ok": r.broken.is_none(),
                 "first_broken": r.broken.as_ref().map(|b| serde_json::json!({
                     "sequence": b.seq,

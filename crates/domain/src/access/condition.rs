@@ -145,6 +145,10 @@ pub fn parse_conditions(
                 errors.add(name("value"), "must be at most 1000 characters");
                 None
             }
+            Some(v) if v.chars().any(char::is_control) => {
+                errors.add(name("value"), "must not contain control characters");
+                None
+            }
             Some(v) => Some(v),
         };
         match (attribute, operator, value) {

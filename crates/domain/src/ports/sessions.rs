@@ -55,6 +55,14 @@ pub trait SessionRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Option<AuthorizedSession>, RepoError>;
 
+    /// Deletes the tenant's sessions started or authorized by the application (its key was
+    /// replaced: what the old key began ends with it); how many.
+    async fn delete_for_application(
+        &self,
+        tenant_id: Uuid,
+        application_id: Uuid,
+    ) -> Result<u64, RepoError>;
+
     /// Deletes every session expired at `now`; how many.
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
 }

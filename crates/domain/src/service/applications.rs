@@ -137,6 +137,11 @@ impl Vault {
         {
             return Err(Error::NotFound);
         }
+        // Sessions begun or authorized with the old key end with it.
+        self.ports
+            .sessions
+            .delete_for_application(caller.tenant_id, app.id)
+            .await?;
         tracing::info!(application_id = %app.id, "application key regenerated");
         self.audit(caller, "regenerate", "application", [app.id.to_string()]);
         Ok((app, key))

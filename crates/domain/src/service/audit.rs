@@ -24,10 +24,19 @@ const APPEND_ATTEMPTS: usize = 8;
 /// Entries read per query while verifying.
 const VERIFY_BATCH: u64 = 1_000;
 
+/// The most events kept waiting (about 300 MB) while the database refuses them; beyond, new
+/// events are dropped and counted, and every flush reports the count as an error.
+const MAX_PENDING: usize = 1_000_000;
+
 /// Events waiting to be written.
 #[derive(Default)]
 pub struct AuditBuffer {
     pending: Mutex<Vec<AuditEvent>>,
+    /// Events dropped because the buffer was full, not yet reported.
+    dropped: std::sync::atomic::AtomicU64,
+    /// The last sequence number this instance wrote per tenant: a head found below it was
+    /// rewound in the database (entries deleted from the end), and nothing is built on it.
+    written: Mutex<HashMap<Uuid, i64>>,
     /// Held for a whole flush: a reader's flush waits for the one in flight.
     flushing: futures_util::lock::Mutex<()>,
 }
@@ -136,11 +145,18 @@ impl Vault {
         if events.is_empty() {
             return;
         }
-        self.audit_buffer
+        let mut pending = self
+            .audit_buffer
             .pending
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(events);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pending.len() + events.len() > MAX_PENDING {
+            self.audit_buffer
+                .dropped
+                .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
+        pending.extend(events);
     }
 
     /// Background job (and `GET /logs`): appends buffered events to their tenants' chains.
@@ -149,6 +165,16 @@ impl Vault {
     /// are dropped with it.
     pub async fn flush_audit(&self) -> Result<usize, Error> {
         let _one_at_a_time = self.audit_buffer.flushing.lock().await;
+        let dropped = self
+            .audit_buffer
+            .dropped
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::error!(
+                dropped,
+                "audit events dropped: the log could not be written"
+            );
+        }
         let batch: Vec<AuditEvent> = std::mem::take(
             &mut *self
                 .audit_buffer
@@ -172,20 +198,18 @@ impl Vault {
         }
         let mut written = 0;
         let mut failure = None;
+        // Each tenant on its own: one tenant's broken chain never stops another's log.
         for tenant_id in order {
             let events = by_tenant.remove(&tenant_id).unwrap_or_default();
-            if failure.is_some() {
-                self.requeue(events);
-                continue;
-            }
             match self.append_chain(tenant_id, &events).await {
                 Ok(n) => written += n,
                 Err(e) => {
                     if matches!(self.ports.tenants.get(tenant_id).await, Ok(None)) {
                         continue; // the tenant is gone, and its log with it
                     }
+                    tracing::error!(%tenant_id, error = %e, "audit events not written; kept for the next flush");
                     self.requeue(events);
-                    failure = Some(e);
+                    failure.get_or_insert(e);
                 }
             }
         }
@@ -209,6 +233,11 @@ impl Vault {
         self.ensure_key(tenant_id).await?;
         for _ in 0..APPEND_ATTEMPTS {
             let head = self.ports.audit.head(tenant_id).await?;
+            if head.as_ref().map_or(0, |h| h.seq) < self.last_written(tenant_id) {
+                return Err(Error::internal(
+                    "the audit chain head moved backwards: entries were removed from its end",
+                ));
+            }
             let (mut seq, mut previous) = head
                 .as_ref()
                 .map_or((0, String::new()), |h| (h.seq, h.hash.clone()));
@@ -230,10 +259,25 @@ impl Vault {
                 .append(tenant_id, head.as_ref(), &entries)
                 .await?
             {
+                self.audit_buffer
+                    .written
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(tenant_id, seq);
                 return Ok(entries.len());
             }
         }
         Err(Error::internal("the audit chain head kept moving"))
+    }
+
+    fn last_written(&self, tenant_id: Uuid) -> i64 {
+        self.audit_buffer
+            .written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&tenant_id)
+            .copied()
+            .unwrap_or(0)
     }
 
     fn audit_mac(
@@ -304,7 +348,10 @@ impl Vault {
             entry_id,
             reason,
         };
-        loop {
+        // Entries past the head read first may be appended while this runs: they are left to
+        // a later run.
+        let end = head.as_ref().map_or(i64::MAX, |h| h.seq);
+        'walk: loop {
             let batch = self
                 .ports
                 .audit
@@ -314,11 +361,15 @@ impl Vault {
                 break;
             }
             for entry in batch {
+                if last >= end {
+                    break 'walk;
+                }
                 let expected = last + 1;
                 if entry.seq != expected {
                     let reason = format!("entries {expected} to {} are missing", entry.seq - 1);
                     return Ok(verification(
                         tenant_id,
+                        head.as_ref(),
                         entries,
                         Some(broken(expected, None, reason)),
                     ));
@@ -328,6 +379,7 @@ impl Vault {
                     let reason = "the entry does not match its hash: it was altered".to_string();
                     return Ok(verification(
                         tenant_id,
+                        head.as_ref(),
                         entries,
                         Some(broken(entry.seq, Some(entry.event.id), reason)),
                     ));
@@ -337,10 +389,10 @@ impl Vault {
                 entries += 1;
             }
         }
-        let end = match head {
+        let end = match &head {
             None if entries == 0 => None,
             None => Some(broken(1, None, "the log has entries but no head".into())),
-            Some(AuditHead { seq, .. }) if seq > last => Some(broken(
+            Some(AuditHead { seq, .. }) if *seq > last => Some(broken(
                 last + 1,
                 None,
                 format!(
@@ -348,19 +400,14 @@ impl Vault {
                     last + 1
                 ),
             )),
-            Some(AuditHead { seq, .. }) if seq < last => Some(broken(
-                seq + 1,
-                None,
-                "entries follow the head: they were added outside the server".into(),
-            )),
-            Some(AuditHead { hash, .. }) if hash != previous => Some(broken(
+            Some(AuditHead { hash, .. }) if *hash != previous => Some(broken(
                 last,
                 None,
                 "the head does not match the last entry".into(),
             )),
             Some(_) => None,
         };
-        Ok(verification(tenant_id, entries, end))
+        Ok(verification(tenant_id, head.as_ref(), entries, end))
     }
 }
 
@@ -369,10 +416,16 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn verification(tenant_id: Uuid, entries: u64, broken: Option<AuditBreak>) -> AuditVerification {
+fn verification(
+    tenant_id: Uuid,
+    head: Option<&AuditHead>,
+    entries: u64,
+    broken: Option<AuditBreak>,
+) -> AuditVerification {
     AuditVerification {
         tenant_id,
         entries,
+        head: head.cloned(),
         broken,
     }
 }

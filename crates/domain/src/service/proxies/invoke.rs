@@ -182,14 +182,11 @@ impl Vault {
             application.clone()
         };
         check_tail(&call.tail)?;
-        match &detokenizer {
-            Some(acting) => self.audit(acting, "invoke", "proxy", [proxy.id.to_string()]),
-            None => self.audit_anonymous(proxy.tenant_id, "invoke", "proxy", proxy.id.to_string()),
-        }
         let json = is_json(&call.headers);
         // The body goes out byte for byte unless an expression was replaced or a transform
         // rewrote it (binary bodies are never detokenized).
         let mut body: Option<Value> = None;
+        let mut used_tokens = std::collections::BTreeSet::new();
         if let Some(acting) = &detokenizer
             && !call.body.is_empty()
             && std::str::from_utf8(&call.body).is_ok()
@@ -204,7 +201,7 @@ impl Vault {
                 .await?;
             if !used.is_empty() {
                 self.record_active(acting.tenant_id, used.iter().map(String::as_str));
-                self.audit(acting, "use", "token", used.iter().map(String::as_str));
+                used_tokens = used;
                 body = Some(replaced);
             }
         }
@@ -254,6 +251,19 @@ impl Vault {
             })
             .await
             .map_err(destination_error)?;
+        // Recorded once the request went out: a destination that answered has the data.
+        match &detokenizer {
+            Some(acting) => {
+                self.audit(acting, "invoke", "proxy", [proxy.id.to_string()]);
+                self.audit(
+                    acting,
+                    "use",
+                    "token",
+                    used_tokens.iter().map(String::as_str),
+                );
+            }
+            None => self.audit_anonymous(proxy.tenant_id, "invoke", "proxy", proxy.id.to_string()),
+        }
         let destination_status = response.status;
         let (Some(code), true) = (
             &proxy.response_transform,

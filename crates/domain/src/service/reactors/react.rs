@@ -73,7 +73,7 @@ impl Vault {
             .await
             .map_err(code_error)?;
         self.record_active(caller.tenant_id, used.iter().map(String::as_str));
-        self.audit(caller, "invoke", "reactor", [id.to_string()]);
+        // The code has seen the data: recorded whatever follows.
         self.audit(caller, "use", "token", used.iter().map(String::as_str));
         let (raw, tokenize) = match returned {
             Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
@@ -96,6 +96,7 @@ impl Vault {
                 ));
             }
         };
+        self.audit(caller, "invoke", "reactor", [id.to_string()]);
         Ok(ReactResult { raw, tokens })
     }
 

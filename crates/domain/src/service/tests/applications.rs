@@ -147,7 +147,16 @@ async fn regenerate_replaces_the_key_hash() {
         .withf(|app, _| app.modified_by == Some(Uuid::from_u128(1)))
         .times(1)
         .returning(|_, _| Ok(true));
-    let vault = vault(MockTenants::new(), apps);
+    // The old key's sessions end with it.
+    let mut sessions = MockSessions::new();
+    sessions
+        .expect_delete_for_application()
+        .withf(|tenant, app| *tenant == Uuid::from_u128(100) && *app == Uuid::from_u128(7))
+        .times(1)
+        .returning(|_, _| Ok(1));
+    let mut p = ports(MockTenants::new(), apps);
+    p.sessions = Arc::new(sessions);
+    let vault = Vault::new(p);
     let (_, key) = vault
         .regenerate_key(
             &principal(&[Permission::ApplicationUpdate]),

@@ -19,7 +19,20 @@ fn mac_cipher() -> MockCiph {
 
 fn audit_vault() -> (Vault, Arc<NoAudit>) {
     let store = Arc::new(NoAudit::default());
-    let mut p = ports(MockTenants::new(), MockApplications::new());
+    let mut tenants = MockTenants::new();
+    tenants.expect_get().returning(|id| {
+        Ok(Some(Tenant {
+            id,
+            owner_id: id,
+            name: "t".into(),
+            settings: TenantSettings::default(),
+            created_by: None,
+            created_at: now(),
+            modified_by: None,
+            modified_at: None,
+        }))
+    });
+    let mut p = ports(tenants, MockApplications::new());
     p.cipher = Arc::new(mac_cipher());
     p.audit = store.clone();
     (Vault::new(p), store)
@@ -106,4 +119,47 @@ async fn a_deleted_last_entry_is_found() {
     store.entries.lock().unwrap().pop();
     let broken = first_break(&vault).await.expect("the cut end is found");
     assert_eq!(broken.seq, 4);
+}
+
+#[tokio::test]
+async fn a_rewound_head_is_never_built_on() {
+    let (vault, store) = audit_vault();
+    recorded(&vault, 3).await;
+    // Someone deletes the last entry and moves the head back onto the one before: the chain
+    // alone cannot tell, but this instance knows it wrote sequence 3.
+    let rewound = {
+        let mut entries = store.entries.lock().unwrap();
+        entries.pop();
+        entries[1].clone()
+    };
+    store.heads.lock().unwrap().insert(
+        Uuid::from_u128(100),
+        AuditHead {
+            seq: rewound.seq,
+            hash: rewound.hash.clone(),
+        },
+    );
+    vault.audit(&principal(&[]), "delete", "token", ["t"]);
+    assert!(vault.flush_audit().await.is_err());
+    assert_eq!(
+        store.entries.lock().unwrap().len(),
+        2,
+        "nothing appended on a rewound head"
+    );
+    // The report carries the head, to be kept outside the database.
+    let report = vault.verify_audit(None).await;
+    assert!(
+        report.is_err(),
+        "verify flushes first and reports the refusal"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_whose_head_was_deleted_is_still_verified() {
+    let (vault, store) = audit_vault();
+    recorded(&vault, 2).await;
+    store.heads.lock().unwrap().clear();
+    let results = vault.verify_audit(None).await.unwrap();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].broken.is_some());
 }

@@ -219,6 +219,7 @@ mock! {
         async fn insert(&self, session: &Session, key_hash: &KeyHash, nonce_hash: &KeyHash) -> Result<(), RepoError>;
         async fn authorize(&self, tenant_id: Uuid, nonce_hash: &KeyHash, authorized_by: Uuid, grant: &SessionGrant, now: OffsetDateTime) -> Result<Option<Uuid>, RepoError>;
         async fn find_by_key_hash(&self, hash: &KeyHash, now: OffsetDateTime) -> Result<Option<AuthorizedSession>, RepoError>;
+        async fn delete_for_application(&self, tenant_id: Uuid, application_id: Uuid) -> Result<u64, RepoError>;
         async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
     }
 }
@@ -359,7 +360,17 @@ impl AuditRepository for NoAudit {
         Ok(items)
     }
     async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
-        Ok(self.heads.lock().unwrap().keys().copied().collect())
+        let mut all: Vec<Uuid> = self.heads.lock().unwrap().keys().copied().collect();
+        all.extend(
+            self.entries
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|e| e.event.tenant_id),
+        );
+        all.sort_unstable();
+        all.dedup();
+        Ok(all)
     }
 }
 

@@ -82,7 +82,16 @@ impl Vault {
             .associate(caller.tenant_id, parent, &child.token.id)
             .await?
         {
-            TokenWrite::Done | TokenWrite::DuplicateId => Ok(child),
+            TokenWrite::Done => {
+                self.audit(
+                    caller,
+                    "associate",
+                    "token",
+                    [parent, child.token.id.as_str()],
+                );
+                Ok(child)
+            }
+            TokenWrite::DuplicateId => Ok(child),
             TokenWrite::Missing => Err(Error::NotFound),
             TokenWrite::DuplicateFingerprint => {
                 Err(Error::internal("unexpected association result"))

@@ -113,6 +113,8 @@ impl Vault {
         caller.require_on(token.reference(), Permission::TokenCreate)?;
         if dedup && let Some(existing) = self.existing_duplicate(&token, now).await? {
             caller.require_on(existing.token.reference(), Permission::TokenCreate)?;
+            // The answer tells that this value is stored: a read of that token.
+            self.audit(caller, "read", "token", [existing.token.id.as_str()]);
             return Ok((existing, false));
         }
         let mut attempts = 0;
@@ -131,6 +133,7 @@ impl Vault {
                     // Lost a race with an identical create: return the winner.
                     if let Some(existing) = self.existing_duplicate(&token, now).await? {
                         caller.require_on(existing.token.reference(), Permission::TokenCreate)?;
+                        self.audit(caller, "read", "token", [existing.token.id.as_str()]);
                         return Ok((existing, false));
                     }
                     // The index still holds an expired token the sweep has not deleted yet:

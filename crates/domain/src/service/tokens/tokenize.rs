@@ -52,6 +52,12 @@ impl Vault {
             "token",
             fresh.iter().map(|(t, _)| t.id.as_str()),
         );
+        self.audit(
+            caller,
+            "read",
+            "token",
+            existing.values().map(|v| v.token.id.as_str()),
+        );
         Ok(in_place_of(shape, &existing))
     }
 
