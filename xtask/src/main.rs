@@ -3,6 +3,8 @@
 //! - `migrate up|down|status|fresh` — the schema migrations on `DATABASE_URL` (default: the
 //!   server's SQLite file `./data/tokenvault.db`).
 //! - `openapi [--check]` — write `docs/openapi.json` from the code (or fail when it is stale).
+//! - `bench [--db sqlite|postgres|both] [--duration S] [--connections N]` — HTTP load on the
+//!   release binary beside the `/health` ceiling of the same run (see `bench.rs`).
 //! - `ci` — everything CI runs: rustfmt, clippy, the whole test suite on SQLite and PostgreSQL,
 //!   and the docs. `.ci/run` runs exactly this.
 
@@ -13,6 +15,8 @@ use anyhow::{Context as _, bail};
 use sea_orm_migration::MigratorTrait;
 use sea_orm_migration::sea_orm::Database;
 use tokenvault_migrations::Migrator;
+
+mod bench;
 
 const DEFAULT_TEST_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -120,8 +124,12 @@ async fn main() -> anyhow::Result<()> {
         ["openapi"] => openapi(false),
         ["openapi", "--check"] => openapi(true),
         ["migrate", action] => migrate(action).await,
+        ["bench", rest @ ..] => bench::bench(rest).await,
         _ => {
-            eprintln!("usage: cargo xtask <ci | openapi [--check] | migrate up|down|status|fresh>");
+            eprintln!(
+                "usage: cargo xtask <ci | openapi [--check] | migrate up|down|status|fresh | \
+                 bench [--db sqlite|postgres|both] [--duration S] [--connections N]>"
+            );
             std::process::exit(2);
         }
     }

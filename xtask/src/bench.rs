@@ -1,0 +1,487 @@
+//! `cargo xtask bench [--db sqlite|postgres|both] [--duration S] [--connections N]`: HTTP load
+//! on the release binary, each path beside the `GET /health` ceiling measured in the same run.
+//!
+//! The server runs on a fresh database (a temporary SQLite file, or a new PostgreSQL database
+//! next to `TOKENVAULT_TEST_DATABASE_URL`), is seeded over HTTP (an application with a reveal
+//! rule, a token, a parent with 20 children, a trivial reactor, a proxy whose destination is
+//! the server's own `/health`), and is driven by `wrk` from a separate process (installed with
+//! apt when missing). Prints one table and writes it as JSON under `target/bench/`.
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+use crate::{DEFAULT_TEST_POSTGRES, cargo, root};
+
+const BOOTSTRAP_KEY: &str = "key_benchbenchbenchbenchbenchbench12";
+
+struct Options {
+    dbs: Vec<&'static str>,
+    duration: u64,
+    connections: u64,
+}
+
+fn options(args: &[&str]) -> anyhow::Result<Options> {
+    let mut o = Options {
+        dbs: vec!["sqlite"],
+        duration: 8,
+        connections: 16,
+    };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().copied().context("a value must follow the option");
+        match *arg {
+            "--db" => {
+                o.dbs = match value()? {
+                    "sqlite" => vec!["sqlite"],
+                    "postgres" => vec!["postgres"],
+                    "both" => vec!["sqlite", "postgres"],
+                    other => bail!("--db {other}: sqlite, postgres or both"),
+                }
+            }
+            "--duration" => o.duration = value()?.parse().context("--duration: seconds")?,
+            "--connections" => o.connections = value()?.parse().context("--connections")?,
+            other => bail!("unknown option {other}"),
+        }
+    }
+    Ok(o)
+}
+
+fn ensure_wrk() -> anyhow::Result<()> {
+    if Command::new("wrk").arg("--version").output().is_ok() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing wrk");
+    let sudo = Command::new("sudo")
+        .args(["-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let mut apt = if sudo {
+        let mut c = Command::new("sudo");
+        c.args(["-n", "apt-get"]);
+        c
+    } else {
+        Command::new("apt-get")
+    };
+    let status = apt
+        .args(["install", "-y", "wrk"])
+        .status()
+        .context("apt-get")?;
+    if !status.success() {
+        bail!("cannot install wrk (apt-get install -y wrk)");
+    }
+    Ok(())
+}
+
+struct Server {
+    child: Child,
+    base: String,
+    _data: TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn fresh_postgres() -> anyhow::Result<String> {
+    use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
+    let base = std::env::var("TOKENVAULT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
+    let name = format!("bench_{}", std::process::id());
+    let db = Database::connect(&base)
+        .await
+        .context("connect to PostgreSQL")?;
+    db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
+        .await?;
+    db.execute_unprepared(&format!("CREATE DATABASE {name}"))
+        .await?;
+    let (prefix, _) = base.rsplit_once('/').context("database URL")?;
+    Ok(format!("{prefix}/{name}"))
+}
+
+/// The server binary: `TOKENVAULT_BENCH_BIN` (another build, for before/after runs), else the
+/// release build of this checkout.
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("TOKENVAULT_BENCH_BIN")
+        .map_or_else(|| root().join("target/release/tokenvault"), Into::into)
+}
+
+async fn start(db: &str) -> anyhow::Result<Server> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let data = std::env::temp_dir().join(format!("tokenvault-bench-{}-{db}", std::process::id()));
+    std::fs::create_dir_all(&data)?;
+    let data = TempDir(data);
+    let mut cmd = Command::new(binary());
+    cmd.arg("serve")
+        .env("TOKENVAULT_DATA_DIR", &data.0)
+        .env("TOKENVAULT_LISTEN", format!("127.0.0.1:{port}"))
+        .env("TOKENVAULT_BOOTSTRAP_KEY", BOOTSTRAP_KEY)
+        .env("TOKENVAULT_LOG", "warn")
+        .env("TOKENVAULT_PROXY_ALLOW_HTTP", "true")
+        .env("TOKENVAULT_PROXY_ALLOWED_HOSTS", "127.0.0.1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if db == "postgres" {
+        cmd.env("DATABASE_URL", fresh_postgres().await?);
+    } else {
+        cmd.env_remove("DATABASE_URL");
+    }
+    let child = cmd.spawn().context("start target/release/tokenvault")?;
+    let server = Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        _data: data,
+    };
+    let started = Instant::now();
+    while curl(&server, "GET", "/health", None, None).is_err() {
+        if started.elapsed() > Duration::from_secs(30) {
+            bail!("the server did not become healthy");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(server)
+}
+
+/// One request with curl; the JSON answer (2xx only).
+fn curl(
+    server: &Server,
+    method: &str,
+    path: &str,
+    key: Option<&str>,
+    body: Option<&Value>,
+) -> anyhow::Result<Value> {
+    let mut cmd = Command::new("curl");
+    cmd.args([
+        "-s",
+        "-w",
+        "\n%{http_code}",
+        "-X",
+        method,
+        &format!("{}{path}", server.base),
+    ]);
+    if let Some(key) = key {
+        cmd.args(["-H", &format!("SVC-API-KEY: {key}")]);
+    }
+    if let Some(body) = body {
+        cmd.args([
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            &body.to_string(),
+        ]);
+    }
+    let out = cmd.output().context("curl")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (body, status) = text.rsplit_once('\n').unwrap_or(("", ""));
+    if !out.status.success() || !status.starts_with('2') {
+        bail!("{method} {path}: {status} {body}");
+    }
+    Ok(serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn text(v: &Value, field: &str) -> anyhow::Result<String> {
+    v[field]
+        .as_str()
+        .map(str::to_owned)
+        .with_context(|| format!("no {field} in {v}"))
+}
+
+/// What the load runs use: (name, method, path, key, body).
+struct Target {
+    name: &'static str,
+    method: &'static str,
+    path: String,
+    key: Option<String>,
+    headers: Vec<(&'static str, String)>,
+    body: Option<Value>,
+}
+
+fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
+    let m = Some(BOOTSTRAP_KEY);
+    let all = ["token:create", "token:read", "token:use", "token:update"];
+    let app = curl(
+        server,
+        "POST",
+        "/applications",
+        m,
+        Some(&json!({
+        "name": "bench", "type": "private", "permissions": all,
+        "rules": [{"priority": 1, "container": "/", "transform": "reveal", "permissions": all}]})),
+    )?;
+    let key = text(&app, "key")?;
+    let app_id = text(&app, "id")?;
+    let k = Some(key.as_str());
+    let token = curl(
+        server,
+        "POST",
+        "/tokens",
+        k,
+        Some(&json!({"type": "token", "data": "bench value"})),
+    )?;
+    let token_id = text(&token, "id")?;
+    let parent = text(
+        &curl(
+            server,
+            "POST",
+            "/tokens",
+            k,
+            Some(&json!({"type": "token", "data": "parent"})),
+        )?,
+        "id",
+    )?;
+    for i in 0..20 {
+        let path = format!("/tokens/{parent}/children");
+        curl(
+            server,
+            "POST",
+            &path,
+            k,
+            Some(&json!({"type": "token", "data": format!("child {i}")})),
+        )?;
+    }
+    let formula = curl(
+        server,
+        "POST",
+        "/reactor-formulas",
+        m,
+        Some(&json!({
+        "name": "bench", "type": "private",
+        "code": "module.exports = async function (req) { return { raw: req.args }; };"})),
+    )?;
+    let reactor = curl(
+        server,
+        "POST",
+        "/reactors",
+        m,
+        Some(&json!({
+        "name": "bench", "configuration": {}, "formula": {"id": text(&formula, "id")?}})),
+    )?;
+    let proxy = curl(
+        server,
+        "POST",
+        "/proxies",
+        m,
+        Some(&json!({
+        "name": "bench", "destination_url": format!("{}/health", server.base),
+        "application": {"id": app_id}, "require_auth": true})),
+    )?;
+    let json_body = json!({"card": format!("{{{{ {token_id} }}}}"), "note": "x".repeat(900)});
+    Ok(vec![
+        Target {
+            name: "GET /health (ceiling)",
+            method: "GET",
+            path: "/health".into(),
+            key: None,
+            headers: vec![],
+            body: None,
+        },
+        Target {
+            name: "POST /tokens (tokenize)",
+            method: "POST",
+            path: "/tokens".into(),
+            key: Some(key.clone()),
+            headers: vec![],
+            body: Some(json!({"type": "token", "data": "bench value"})),
+        },
+        Target {
+            name: "GET /tokens/{id} reveal (detokenize)",
+            method: "GET",
+            path: format!("/tokens/{token_id}"),
+            key: Some(key.clone()),
+            headers: vec![],
+            body: None,
+        },
+        Target {
+            name: "GET /tokens/{id}/children (20)",
+            method: "GET",
+            path: format!("/tokens/{parent}/children?size=20"),
+            key: Some(key.clone()),
+            headers: vec![],
+            body: None,
+        },
+        Target {
+            name: "POST /reactors/{id}/react (warm)",
+            method: "POST",
+            path: format!("/reactors/{}/react", text(&reactor, "id")?),
+            key: Some(key.clone()),
+            headers: vec![],
+            body: Some(json!({"args": {"card": format!("{{{{ {token_id} }}}}")}})),
+        },
+        // GET with a JSON body: the destination (`/health`) answers GET only.
+        Target {
+            name: "GET /proxy → /health (round trip)",
+            method: "GET",
+            path: "/proxy".into(),
+            key: Some(key.clone()),
+            headers: vec![("SVC-PROXY-KEY", text(&proxy, "key")?)],
+            body: Some(json_body),
+        },
+    ])
+}
+
+#[derive(Default)]
+struct Measured {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+}
+
+fn lua(target: &Target) -> String {
+    let mut lines = vec![format!("wrk.method = \"{}\"", target.method)];
+    if let Some(key) = &target.key {
+        lines.push(format!("wrk.headers[\"SVC-API-KEY\"] = \"{key}\""));
+    }
+    for (name, value) in &target.headers {
+        lines.push(format!("wrk.headers[\"{name}\"] = \"{value}\""));
+    }
+    if let Some(body) = &target.body {
+        lines.push("wrk.headers[\"Content-Type\"] = \"application/json\"".into());
+        lines.push(format!("wrk.body = [==[{body}]==]"));
+    }
+    lines.join("\n") + "\n"
+}
+
+fn millis(value: &str) -> f64 {
+    let (number, factor) = if let Some(v) = value.strip_suffix("us") {
+        (v, 0.001)
+    } else if let Some(v) = value.strip_suffix("ms") {
+        (v, 1.0)
+    } else if let Some(v) = value.strip_suffix('s') {
+        (v, 1000.0)
+    } else {
+        (value, 1.0)
+    };
+    number.parse::<f64>().unwrap_or(f64::NAN) * factor
+}
+
+fn run_wrk(server: &Server, target: &Target, o: &Options) -> anyhow::Result<Measured> {
+    let script = std::env::temp_dir().join(format!("tokenvault-bench-{}.lua", std::process::id()));
+    std::fs::File::create(&script)?.write_all(lua(target).as_bytes())?;
+    let out = Command::new("wrk")
+        .args([
+            "-t2",
+            &format!("-c{}", o.connections),
+            &format!("-d{}s", o.duration),
+            "--latency",
+            "-s",
+        ])
+        .arg(&script)
+        .arg(format!("{}{}", server.base, target.path))
+        .output()
+        .context("run wrk")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut m = Measured::default();
+    for line in text.lines().map(str::trim) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Requests/sec:", v] => m.rps = v.parse().unwrap_or(0.0),
+            ["50%", v] => m.p50_ms = millis(v),
+            ["99%", v] => m.p99_ms = millis(v),
+            ["Non-2xx", "or", "3xx", "responses:", n] => m.errors += n.parse().unwrap_or(0),
+            ["Socket", "errors:", rest @ ..] => {
+                m.errors += rest
+                    .iter()
+                    .filter_map(|w| w.trim_end_matches(',').parse::<u64>().ok())
+                    .sum::<u64>();
+            }
+            _ => {}
+        }
+    }
+    Ok(m)
+}
+
+fn peak_rss_mib(server: &Server) -> f64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
+    let o = options(args)?;
+    ensure_wrk()?;
+    if std::env::var_os("TOKENVAULT_BENCH_BIN").is_none() {
+        cargo(
+            &["build", "--release", "--locked", "-p", "tokenvault-server"],
+            &[],
+        )?;
+    }
+    let mut report = Vec::new();
+    for db in &o.dbs {
+        let server = start(db).await?;
+        let targets = seed(&server)?;
+        let mut rows = Vec::new();
+        let mut ceiling = 0.0;
+        for target in &targets {
+            let m = run_wrk(&server, target, &o)?;
+            if target.path == "/health" {
+                ceiling = m.rps;
+            }
+            rows.push((target.name, m));
+        }
+        println!(
+            "\n{db}: wrk -t2 -c{} -d{}s, loopback, release",
+            o.connections, o.duration
+        );
+        println!(
+            "{:<40} {:>10} {:>9} {:>9} {:>7} {:>9}",
+            "path", "req/s", "p50 ms", "p99 ms", "errors", "of /health"
+        );
+        let mut json_rows = Vec::new();
+        for (name, m) in &rows {
+            let ratio = if ceiling > 0.0 {
+                m.rps / ceiling
+            } else {
+                f64::NAN
+            };
+            println!(
+                "{name:<40} {:>10.0} {:>9.2} {:>9.2} {:>7} {:>8.1}%",
+                m.rps,
+                m.p50_ms,
+                m.p99_ms,
+                m.errors,
+                ratio * 100.0
+            );
+            json_rows.push(
+                json!({"path": name, "rps": m.rps, "p50_ms": m.p50_ms, "p99_ms": m.p99_ms,
+                                  "errors": m.errors, "ratio_to_health": ratio}),
+            );
+        }
+        let rss = peak_rss_mib(&server);
+        println!("server peak RSS: {rss:.0} MiB");
+        report.push(
+            json!({"db": db, "connections": o.connections, "duration_s": o.duration,
+                           "peak_rss_mib": rss, "rows": json_rows}),
+        );
+    }
+    let dir = root().join("target/bench");
+    std::fs::create_dir_all(&dir)?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let path = dir.join(format!("bench-{stamp}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(&report)?)?;
+    eprintln!("xtask: wrote {}", path.display());
+    Ok(())
+}
