@@ -4,6 +4,7 @@
 
 use reqwest::Method;
 use serde_json::{Value, json};
+use tokenvault_persistence::testing::backends;
 use tokenvault_tests::{TestApp, assert_invalid, assert_problem, on_each_backend};
 
 async fn logs(app: &TestApp, key: &str, query: &str) -> Value {
@@ -191,4 +192,49 @@ async fn verify_finds_a_deleted_middle_entry_and_a_deleted_end() {
         );
     })
     .await;
+}
+
+/// Two server instances on one database append to one tenant's chain at the same time: the
+/// head's compare-and-swap keeps one chain, every entry is kept, and it verifies.
+#[tokio::test]
+async fn two_instances_on_one_database_keep_one_chain() {
+    for backend in backends() {
+        let master = tokenvault_crypto::MasterKey::generate_base64().to_string();
+        let first =
+            TestApp::spawn_with(backend, |c| c.master_key = Some(master.clone().into())).await;
+        let url = first.config.database_url.clone();
+        let key = first.key.clone();
+        let second = TestApp::spawn_with(backend, |c| {
+            c.master_key = Some(master.clone().into());
+            c.database_url.clone_from(&url);
+            c.bootstrap_key = Some(key.clone().into());
+        })
+        .await;
+        let create = |app: &TestApp, i: usize| {
+            app.request_as(Some(&key), Method::POST, "/applications")
+                .json(&json!({"name": format!("app-{i}"), "type": "private",
+                              "permissions": ["token:read"]}))
+                .send()
+        };
+        let mut calls = Vec::new();
+        for i in 0..20 {
+            calls.push(create(if i % 2 == 0 { &first } else { &second }, i));
+        }
+        for res in futures_util::future::join_all(calls).await {
+            assert_eq!(res.unwrap().status(), 201);
+        }
+        // Reading on each instance writes what it buffered.
+        logs(&first, &key, "").await;
+        logs(&second, &key, "").await;
+        let page = logs(&first, &key, "&entity_type=application").await;
+        let made = entries(&page)
+            .iter()
+            .filter(|e| e["operation"] == "create" && e["actor_type"] == "application")
+            .count();
+        assert_eq!(made, 20, "every create of both instances is in the log");
+        let (report, ok) = verify(&first).await;
+        assert!(ok, "{report}");
+        second.stop().await;
+        first.stop().await;
+    }
 }
