@@ -78,6 +78,13 @@ pub(crate) fn parse_permissions(
     corrupt: &dyn Fn(&str) -> RepoError,
 ) -> Result<Vec<Permission>, RepoError> {
     let names: Vec<String> = serde_json::from_str(text).map_err(|_| corrupt("permissions"))?;
+    permissions(&names, corrupt)
+}
+
+fn permissions(
+    names: &[String],
+    corrupt: &dyn Fn(&str) -> RepoError,
+) -> Result<Vec<Permission>, RepoError> {
     names
         .iter()
         .map(|n| Permission::parse(n).ok_or_else(|| corrupt("permission")))
@@ -104,16 +111,12 @@ pub(crate) fn parse_rules(
                 ),
                 _ => return Err(corrupt("rule")),
             };
-            let names = r.permissions;
             Ok(AccessRule {
                 description: r.description,
                 priority: r.priority,
                 scope,
                 transform: Transform::parse(&r.transform).ok_or_else(|| corrupt("rule"))?,
-                permissions: names
-                    .iter()
-                    .map(|n| Permission::parse(n).ok_or_else(|| corrupt("permission")))
-                    .collect::<Result<_, _>>()?,
+                permissions: permissions(&r.permissions, corrupt)?,
             })
         })
         .collect()

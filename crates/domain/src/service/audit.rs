@@ -75,36 +75,19 @@ impl Vault {
         );
     }
 
-    /// Records something the server did itself (command line, bootstrap).
-    pub(super) fn audit_system(
+    /// Records what happened without an API key: the server itself (`System`: command line,
+    /// bootstrap) or a caller without one (`Anonymous`: a proxy that needs no key).
+    pub(super) fn audit_unkeyed(
         &self,
         tenant_id: Uuid,
+        actor_type: ActorType,
         operation: &'static str,
         entity_type: &'static str,
         id: impl Into<String>,
     ) {
         self.record(
             tenant_id,
-            ActorType::System,
-            None,
-            None,
-            operation,
-            entity_type,
-            [id],
-        );
-    }
-
-    /// Records a call made without a key (a proxy that needs none).
-    pub(super) fn audit_anonymous(
-        &self,
-        tenant_id: Uuid,
-        operation: &'static str,
-        entity_type: &'static str,
-        id: impl Into<String>,
-    ) {
-        self.record(
-            tenant_id,
-            ActorType::Anonymous,
+            actor_type,
             None,
             None,
             operation,

@@ -1,5 +1,6 @@
 //! Tenant use cases (the caller's own tenant) and provisioning (bootstrap, CLI).
 
+use crate::audit::ActorType;
 use uuid::Uuid;
 
 use super::{ProvisionedTenant, Vault};
@@ -105,9 +106,16 @@ impl Vault {
             )
             .await?;
         tracing::info!(tenant_id = %tenant.id, "tenant provisioned");
-        self.audit_system(tenant.id, "create", "tenant", tenant.id.to_string());
-        self.audit_system(
+        self.audit_unkeyed(
             tenant.id,
+            ActorType::System,
+            "create",
+            "tenant",
+            tenant.id.to_string(),
+        );
+        self.audit_unkeyed(
+            tenant.id,
+            ActorType::System,
             "create",
             "application",
             application.id.to_string(),

@@ -5,6 +5,7 @@
 //! on 2xx. Every failure of the vault itself is an [`Error`] (the adapter wraps it in
 //! `proxy_error`); the destination's own answer, whatever its status, is a [`ProxyReply`].
 
+use crate::audit::ActorType;
 use serde_json::{Map, Value, json};
 
 use super::super::reactors::code_error;
@@ -262,7 +263,13 @@ impl Vault {
                     used_tokens.iter().map(String::as_str),
                 );
             }
-            None => self.audit_anonymous(proxy.tenant_id, "invoke", "proxy", proxy.id.to_string()),
+            None => self.audit_unkeyed(
+                proxy.tenant_id,
+                ActorType::Anonymous,
+                "invoke",
+                "proxy",
+                proxy.id.to_string(),
+            ),
         }
         let destination_status = response.status;
         let (Some(code), true) = (
