@@ -11,6 +11,7 @@ mod m20261125_000005_proxies;
 mod m20261126_000006_idempotency;
 mod m20261127_000007_sessions;
 mod m20261128_000008_audit_log;
+mod m20261129_000009_sqlite_fixed_width_times;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000006_idempotency::Migration),
             Box::new(m20261127_000007_sessions::Migration),
             Box::new(m20261128_000008_audit_log::Migration),
+            Box::new(m20261129_000009_sqlite_fixed_width_times::Migration),
         ]
     }
 }

@@ -18,6 +18,7 @@ use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
 use crate::entity::application::{self, Column, Entity};
+use crate::stamp::{stamp, unstamp};
 use crate::{grants, repo_err};
 
 /// Applications in the `applications` table.
@@ -75,10 +76,10 @@ pub(crate) fn to_domain(model: application::Model) -> Result<Application, RepoEr
         permissions,
         rules,
         created_by: model.created_by,
-        created_at: model.created_at,
+        created_at: unstamp(model.created_at),
         modified_by: model.modified_by,
-        modified_at: model.modified_at,
-        expires_at: model.expires_at,
+        modified_at: model.modified_at.map(unstamp),
+        expires_at: model.expires_at.map(unstamp),
     })
 }
 
@@ -92,10 +93,10 @@ pub(crate) fn to_active(app: &Application, key_hash: &KeyHash) -> application::A
         rules: Set(grants::rules_json(&app.rules)),
         key_hash: Set(hash_hex(key_hash)),
         created_by: Set(app.created_by),
-        created_at: Set(app.created_at),
+        created_at: Set(stamp(app.created_at)),
         modified_by: Set(app.modified_by),
-        modified_at: Set(app.modified_at),
-        expires_at: Set(app.expires_at),
+        modified_at: Set(app.modified_at.map(stamp)),
+        expires_at: Set(app.expires_at.map(stamp)),
     }
 }
 
@@ -180,7 +181,10 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
                 Expr::value(grants::rules_json(&application.rules)),
             )
             .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
-            .col_expr(Column::ModifiedAt, Expr::value(application.modified_at))
+            .col_expr(
+                Column::ModifiedAt,
+                Expr::value(application.modified_at.map(stamp)),
+            )
             .filter(Column::TenantId.eq(application.tenant_id))
             .filter(Column::Id.eq(application.id))
             .exec(&self.db)
@@ -197,7 +201,10 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         let result = Entity::update_many()
             .col_expr(Column::KeyHash, Expr::value(hash_hex(key_hash)))
             .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
-            .col_expr(Column::ModifiedAt, Expr::value(application.modified_at))
+            .col_expr(
+                Column::ModifiedAt,
+                Expr::value(application.modified_at.map(stamp)),
+            )
             .filter(Column::TenantId.eq(application.tenant_id))
             .filter(Column::Id.eq(application.id))
             .exec(&self.db)
@@ -218,7 +225,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
 
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
         let result = Entity::delete_many()
-            .filter(Column::ExpiresAt.lte(now))
+            .filter(Column::ExpiresAt.lte(stamp(now)))
             .exec(&self.db)
             .await
             .map_err(repo_err)?;

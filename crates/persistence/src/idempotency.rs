@@ -14,6 +14,7 @@ use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository};
 
 use crate::entity::idempotency::{self, Column, Entity};
 use crate::repo_err;
+use crate::stamp::stamp;
 
 /// How many times a claim starts over when the record it lost to vanished before it could be
 /// read (released or expired concurrently).
@@ -45,11 +46,11 @@ impl SeaOrmIdempotencyRepository {
             .filter(Column::Key.eq(key.key.as_str()))
             .filter(
                 Condition::any()
-                    .add(Column::CreatedAt.lt(expired_before))
+                    .add(Column::CreatedAt.lt(stamp(expired_before)))
                     .add(
                         Condition::all()
                             .add(Column::Response.is_null())
-                            .add(Column::CreatedAt.lt(stale_before)),
+                            .add(Column::CreatedAt.lt(stamp(stale_before))),
                     ),
             )
             .exec(&self.db)
@@ -61,7 +62,7 @@ impl SeaOrmIdempotencyRepository {
             key: Set(key.key.clone()),
             fingerprint: Set(fingerprint.to_vec()),
             response: Set(None),
-            created_at: Set(now),
+            created_at: Set(stamp(now)),
         };
         let inserted = match Entity::insert(row)
             .on_conflict(
@@ -137,7 +138,7 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
 
     async fn delete_expired(&self, expired_before: OffsetDateTime) -> Result<u64, RepoError> {
         let result = Entity::delete_many()
-            .filter(Column::CreatedAt.lt(expired_before))
+            .filter(Column::CreatedAt.lt(stamp(expired_before)))
             .exec(&self.db)
             .await
             .map_err(repo_err)?;

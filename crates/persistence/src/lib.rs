@@ -10,6 +10,7 @@ mod proxies;
 mod reactors;
 mod search;
 mod sessions;
+mod stamp;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;

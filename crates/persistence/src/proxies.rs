@@ -21,6 +21,7 @@ use crate::applications::{hash_from_hex, hash_hex};
 use crate::entity::proxy::{self, Column, Entity};
 use crate::repo_err;
 use crate::search::list_condition;
+use crate::stamp::{stamp, unstamp};
 
 /// Proxies in the `proxies` table.
 #[derive(Clone, Debug)]
@@ -62,9 +63,9 @@ fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
             application_id: m.application_id,
             configuration,
             created_by: m.created_by,
-            created_at: m.created_at,
+            created_at: unstamp(m.created_at),
             modified_by: m.modified_by,
-            modified_at: m.modified_at,
+            modified_at: m.modified_at.map(unstamp),
         },
         key_hash,
         key_ciphertext: m.key_ciphertext,
@@ -86,9 +87,9 @@ fn to_active(stored: &StoredProxy) -> proxy::ActiveModel {
         application_id: Set(p.application_id),
         configuration: Set(configuration_json(p.configuration.as_ref())),
         created_by: Set(p.created_by),
-        created_at: Set(p.created_at),
+        created_at: Set(stamp(p.created_at)),
         modified_by: Set(p.modified_by),
-        modified_at: Set(p.modified_at),
+        modified_at: Set(p.modified_at.map(stamp)),
     }
 }
 
@@ -178,7 +179,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
                 Expr::value(configuration_json(p.configuration.as_ref())),
             )
             .col_expr(Column::ModifiedBy, Expr::value(p.modified_by))
-            .col_expr(Column::ModifiedAt, Expr::value(p.modified_at))
+            .col_expr(Column::ModifiedAt, Expr::value(p.modified_at.map(stamp)))
             .filter(Column::TenantId.eq(p.tenant_id))
             .filter(Column::Id.eq(p.id))
             .exec(&self.db)

@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::entity::{formula, reactor};
 use crate::repo_err;
 use crate::search::list_condition;
+use crate::stamp::{stamp, unstamp};
 
 /// Reactor formulas in the `reactor_formulas` table.
 #[derive(Clone, Debug)]
@@ -142,9 +143,9 @@ fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
         configuration,
         request_parameters,
         created_by: m.created_by,
-        created_at: m.created_at,
+        created_at: unstamp(m.created_at),
         modified_by: m.modified_by,
-        modified_at: m.modified_at,
+        modified_at: m.modified_at.map(unstamp),
     })
 }
 
@@ -159,9 +160,9 @@ fn formula_to_active(f: &Formula) -> formula::ActiveModel {
         configuration: Set(configuration_json(&f.configuration)),
         request_parameters: Set(parameters_json(&f.request_parameters)),
         created_by: Set(f.created_by),
-        created_at: Set(f.created_at),
+        created_at: Set(stamp(f.created_at)),
         modified_by: Set(f.modified_by),
-        modified_at: Set(f.modified_at),
+        modified_at: Set(f.modified_at.map(stamp)),
     }
 }
 
@@ -176,9 +177,9 @@ fn reactor_to_domain(m: reactor::Model) -> Result<Reactor, RepoError> {
         configuration,
         application_id: m.application_id,
         created_by: m.created_by,
-        created_at: m.created_at,
+        created_at: unstamp(m.created_at),
         modified_by: m.modified_by,
-        modified_at: m.modified_at,
+        modified_at: m.modified_at.map(unstamp),
     })
 }
 
@@ -191,9 +192,9 @@ fn reactor_to_active(r: &Reactor) -> reactor::ActiveModel {
         configuration: Set(values_json(&r.configuration)),
         application_id: Set(r.application_id),
         created_by: Set(r.created_by),
-        created_at: Set(r.created_at),
+        created_at: Set(stamp(r.created_at)),
         modified_by: Set(r.modified_by),
-        modified_at: Set(r.modified_at),
+        modified_at: Set(r.modified_at.map(stamp)),
     }
 }
 
@@ -295,7 +296,7 @@ impl FormulaRepository for SeaOrmFormulaRepository {
             )
             .col_expr(
                 formula::Column::ModifiedAt,
-                Expr::value(formula.modified_at),
+                Expr::value(formula.modified_at.map(stamp)),
             )
             .filter(formula::Column::TenantId.eq(formula.tenant_id))
             .filter(formula::Column::Id.eq(formula.id))
@@ -406,7 +407,7 @@ impl ReactorRepository for SeaOrmReactorRepository {
             )
             .col_expr(
                 reactor::Column::ModifiedAt,
-                Expr::value(reactor.modified_at),
+                Expr::value(reactor.modified_at.map(stamp)),
             )
             .filter(reactor::Column::TenantId.eq(reactor.tenant_id))
             .filter(reactor::Column::Id.eq(reactor.id))

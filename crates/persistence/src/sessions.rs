@@ -18,6 +18,7 @@ use uuid::Uuid;
 use crate::applications::hash_hex;
 use crate::entity::session::{self, Column, Entity};
 use crate::entity::{application, tenant};
+use crate::stamp::{stamp, unstamp};
 use crate::{grants, repo_err};
 
 /// Sessions in the `sessions` table.
@@ -49,8 +50,8 @@ fn to_domain(model: session::Model) -> Result<Session, RepoError> {
         authorized_by: model.authorized_by,
         permissions,
         rules,
-        created_at: model.created_at,
-        expires_at: model.expires_at,
+        created_at: unstamp(model.created_at),
+        expires_at: unstamp(model.expires_at),
     })
 }
 
@@ -71,8 +72,8 @@ impl SessionRepository for SeaOrmSessionRepository {
             nonce_hash: Set(Some(hash_hex(nonce_hash))),
             permissions: Set(grants::permissions_json(&session.permissions)),
             rules: Set(grants::rules_json(&session.rules)),
-            created_at: Set(session.created_at),
-            expires_at: Set(session.expires_at),
+            created_at: Set(stamp(session.created_at)),
+            expires_at: Set(stamp(session.expires_at)),
         };
         Entity::insert(row)
             .exec_without_returning(&self.db)
@@ -112,14 +113,14 @@ impl SessionRepository for SeaOrmSessionRepository {
             )
             .col_expr(Column::Rules, Expr::value(grants::rules_json(&grant.rules)));
         if let Some(expires_at) = grant.expires_at {
-            update = update.col_expr(Column::ExpiresAt, Expr::value(expires_at));
+            update = update.col_expr(Column::ExpiresAt, Expr::value(stamp(expires_at)));
         }
         let result = update
             .filter(Column::Id.eq(id))
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::NonceHash.eq(hash_hex(nonce_hash)))
             .filter(Column::AuthorizedBy.is_null())
-            .filter(Column::ExpiresAt.gt(now))
+            .filter(Column::ExpiresAt.gt(stamp(now)))
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
@@ -136,7 +137,7 @@ impl SessionRepository for SeaOrmSessionRepository {
             .find_also_related(tenant::Entity)
             .filter(Column::KeyHash.eq(hash_hex(hash)))
             .filter(Column::AuthorizedBy.is_not_null())
-            .filter(Column::ExpiresAt.gt(now))
+            .filter(Column::ExpiresAt.gt(stamp(now)))
             .one(&self.db)
             .await
             .map_err(repo_err)?;
@@ -170,7 +171,7 @@ impl SessionRepository for SeaOrmSessionRepository {
 
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
         let result = Entity::delete_many()
-            .filter(Column::ExpiresAt.lte(now))
+            .filter(Column::ExpiresAt.lte(stamp(now)))
             .exec(&self.db)
             .await
             .map_err(repo_err)?;

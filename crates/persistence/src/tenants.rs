@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::applications::to_active;
 use crate::entity::{application, tenant};
 use crate::repo_err;
+use crate::stamp::{stamp, unstamp};
 
 /// Tenants in the `tenants` table; deleting one cascades to everything it owns.
 #[derive(Clone, Debug)]
@@ -39,9 +40,9 @@ pub(crate) fn to_domain(model: tenant::Model) -> Tenant {
             deduplicate_tokens: model.deduplicate_tokens,
         },
         created_by: model.created_by,
-        created_at: model.created_at,
+        created_at: unstamp(model.created_at),
         modified_by: model.modified_by,
-        modified_at: model.modified_at,
+        modified_at: model.modified_at.map(unstamp),
     }
 }
 
@@ -62,9 +63,9 @@ impl TenantRepository for SeaOrmTenantRepository {
             fingerprint_tokens: Set(tenant.settings.fingerprint_tokens),
             deduplicate_tokens: Set(tenant.settings.deduplicate_tokens),
             created_by: Set(tenant.created_by),
-            created_at: Set(tenant.created_at),
+            created_at: Set(stamp(tenant.created_at)),
             modified_by: Set(tenant.modified_by),
-            modified_at: Set(tenant.modified_at),
+            modified_at: Set(tenant.modified_at.map(stamp)),
             data_key: Set(Some(wrapped_data_key.to_vec())),
         })
         .exec_without_returning(&txn)
@@ -97,7 +98,10 @@ impl TenantRepository for SeaOrmTenantRepository {
                 Expr::value(tenant.settings.deduplicate_tokens),
             )
             .col_expr(tenant::Column::ModifiedBy, Expr::value(tenant.modified_by))
-            .col_expr(tenant::Column::ModifiedAt, Expr::value(tenant.modified_at))
+            .col_expr(
+                tenant::Column::ModifiedAt,
+                Expr::value(tenant.modified_at.map(stamp)),
+            )
             .filter(tenant::Column::Id.eq(tenant.id))
             .exec(&self.db)
             .await

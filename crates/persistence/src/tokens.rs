@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use crate::entity::{activity, association, token};
 use crate::repo_err;
+use crate::stamp::{stamp, unstamp};
 
 /// Tokens in the `tokens` table.
 #[derive(Clone, Debug)]
@@ -66,10 +67,10 @@ fn to_active(t: &StoredToken) -> token::ActiveModel {
         dedup_key: Set(t.dedup_key.clone()),
         fingerprint_expression: Set(t.fingerprint_expression.clone()),
         created_by: Set(t.created_by),
-        created_at: Set(t.created_at),
+        created_at: Set(stamp(t.created_at)),
         modified_by: Set(t.modified_by),
-        modified_at: Set(t.modified_at),
-        expires_at: Set(t.expires_at),
+        modified_at: Set(t.modified_at.map(stamp)),
+        expires_at: Set(t.expires_at.map(stamp)),
     }
 }
 
@@ -88,17 +89,17 @@ fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
         dedup_key: m.dedup_key,
         fingerprint_expression: m.fingerprint_expression,
         created_by: m.created_by,
-        created_at: m.created_at,
+        created_at: unstamp(m.created_at),
         modified_by: m.modified_by,
-        modified_at: m.modified_at,
-        expires_at: m.expires_at,
+        modified_at: m.modified_at.map(unstamp),
+        expires_at: m.expires_at.map(unstamp),
     })
 }
 
 fn live(now: OffsetDateTime) -> Condition {
     Condition::any()
         .add(token::Column::ExpiresAt.is_null())
-        .add(token::Column::ExpiresAt.gt(now))
+        .add(token::Column::ExpiresAt.gt(stamp(now)))
 }
 
 fn escape_like(prefix: &str) -> String {
@@ -462,8 +463,14 @@ impl TokenRepository for SeaOrmTokenRepository {
                 Expr::value(t.fingerprint_expression.clone()),
             )
             .col_expr(token::Column::ModifiedBy, Expr::value(t.modified_by))
-            .col_expr(token::Column::ModifiedAt, Expr::value(t.modified_at))
-            .col_expr(token::Column::ExpiresAt, Expr::value(t.expires_at))
+            .col_expr(
+                token::Column::ModifiedAt,
+                Expr::value(t.modified_at.map(stamp)),
+            )
+            .col_expr(
+                token::Column::ExpiresAt,
+                Expr::value(t.expires_at.map(stamp)),
+            )
             .filter(token::Column::TenantId.eq(t.tenant_id))
             .filter(token::Column::Id.eq(t.id.clone()))
             .exec(&self.db)
@@ -521,7 +528,7 @@ impl TokenRepository for SeaOrmTokenRepository {
 
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
         let result = token::Entity::delete_many()
-            .filter(token::Column::ExpiresAt.lte(now))
+            .filter(token::Column::ExpiresAt.lte(stamp(now)))
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
@@ -550,7 +557,7 @@ impl TokenRepository for SeaOrmTokenRepository {
             .map(|(token_type, count, last_created_at)| TypeCount {
                 token_type,
                 count: u64::try_from(count).unwrap_or(0),
-                last_created_at,
+                last_created_at: last_created_at.map(unstamp),
             })
             .collect())
     }

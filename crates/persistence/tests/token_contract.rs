@@ -166,6 +166,62 @@ async fn dedup_key_is_unique_per_tenant_and_fingerprints_are_found() {
     .await;
 }
 
+/// Times within one second whose fractions print at different widths (`.1`, `.12`, `.123`, none)
+/// still order and expire as times, not as text.
+#[tokio::test]
+async fn times_within_one_second_order_and_expire_as_times() {
+    each_backend(|r| async move {
+        let second = now().replace_nanosecond(0).unwrap() - Duration::minutes(1);
+        let at = |ms: i64| second + Duration::milliseconds(ms);
+        for (id, ms) in [("t-000", 0), ("t-100", 100), ("t-120", 120), ("t-123", 123)] {
+            let mut t = token(r.tenant, id, "/", at(ms));
+            t.fingerprint = Some("FP".into());
+            r.tokens.insert(&t).await.unwrap();
+        }
+        let page = PageRequest { page: 1, size: 100 };
+        let list = r
+            .tokens
+            .list(r.tenant, &filter(), page, now())
+            .await
+            .unwrap();
+        assert_eq!(ids(&list), ["t-123", "t-120", "t-100", "t-000"]);
+        let oldest = r
+            .tokens
+            .find_by_fingerprint(r.tenant, "token", "/", "FP", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(oldest.id, "t-000");
+        assert_eq!(list.items[0].created_at, at(123), "read back as stored");
+
+        let mut expiring = token(r.tenant, "t-exp", "/", at(0));
+        expiring.expires_at = Some(at(120));
+        r.tokens.insert(&expiring).await.unwrap();
+        assert!(
+            r.tokens
+                .get(r.tenant, "t-exp", at(115))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            r.tokens
+                .get(r.tenant, "t-exp", at(125))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            r.tokens
+                .get(r.tenant, "t-exp", at(1000))
+                .await
+                .unwrap()
+                .is_none()
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn insert_all_is_all_or_nothing() {
     each_backend(|r| async move {
