@@ -5,6 +5,7 @@ mod applications;
 mod audit;
 mod entity;
 mod grants;
+mod group_commit;
 mod idempotency;
 mod proxies;
 mod reactors;

@@ -2,6 +2,7 @@
 //! Every filter of a list (ids, types, metadata, visible containers, parent) runs in SQL.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::{
@@ -22,6 +23,7 @@ use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::entity::{activity, association, token};
+use crate::group_commit::GroupCommit;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
 
@@ -29,12 +31,17 @@ use crate::stamp::{stamp, unstamp};
 #[derive(Clone, Debug)]
 pub struct SeaOrmTokenRepository {
     db: DatabaseConnection,
+    /// SQLite's single-token inserts, committed in groups.
+    writer: Arc<GroupCommit>,
 }
 
 impl SeaOrmTokenRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            db,
+            writer: Arc::default(),
+        }
     }
 }
 
@@ -362,6 +369,12 @@ impl SeaOrmTokenRepository {
 #[async_trait]
 impl TokenRepository for SeaOrmTokenRepository {
     async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
+        if self.db.get_database_backend() == DatabaseBackend::Sqlite {
+            return self
+                .writer
+                .insert(&self.db, to_active(t), write_conflict)
+                .await;
+        }
         match token::Entity::insert(to_active(t))
             .exec_without_returning(&self.db)
             .await

@@ -22,9 +22,6 @@ async fn sqlite_is_built_with_the_query_planner_stability_guarantee() {
         .iter()
         .map(|row| row.try_get_by_index(0).unwrap())
         .collect();
-    assert!(
-        options.iter().any(|o| o == "ENABLE_QPSG"),
-        "{options:?}"
-    );
+    assert!(options.iter().any(|o| o == "ENABLE_QPSG"), "{options:?}");
     db.destroy().await;
 }

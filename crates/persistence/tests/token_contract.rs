@@ -222,6 +222,39 @@ async fn times_within_one_second_order_and_expire_as_times() {
     .await;
 }
 
+/// Concurrent single inserts (on SQLite committed together by the group writer) each get their
+/// own answer: a duplicate id or dedup key in the same group fails alone, the rest are stored.
+#[tokio::test]
+async fn concurrent_inserts_each_get_their_own_answer() {
+    each_backend(|r| async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..60 {
+            let mut t = token(r.tenant, &format!("c-{}", i % 50), "/", now());
+            if i >= 55 {
+                t.id = format!("d-{i}");
+                t.fingerprint = Some("FP".into());
+                t.dedup_key = Some("FP".into());
+            }
+            let tokens = r.tokens.clone();
+            tasks.spawn(async move { (i, tokens.insert(&t).await.unwrap()) });
+        }
+        let mut answers = tasks.join_all().await;
+        answers.sort_by_key(|(i, _)| *i);
+        let count = |w: TokenWrite| answers.iter().filter(|(_, a)| *a == w).count();
+        assert_eq!(count(TokenWrite::Done), 51, "{answers:?}");
+        assert_eq!(count(TokenWrite::DuplicateId), 5, "{answers:?}");
+        assert_eq!(count(TokenWrite::DuplicateFingerprint), 4, "{answers:?}");
+        let page = PageRequest { page: 1, size: 100 };
+        let stored = r
+            .tokens
+            .list(r.tenant, &filter(), page, now())
+            .await
+            .unwrap();
+        assert_eq!(stored.total_items, 51);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn insert_all_is_all_or_nothing() {
     each_backend(|r| async move {
