@@ -7,10 +7,10 @@
 //! transaction and answers each caller only after the commit returned: an acknowledged token is
 //! as durable as before. A lone row is written in autocommit, as without the writer.
 //!
-//! A unique violation aborts only its own statement and leaves the transaction open, so each
-//! caller still learns its own outcome (duplicate id, duplicate fingerprint). Any other failure
-//! rolls the batch back and writes its rows again one by one, so one caller's failure is never
-//! another's.
+//! The group goes in as one multi-row statement. A unique violation aborts only that statement
+//! and leaves the transaction open; the rows then go in one statement each, so each caller still
+//! learns its own outcome (duplicate id, duplicate fingerprint). Any other failure rolls the
+//! group back and writes its rows again one by one, so one caller's failure is never another's.
 
 use std::sync::OnceLock;
 
@@ -81,7 +81,14 @@ async fn run(
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         if batch.len() > 1 {
-            match write_batch(&db, &batch, on_error).await {
+            let started = std::time::Instant::now();
+            let written = write_batch(&db, &batch, on_error).await;
+            tracing::debug!(
+                rows = batch.len(),
+                elapsed_us = started.elapsed().as_micros(),
+                "group commit"
+            );
+            match written {
                 Ok(answers) => {
                     for (pending, answer) in batch.drain(..).zip(answers) {
                         let _ = pending.reply.send(answer);
@@ -119,7 +126,24 @@ async fn write_batch(
 ) -> Result<Vec<Answer>, CommitFailed> {
     let failed = |e: DbErr| CommitFailed(e.to_string());
     let txn = db.begin().await.map_err(failed)?;
+    // One statement for the whole group; if any row violates a constraint the statement is
+    // undone as a whole (the transaction stays open) and each row goes in alone to learn which.
+    let all = token::Entity::insert_many(batch.iter().map(|p| p.row.clone()))
+        .exec_without_returning(&txn)
+        .await;
     let mut answers = Vec::with_capacity(batch.len());
+    match all {
+        Ok(_) => {
+            txn.commit().await.map_err(failed)?;
+            answers.resize_with(batch.len(), || Ok(TokenWrite::Done));
+            return Ok(answers);
+        }
+        Err(err) => {
+            if let Err(err) = on_error(err) {
+                return Err(CommitFailed(err.to_string()));
+            }
+        }
+    }
     for pending in batch {
         let answer = insert_one(&txn, pending.row.clone(), on_error).await;
         if let Err(err) = &answer {

@@ -251,6 +251,17 @@ async fn concurrent_inserts_each_get_their_own_answer() {
             .await
             .unwrap();
         assert_eq!(stored.total_items, 51);
+        // A group without conflicts goes in as one statement.
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..20 {
+            let t = token(r.tenant, &format!("e-{i}"), "/", now());
+            let tokens = r.tokens.clone();
+            tasks.spawn(async move { tokens.insert(&t).await.unwrap() });
+        }
+        assert!(tasks.join_all().await.iter().all(|a| *a == TokenWrite::Done));
+        let stored = r.tokens.list(r.tenant, &filter(), page, now()).await.unwrap();
+        assert_eq!(stored.total_items, 71);
+        assert!(r.tokens.get(r.tenant, "e-19", now()).await.unwrap().is_some());
     })
     .await;
 }
