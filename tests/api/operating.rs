@@ -274,3 +274,22 @@ async fn browsers_of_configured_origins_may_call_the_api() {
     )
     .await;
 }
+
+/// `tokenvault ceilings` (what `cargo xtask bench` sets the endpoints beside) measures on both
+/// databases.
+#[tokio::test]
+async fn ceilings_measure_the_adapter_and_the_cipher() {
+    for backend in backends() {
+        let db = tokenvault_persistence::testing::TestDatabase::create(backend).await;
+        let data_dir = std::env::temp_dir().join(tokenvault_tests::unique("tokenvault-ceilings"));
+        let config = tokenvault_server::Config::for_tests(db.url.clone(), data_dir.clone());
+        let measured = tokenvault_server::ceilings::measure(&config, Duration::from_millis(200), 4)
+            .await
+            .unwrap();
+        assert!(measured.insert_per_s > 0.0, "{measured:?}");
+        assert!(measured.read_per_s > 0.0, "{measured:?}");
+        assert!(measured.encrypt_decrypt_per_s > 0.0, "{measured:?}");
+        let _ = std::fs::remove_dir_all(data_dir);
+        db.destroy().await;
+    }
+}

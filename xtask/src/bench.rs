@@ -19,6 +19,11 @@ use crate::{DEFAULT_TEST_POSTGRES, cargo, root};
 
 const BOOTSTRAP_KEY: &str = "key_benchbenchbenchbenchbenchbench12";
 
+const HEALTH: &str = "GET /health (ceiling)";
+const TOKENIZE: &str = "POST /tokens (tokenize)";
+const DETOKENIZE: &str = "GET /tokens/{id} reveal (detokenize)";
+const PROXY: &str = "GET /proxy → /health (round trip)";
+
 struct Options {
     dbs: Vec<&'static str>,
     duration: u64,
@@ -98,13 +103,13 @@ impl Drop for TempDir {
     }
 }
 
-async fn fresh_postgres() -> anyhow::Result<String> {
+async fn fresh_postgres(purpose: &str) -> anyhow::Result<String> {
     use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
     let base = std::env::var("TOKENVAULT_TEST_DATABASE_URL")
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
-    let name = format!("bench_{}", std::process::id());
+    let name = format!("bench_{purpose}_{}", std::process::id());
     let db = Database::connect(&base)
         .await
         .context("connect to PostgreSQL")?;
@@ -139,7 +144,7 @@ async fn start(db: &str) -> anyhow::Result<Server> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     if db == "postgres" {
-        cmd.env("DATABASE_URL", fresh_postgres().await?);
+        cmd.env("DATABASE_URL", fresh_postgres("http").await?);
     } else {
         cmd.env_remove("DATABASE_URL");
     }
@@ -157,6 +162,36 @@ async fn start(db: &str) -> anyhow::Result<Server> {
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok(server)
+}
+
+/// The same machine's ceilings under HTTP, from `tokenvault ceilings` on a fresh database:
+/// (insert/s, read/s through the persistence adapter, AES-256-GCM encrypt+decrypt pairs/s).
+async fn ceilings(db: &str, o: &Options) -> anyhow::Result<Value> {
+    let data =
+        std::env::temp_dir().join(format!("tokenvault-ceilings-{}-{db}", std::process::id()));
+    std::fs::create_dir_all(&data)?;
+    let data = TempDir(data);
+    let mut cmd = Command::new(binary());
+    cmd.args([
+        "ceilings",
+        "--duration",
+        &o.duration.to_string(),
+        "--concurrency",
+        &o.connections.to_string(),
+    ])
+    .env("TOKENVAULT_DATA_DIR", &data.0)
+    .env("TOKENVAULT_LOG", "warn")
+    .stderr(Stdio::inherit());
+    if db == "postgres" {
+        cmd.env("DATABASE_URL", fresh_postgres("ceilings").await?);
+    } else {
+        cmd.env_remove("DATABASE_URL");
+    }
+    let out = cmd.output().context("tokenvault ceilings")?;
+    if !out.status.success() {
+        bail!("tokenvault ceilings failed");
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
 }
 
 /// One request with curl; the JSON answer (2xx only).
@@ -285,7 +320,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
     let json_body = json!({"card": format!("{{{{ {token_id} }}}}"), "note": "x".repeat(900)});
     Ok(vec![
         Target {
-            name: "GET /health (ceiling)",
+            name: HEALTH,
             method: "GET",
             path: "/health".into(),
             key: None,
@@ -293,7 +328,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
             body: None,
         },
         Target {
-            name: "POST /tokens (tokenize)",
+            name: TOKENIZE,
             method: "POST",
             path: "/tokens".into(),
             key: Some(key.clone()),
@@ -301,7 +336,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
             body: Some(json!({"type": "token", "data": "bench value"})),
         },
         Target {
-            name: "GET /tokens/{id} reveal (detokenize)",
+            name: DETOKENIZE,
             method: "GET",
             path: format!("/tokens/{token_id}"),
             key: Some(key.clone()),
@@ -326,7 +361,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
         },
         // GET with a JSON body: the destination (`/health`) answers GET only.
         Target {
-            name: "GET /proxy → /health (round trip)",
+            name: PROXY,
             method: "GET",
             path: "/proxy".into(),
             key: Some(key.clone()),
@@ -470,9 +505,48 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
         }
         let rss = peak_rss_mib(&server);
         println!("server peak RSS: {rss:.0} MiB");
+        drop(server);
+        let ceiling = ceilings(db, &o).await?;
+        let rate = |field: &str| ceiling[field].as_f64().unwrap_or(f64::NAN);
+        let rps = |name: &str| {
+            rows.iter()
+                .find(|(n, _)| *n == name)
+                .map_or(f64::NAN, |(_, m)| m.rps)
+        };
+        let p50 = |name: &str| {
+            rows.iter()
+                .find(|(n, _)| *n == name)
+                .map_or(f64::NAN, |(_, m)| m.p50_ms)
+        };
+        println!(
+            "ceilings without HTTP (tokenvault ceilings, {} tasks):",
+            o.connections
+        );
+        for (label, field, path) in [
+            (
+                "token insert, persistence adapter",
+                "insert_per_s",
+                TOKENIZE,
+            ),
+            ("token read, persistence adapter", "read_per_s", DETOKENIZE),
+        ] {
+            println!(
+                "  {label:<38} {:>10.0}/s  {path}: {:.1}% of it",
+                rate(field),
+                rps(path) / rate(field) * 100.0
+            );
+        }
+        println!(
+            "  {:<38} {:>10.0}/s  (one thread)",
+            "AES-256-GCM encrypt+decrypt, 64 B",
+            rate("encrypt_decrypt_per_s")
+        );
+        let added = p50(PROXY) - p50(HEALTH);
+        println!("  proxy added latency at p50 (proxy − direct /health): {added:.2} ms");
         report.push(
             json!({"db": db, "connections": o.connections, "duration_s": o.duration,
-                           "peak_rss_mib": rss, "rows": json_rows}),
+                           "peak_rss_mib": rss, "rows": json_rows, "ceilings": ceiling,
+                           "proxy_added_p50_ms": added}),
         );
     }
     let dir = root().join("target/bench");

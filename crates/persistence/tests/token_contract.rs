@@ -258,10 +258,26 @@ async fn concurrent_inserts_each_get_their_own_answer() {
             let tokens = r.tokens.clone();
             tasks.spawn(async move { tokens.insert(&t).await.unwrap() });
         }
-        assert!(tasks.join_all().await.iter().all(|a| *a == TokenWrite::Done));
-        let stored = r.tokens.list(r.tenant, &filter(), page, now()).await.unwrap();
+        assert!(
+            tasks
+                .join_all()
+                .await
+                .iter()
+                .all(|a| *a == TokenWrite::Done)
+        );
+        let stored = r
+            .tokens
+            .list(r.tenant, &filter(), page, now())
+            .await
+            .unwrap();
         assert_eq!(stored.total_items, 71);
-        assert!(r.tokens.get(r.tenant, "e-19", now()).await.unwrap().is_some());
+        assert!(
+            r.tokens
+                .get(r.tenant, "e-19", now())
+                .await
+                .unwrap()
+                .is_some()
+        );
     })
     .await;
 }

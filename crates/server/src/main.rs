@@ -38,6 +38,16 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Measure what the storage and the cipher reach on this machine, without HTTP, and print
+    /// it as JSON (used by `cargo xtask bench`; run it on a fresh database: it adds a tenant).
+    Ceilings {
+        /// Seconds each measurement runs.
+        #[arg(long, default_value_t = 5)]
+        duration: u64,
+        /// Concurrent writers and readers.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
 }
 
 #[derive(Subcommand)]
@@ -129,6 +139,19 @@ async fn main() -> anyhow::Result<()> {
             if !ok {
                 std::process::exit(1);
             }
+            Ok(())
+        }
+        Command::Ceilings {
+            duration,
+            concurrency,
+        } => {
+            let measured = tokenvault_server::ceilings::measure(
+                &config,
+                std::time::Duration::from_secs(duration),
+                concurrency,
+            )
+            .await?;
+            println!("{}", serde_json::to_string_pretty(&measured)?);
             Ok(())
         }
         Command::Tenants {

@@ -1,0 +1,151 @@
+//! `tokenvault ceilings`: what the layers under the HTTP API reach on this machine, for
+//! `cargo xtask bench` to set each endpoint beside. Writes and reads one token row through the
+//! persistence adapter (no HTTP, no authentication) from `concurrency` tasks at once, and
+//! encrypts and decrypts a token value with the tenant cipher on one thread.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokenvault_crypto::EnvelopeCipher;
+use tokenvault_domain::ports::{Cipher, Clock, TokenRepository, TokenWrite};
+use tokenvault_domain::token::StoredToken;
+use tokenvault_persistence::SeaOrmTokenRepository;
+use uuid::Uuid;
+
+use crate::{Config, SystemClock, current_master_key, open_vault, previous_master_keys};
+
+/// Operations per second of each ceiling.
+#[derive(Debug, serde::Serialize)]
+pub struct Ceilings {
+    /// Token rows inserted per second through the adapter (`concurrency` writers).
+    pub insert_per_s: f64,
+    /// Reads of one token row per second through the adapter (`concurrency` readers).
+    pub read_per_s: f64,
+    /// AES-256-GCM encrypt + decrypt pairs of a 64-byte value per second, one thread.
+    pub encrypt_decrypt_per_s: f64,
+}
+
+/// A token row as `POST /tokens` stores one: ciphertext of a short value, a fingerprint.
+fn row(cipher: &EnvelopeCipher, tenant_id: Uuid, id: String) -> anyhow::Result<StoredToken> {
+    let data = cipher.encrypt(tenant_id, id.as_bytes(), br#""bench value""#)?;
+    Ok(StoredToken {
+        fingerprint: Some(format!("fp-{id}")),
+        id,
+        tenant_id,
+        token_type: "token".into(),
+        container: "/".into(),
+        metadata: BTreeMap::new(),
+        data,
+        mask: None,
+        dedup_key: None,
+        fingerprint_expression: None,
+        created_by: None,
+        created_at: SystemClock.now(),
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+    })
+}
+
+fn per_second(n: u64, since: Instant) -> f64 {
+    f64::from(u32::try_from(n).unwrap_or(u32::MAX)) / since.elapsed().as_secs_f64()
+}
+
+/// Runs `concurrency` copies of `op` until `duration` has passed; operations per second.
+async fn rate<F, Fut>(duration: Duration, concurrency: usize, op: F) -> anyhow::Result<f64>
+where
+    F: Fn(u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
+    let op = Arc::new(op);
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.max(1) {
+        let (op, done, stop) = (op.clone(), done.clone(), stop.clone());
+        tasks.spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                op(done.fetch_add(1, Ordering::Relaxed)).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    for result in tasks.join_all().await {
+        result?;
+    }
+    let n = done.load(Ordering::Relaxed);
+    Ok(per_second(n, started))
+}
+
+/// Measures the ceilings on the configured database (use a fresh one: it adds a tenant and
+/// its rows).
+pub async fn measure(
+    config: &Config,
+    duration: Duration,
+    concurrency: usize,
+) -> anyhow::Result<Ceilings> {
+    let vault = open_vault(config).await?;
+    let tenant = vault
+        .provision_tenant("ceilings", None, None)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot create the tenant: {e}"))?
+        .tenant
+        .id;
+    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
+    cipher.load_tenant_key(tenant, &cipher.new_tenant_key(tenant))?;
+    let cipher = Arc::new(cipher);
+    let options = tokenvault_persistence::DbOptions {
+        max_connections: config.db_max_connections,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+    };
+    let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
+    let tokens = Arc::new(SeaOrmTokenRepository::new(db));
+
+    let (repo, c) = (tokens.clone(), cipher.clone());
+    let insert_per_s = rate(duration, concurrency, move |n| {
+        let (repo, c) = (repo.clone(), c.clone());
+        async move {
+            let token = row(&c, tenant, format!("ceiling-{n}"))?;
+            match repo.insert(&token).await? {
+                TokenWrite::Done => Ok(()),
+                other => anyhow::bail!("insert: {other:?}"),
+            }
+        }
+    })
+    .await?;
+
+    let repo = tokens.clone();
+    let read_per_s = rate(duration, concurrency, move |_| {
+        let repo = repo.clone();
+        async move {
+            repo.get(tenant, "ceiling-0", SystemClock.now())
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("the row is missing"))?;
+            Ok(())
+        }
+    })
+    .await?;
+
+    let started = Instant::now();
+    let mut pairs = 0u64;
+    let value = [7u8; 64];
+    while started.elapsed() < duration {
+        for _ in 0..1000 {
+            let sealed = cipher.encrypt(tenant, b"context", &value)?;
+            let opened = cipher.decrypt(tenant, b"context", &sealed)?;
+            anyhow::ensure!(opened == value, "decrypt changed the value");
+        }
+        pairs += 1000;
+    }
+    let encrypt_decrypt_per_s = per_second(pairs, started);
+    Ok(Ceilings {
+        insert_per_s,
+        read_per_s,
+        encrypt_decrypt_per_s,
+    })
+}
