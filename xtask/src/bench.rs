@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--db sqlite|postgres|both] [--duration S] [--connections N]`: HTTP load
+//! `cargo xtask bench [--db sqlite|postgres|both] [--duration S] [--connections N] [--scale [N]]`: HTTP load
 //! on the release binary, each path beside the `GET /health` ceiling measured in the same run.
 //!
 //! The server runs on a fresh database (a temporary SQLite file, or a new PostgreSQL database
@@ -23,11 +23,15 @@ const HEALTH: &str = "GET /health (ceiling)";
 const TOKENIZE: &str = "POST /tokens (tokenize)";
 const DETOKENIZE: &str = "GET /tokens/{id} reveal (detokenize)";
 const PROXY: &str = "GET /proxy → /health (round trip)";
+const CHILDREN: &str = "GET /tokens/{id}/children (20)";
+const LIST: &str = "GET /tokens?size=20 (list page)";
 
 struct Options {
     dbs: Vec<&'static str>,
     duration: u64,
     connections: u64,
+    /// `--scale N`: also measure the list, a children page and a detokenize with N tokens.
+    scale: Option<u64>,
 }
 
 fn options(args: &[&str]) -> anyhow::Result<Options> {
@@ -35,8 +39,9 @@ fn options(args: &[&str]) -> anyhow::Result<Options> {
         dbs: vec!["sqlite"],
         duration: 8,
         connections: 16,
+        scale: None,
     };
-    let mut it = args.iter();
+    let mut it = args.iter().peekable();
     while let Some(arg) = it.next() {
         let mut value = || it.next().copied().context("a value must follow the option");
         match *arg {
@@ -50,6 +55,13 @@ fn options(args: &[&str]) -> anyhow::Result<Options> {
             }
             "--duration" => o.duration = value()?.parse().context("--duration: seconds")?,
             "--connections" => o.connections = value()?.parse().context("--connections")?,
+            "--scale" => {
+                let n = it.peek().and_then(|v| v.parse::<u64>().ok());
+                if n.is_some() {
+                    it.next();
+                }
+                o.scale = Some(n.unwrap_or(1_000_000));
+            }
             other => bail!("unknown option {other}"),
         }
     }
@@ -85,7 +97,9 @@ fn ensure_wrk() -> anyhow::Result<()> {
 struct Server {
     child: Child,
     base: String,
-    _data: TempDir,
+    /// `DATABASE_URL` of a PostgreSQL run (SQLite: the file in `data`).
+    database_url: Option<String>,
+    data: TempDir,
 }
 
 impl Drop for Server {
@@ -143,16 +157,21 @@ async fn start(db: &str) -> anyhow::Result<Server> {
         .env("TOKENVAULT_PROXY_ALLOWED_HOSTS", "127.0.0.1")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    if db == "postgres" {
-        cmd.env("DATABASE_URL", fresh_postgres("http").await?);
+    let database_url = if db == "postgres" {
+        Some(fresh_postgres("http").await?)
     } else {
-        cmd.env_remove("DATABASE_URL");
-    }
+        None
+    };
+    match &database_url {
+        Some(url) => cmd.env("DATABASE_URL", url),
+        None => cmd.env_remove("DATABASE_URL"),
+    };
     let child = cmd.spawn().context("start target/release/tokenvault")?;
     let server = Server {
         child,
         base: format!("http://127.0.0.1:{port}"),
-        _data: data,
+        database_url,
+        data,
     };
     let started = Instant::now();
     while curl(&server, "GET", "/health", None, None).is_err() {
@@ -192,6 +211,83 @@ async fn ceilings(db: &str, o: &Options) -> anyhow::Result<Value> {
         bail!("tokenvault ceilings failed");
     }
     Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// `tokenvault fill`: adds `count` tokens to the bench tenant on the server's database.
+fn fill(server: &Server, count: u64) -> anyhow::Result<()> {
+    let tenant = text(
+        &curl(server, "GET", "/tenants/self", Some(BOOTSTRAP_KEY), None)?,
+        "id",
+    )?;
+    let mut cmd = Command::new(binary());
+    cmd.args(["fill", "--tenant", &tenant, "--count", &count.to_string()])
+        .env("TOKENVAULT_DATA_DIR", &server.data.0)
+        .env("TOKENVAULT_LOG", "warn")
+        .stdout(Stdio::null());
+    match &server.database_url {
+        Some(url) => cmd.env("DATABASE_URL", url),
+        None => cmd.env_remove("DATABASE_URL"),
+    };
+    if !cmd.status().context("tokenvault fill")?.success() {
+        bail!("tokenvault fill failed");
+    }
+    Ok(())
+}
+
+/// `--scale N`: on a fresh server, the list page, a children page and a detokenize with about
+/// 1,000 tokens in the tenant and again with N more, and the ratio of each.
+async fn scale(db: &str, o: &Options, n: u64) -> anyhow::Result<Value> {
+    let server = start(db).await?;
+    let mut targets = seed(&server)?;
+    targets.retain(|t| [DETOKENIZE, CHILDREN].contains(&t.name));
+    let key = targets
+        .first()
+        .and_then(|t| t.key.clone())
+        .context("no key")?;
+    targets.insert(
+        0,
+        Target {
+            name: LIST,
+            method: "GET",
+            path: "/tokens?size=20".into(),
+            key: Some(key.clone()),
+            headers: vec![],
+            body: None,
+        },
+    );
+    fill(&server, 1_000)?;
+    let small: Vec<Measured> = targets
+        .iter()
+        .map(|t| run_wrk(&server, t, o))
+        .collect::<anyhow::Result<_>>()?;
+    let started = Instant::now();
+    fill(&server, n)?;
+    eprintln!(
+        "xtask: added {n} tokens in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let large: Vec<Measured> = targets
+        .iter()
+        .map(|t| run_wrk(&server, t, o))
+        .collect::<anyhow::Result<_>>()?;
+    println!("\n{db} at scale: ~1,000 tokens, then {n} more in the same tenant");
+    println!(
+        "{:<40} {:>12} {:>12} {:>8} {:>12}",
+        "path", "req/s 1k", "req/s large", "ratio", "p99 ms large"
+    );
+    let mut rows = Vec::new();
+    for ((t, a), b) in targets.iter().zip(&small).zip(&large) {
+        let ratio = b.rps / a.rps;
+        println!(
+            "{:<40} {:>12.0} {:>12.0} {:>8.2} {:>12.2}",
+            t.name, a.rps, b.rps, ratio, b.p99_ms
+        );
+        rows.push(
+            json!({"path": t.name, "rps_1k": a.rps, "rps_large": b.rps, "ratio": ratio,
+                         "p99_ms_large": b.p99_ms, "errors_large": b.errors}),
+        );
+    }
+    Ok(json!({"db": db, "tokens": n, "rows": rows}))
 }
 
 /// One request with curl; the JSON answer (2xx only).
@@ -344,7 +440,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
             body: None,
         },
         Target {
-            name: "GET /tokens/{id}/children (20)",
+            name: CHILDREN,
             method: "GET",
             path: format!("/tokens/{parent}/children?size=20"),
             key: Some(key.clone()),
@@ -543,10 +639,14 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
         );
         let added = p50(PROXY) - p50(HEALTH);
         println!("  proxy added latency at p50 (proxy − direct /health): {added:.2} ms");
+        let at_scale = match o.scale {
+            Some(n) => scale(db, &o, n).await?,
+            None => Value::Null,
+        };
         report.push(
             json!({"db": db, "connections": o.connections, "duration_s": o.duration,
                            "peak_rss_mib": rss, "rows": json_rows, "ceilings": ceiling,
-                           "proxy_added_p50_ms": added}),
+                           "proxy_added_p50_ms": added, "scale": at_scale}),
         );
     }
     let dir = root().join("target/bench");

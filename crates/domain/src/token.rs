@@ -228,6 +228,12 @@ impl RawNewToken {
     }
 }
 
+/// The associated data that binds a token field's ciphertext (`data` or `mask`) to its tenant
+/// and token id: a ciphertext moved to another row or field does not decrypt.
+pub fn data_context(tenant_id: Uuid, id: &str, field: &str) -> Vec<u8> {
+    format!("tokenvault:token:v1:{tenant_id}:{id}:{field}").into_bytes()
+}
+
 /// An RFC 3339 date in any offset, as UTC.
 pub fn parse_time(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)

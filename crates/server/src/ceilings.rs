@@ -1,7 +1,8 @@
 //! `tokenvault ceilings`: what the layers under the HTTP API reach on this machine, for
 //! `cargo xtask bench` to set each endpoint beside. Writes and reads one token row through the
 //! persistence adapter (no HTTP, no authentication) from `concurrency` tasks at once, and
-//! encrypts and decrypts a token value with the tenant cipher on one thread.
+//! encrypts and decrypts a token value with the tenant cipher on one thread. [`fill`] adds
+//! tokens to a tenant through the adapter, for measuring the API at scale.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokenvault_crypto::EnvelopeCipher;
-use tokenvault_domain::ports::{Cipher, Clock, TokenRepository, TokenWrite};
-use tokenvault_domain::token::StoredToken;
-use tokenvault_persistence::SeaOrmTokenRepository;
+use tokenvault_domain::ports::{Cipher, Clock, TenantRepository, TokenRepository, TokenWrite};
+use tokenvault_domain::token::{StoredToken, data_context};
+use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
 use uuid::Uuid;
 
 use crate::{Config, SystemClock, current_master_key, open_vault, previous_master_keys};
@@ -148,4 +149,48 @@ pub async fn measure(
         read_per_s,
         encrypt_decrypt_per_s,
     })
+}
+
+/// Adds `count` tokens to `tenant` through the persistence adapter, in transactions of a
+/// thousand rows, as `POST /tokens` would store them (type `token`, container `/`, data
+/// encrypted under the tenant's key), created a year before now so that they sort after
+/// everything the API created. Returns how many were added.
+pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u64> {
+    let options = tokenvault_persistence::DbOptions {
+        max_connections: config.db_max_connections,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+    };
+    let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
+    let wrapped = SeaOrmTenantRepository::new(db.clone())
+        .data_key(tenant)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no tenant {tenant} with a data key"))?;
+    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
+    cipher.load_tenant_key(tenant, &wrapped)?;
+    let tokens = SeaOrmTokenRepository::new(db);
+    let start = SystemClock.now() - time::Duration::days(365);
+    let mut added = 0u64;
+    while added < count {
+        let batch: Vec<StoredToken> = (added..count.min(added + 1000))
+            .map(|n| {
+                let id = Uuid::new_v4().to_string();
+                let data = cipher.encrypt(
+                    tenant,
+                    &data_context(tenant, &id, "data"),
+                    format!("\"filler {n}\"").as_bytes(),
+                )?;
+                let micros = i64::try_from(n).unwrap_or(i64::MAX);
+                Ok(StoredToken {
+                    created_at: start + time::Duration::microseconds(micros),
+                    data,
+                    ..row(&cipher, tenant, id)?
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        match tokens.insert_all(&batch).await? {
+            TokenWrite::Done => added += batch.len() as u64,
+            other => anyhow::bail!("fill: {other:?}"),
+        }
+    }
+    Ok(added)
 }

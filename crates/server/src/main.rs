@@ -48,6 +48,17 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+    /// Add COUNT tokens to a tenant through the storage layer, for measuring at scale (used by
+    /// `cargo xtask bench --scale`); prints how many were added.
+    #[command(hide = true)]
+    Fill {
+        /// The tenant.
+        #[arg(long)]
+        tenant: uuid::Uuid,
+        /// How many tokens.
+        #[arg(long)]
+        count: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -152,6 +163,11 @@ async fn main() -> anyhow::Result<()> {
             )
             .await?;
             println!("{}", serde_json::to_string_pretty(&measured)?);
+            Ok(())
+        }
+        Command::Fill { tenant, count } => {
+            let added = tokenvault_server::ceilings::fill(&config, tenant, count).await?;
+            println!("{added}");
             Ok(())
         }
         Command::Tenants {

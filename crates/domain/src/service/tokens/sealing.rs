@@ -6,14 +6,10 @@ use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
 use crate::mask::render_mask;
 use crate::service::Vault;
-use crate::token::{StoredToken, Token, mask_expressions};
+use crate::token::{StoredToken, Token, data_context, mask_expressions};
 use crate::token_type::TokenType;
 use serde_json::Value;
 use uuid::Uuid;
-
-fn data_context(tenant_id: Uuid, id: &str, field: &str) -> Vec<u8> {
-    format!("tokenvault:token:v1:{tenant_id}:{id}:{field}").into_bytes()
-}
 
 /// What a fingerprint hashes: the type, the expression's text and its output, each
 /// length-prefixed, so that no choice of expression or data yields another token's input (a
