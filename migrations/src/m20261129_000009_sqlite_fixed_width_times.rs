@@ -33,13 +33,14 @@ const COLUMNS: &[(&str, &str)] = &[
 
 /// The fixed-width form of column `c`: UTC values (`…Z`) keep their digits, padded or cut to
 /// six and followed by `001`; a value with another offset goes through SQLite's own UTC
-/// conversion, which keeps milliseconds.
+/// conversion, which keeps milliseconds. A value SQLite cannot read stays as it was (rather than
+/// becoming NULL, which would turn an expiry into "never").
 fn fixed_width(c: &str) -> String {
     format!(
-        "CASE WHEN {c} LIKE '%Z' THEN substr({c}, 1, 19) || '.' || \
+        "COALESCE(CASE WHEN {c} LIKE '%Z' THEN substr({c}, 1, 19) || '.' || \
          substr(CASE WHEN substr({c}, 20, 1) = '.' THEN substr({c}, 21, length({c}) - 21) \
          ELSE '' END || '000000', 1, 6) || '001Z' \
-         ELSE strftime('%Y-%m-%dT%H:%M:%f', {c}) || '000001Z' END"
+         ELSE strftime('%Y-%m-%dT%H:%M:%f', {c}) || '000001Z' END, {c})"
     )
 }
 
@@ -92,6 +93,7 @@ mod tests {
                 "2026-11-23T07:12:05.5+02:00",
                 "2026-11-23T05:12:05.500000001Z",
             ),
+            ("not a time", "not a time"),
         ];
         for (old, want) in cases {
             let sql = format!(

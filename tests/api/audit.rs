@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokenvault_persistence::testing::backends;
-use tokenvault_tests::{TestApp, assert_invalid, assert_problem, on_each_backend};
+use tokenvault_tests::{TestApp, assert_invalid, assert_problem, full_private, on_each_backend};
 
 async fn logs(app: &TestApp, key: &str, query: &str) -> Value {
     let res = app
@@ -237,4 +237,61 @@ async fn two_instances_on_one_database_keep_one_chain() {
         second.stop().await;
         first.stop().await;
     }
+}
+
+/// Sends `POST /tokens` for `id` on a raw connection and resets the connection `after` later,
+/// before the answer can arrive.
+async fn create_and_leave(app: &TestApp, key: &str, id: &str, after: std::time::Duration) {
+    use tokio::io::AsyncWriteExt;
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = json!({"id": id, "type": "token", "data": format!("left-{id}")}).to_string();
+    let request = format!(
+        "POST /tokens HTTP/1.1\r\nhost: {addr}\r\nsvc-api-key: {key}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(after).await;
+    // Linger zero: the close is a reset, which actix sees as the client gone.
+    stream.set_zero_linger().unwrap();
+    drop(stream);
+}
+
+/// A client that leaves while its token is being made never leaves half a change: every token
+/// that exists has its audit entry.
+#[tokio::test]
+async fn a_client_that_leaves_never_leaves_half_a_change() {
+    on_each_backend(async |app| {
+        let key = full_private(app).await;
+        let mut ids = Vec::new();
+        for i in 0..40u32 {
+            let id = format!("leave-{i}-{}", uuid::Uuid::new_v4().simple());
+            let after = std::time::Duration::from_micros(u64::from(i % 8) * 250);
+            create_and_leave(app, &key, &id, after).await;
+            ids.push(id);
+        }
+        // Give the server time to finish what it started.
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let mut stored = 0;
+        for id in &ids {
+            let res = app
+                .request_as(Some(&key), Method::GET, &format!("/tokens/{id}"))
+                .send()
+                .await
+                .unwrap();
+            if res.status() == 404 {
+                continue;
+            }
+            assert_eq!(res.status(), 200);
+            stored += 1;
+            let page = logs(app, &app.key, &format!("&entity_id={id}&operation=create")).await;
+            assert!(
+                entries(&page).iter().any(|e| e["operation"] == "create"),
+                "token {id} is stored without its audit entry"
+            );
+        }
+        eprintln!("{stored} of {} tokens stored", ids.len());
+    })
+    .await;
 }

@@ -1,6 +1,7 @@
 //! Inbound HTTP adapter (actix-web): routes, DTOs, extractors, problem+json errors, trace ids
 //! and the OpenAPI document. It calls the domain's [`Vault`] and nothing else.
 
+pub mod complete;
 pub mod dto;
 pub mod extract;
 pub mod idempotency;
@@ -110,6 +111,7 @@ pub fn server(
             .app_data(web::PayloadConfig::new(body_limit))
             .app_data(web::Data::new(BodyLimit(body_limit)))
             .wrap(from_fn(idempotency::idempotent))
+            .wrap(from_fn(complete::run_to_completion))
             .wrap(from_fn(trace::trace_requests))
             .wrap(Condition::new(!origins.is_empty(), cors(&origins)))
             .configure(routes::meta::configure)

@@ -7,12 +7,17 @@
 //! transaction and answers each caller only after the commit returned: an acknowledged token is
 //! as durable as before. A lone row is written in autocommit, as without the writer.
 //!
-//! The group goes in as one multi-row statement. A unique violation aborts only that statement
-//! and leaves the transaction open; the rows then go in one statement each, so each caller still
-//! learns its own outcome (duplicate id, duplicate fingerprint). Any other failure rolls the
-//! group back and writes its rows again one by one, so one caller's failure is never another's.
+//! The group goes in as one multi-row statement. A constraint violation (duplicate id or
+//! fingerprint, a tenant deleted meanwhile) aborts only that statement and leaves the transaction
+//! open; the rows then go in one statement each, so each caller learns its own outcome. Any other
+//! failure (the database busy or gone, a failed commit) is the group's: every caller of the group
+//! gets the error at once, nothing is retried behind their back (after a failed commit nobody
+//! knows which rows stand).
+//!
+//! The writer runs on whichever runtime first needed it (an HTTP worker's). If that runtime
+//! stops or the task dies, its callers get an error and the next insert starts a new writer.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
 use tokenvault_domain::RepoError;
@@ -33,10 +38,11 @@ struct Pending {
     reply: oneshot::Sender<Answer>,
 }
 
-/// The handle to the writer task, started on first use (it needs the Tokio runtime).
+/// The handle to the writer task, started on first use (it needs the Tokio runtime) and again
+/// whenever the last one is gone.
 #[derive(Debug, Default)]
 pub(crate) struct GroupCommit {
-    queue: OnceLock<mpsc::Sender<Pending>>,
+    queue: Mutex<Option<mpsc::Sender<Pending>>>,
 }
 
 /// The writer is gone (the runtime is shutting down).
@@ -44,10 +50,14 @@ pub(crate) struct GroupCommit {
 #[error("the token writer stopped")]
 struct WriterStopped;
 
-/// A failed commit, told to every caller of the batch.
+/// A failure of the group (not of one row), told to every caller of the group.
 #[derive(Debug, thiserror::Error)]
 #[error("group commit failed: {0}")]
 struct CommitFailed(String);
+
+fn stopped() -> RepoError {
+    RepoError::Backend(Box::new(WriterStopped))
+}
 
 impl GroupCommit {
     /// Writes `row` with whatever other rows are waiting; returns after the commit.
@@ -57,19 +67,35 @@ impl GroupCommit {
         row: token::ActiveModel,
         on_error: fn(DbErr) -> Answer,
     ) -> Answer {
-        let queue = self.queue.get_or_init(|| {
-            let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(run(db.clone(), rx, on_error));
-            tx
-        });
         let (reply, answer) = oneshot::channel();
-        queue
-            .send(Pending { row, reply })
-            .await
-            .map_err(|_| RepoError::Backend(Box::new(WriterStopped)))?;
-        answer
-            .await
-            .map_err(|_| RepoError::Backend(Box::new(WriterStopped)))?
+        let mut pending = Pending { row, reply };
+        // A writer that stopped between the check and the send hands the row back: one more try
+        // with a fresh writer.
+        for _ in 0..2 {
+            match self.writer(db, on_error).send(pending).await {
+                Ok(()) => return answer.await.map_err(|_| stopped())?,
+                Err(mpsc::error::SendError(back)) => pending = back,
+            }
+        }
+        Err(stopped())
+    }
+
+    /// The running writer's queue, or a new writer's.
+    fn writer(
+        &self,
+        db: &DatabaseConnection,
+        on_error: fn(DbErr) -> Answer,
+    ) -> mpsc::Sender<Pending> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        match queue.as_ref() {
+            Some(tx) if !tx.is_closed() => tx.clone(),
+            _ => {
+                let (tx, rx) = mpsc::channel(QUEUE);
+                tokio::spawn(run(db.clone(), rx, on_error));
+                *queue = Some(tx.clone());
+                tx
+            }
+        }
     }
 }
 
@@ -80,29 +106,33 @@ async fn run(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if batch.len() > 1 {
-            let started = std::time::Instant::now();
-            let written = write_batch(&db, &batch, on_error).await;
-            tracing::debug!(
-                rows = batch.len(),
-                elapsed_us = started.elapsed().as_micros(),
-                "group commit"
-            );
-            match written {
-                Ok(answers) => {
-                    for (pending, answer) in batch.drain(..).zip(answers) {
-                        let _ = pending.reply.send(answer);
-                    }
-                    continue;
-                }
-                Err(err) => {
-                    tracing::warn!(error = %err, rows = batch.len(), "group commit failed; writing rows one by one");
+        if batch.len() == 1 {
+            for pending in batch.drain(..) {
+                let answer = insert_one(&db, pending.row, on_error).await;
+                let _ = pending.reply.send(answer);
+            }
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let written = write_batch(&db, &batch, on_error).await;
+        tracing::debug!(
+            rows = batch.len(),
+            elapsed_us = started.elapsed().as_micros(),
+            "group commit"
+        );
+        match written {
+            Ok(answers) => {
+                for (pending, answer) in batch.drain(..).zip(answers) {
+                    let _ = pending.reply.send(answer);
                 }
             }
-        }
-        for pending in batch.drain(..) {
-            let answer = insert_one(&db, pending.row, on_error).await;
-            let _ = pending.reply.send(answer);
+            Err(err) => {
+                tracing::warn!(error = %err, rows = batch.len(), "group commit failed");
+                for pending in batch.drain(..) {
+                    let answer = Err(RepoError::Backend(Box::new(CommitFailed(err.0.clone()))));
+                    let _ = pending.reply.send(answer);
+                }
+            }
         }
     }
 }
@@ -147,7 +177,7 @@ async fn write_batch(
     for pending in batch {
         let answer = insert_one(&txn, pending.row.clone(), on_error).await;
         if let Err(err) = &answer {
-            // Not a constraint the caller must hear about: the transaction may be gone.
+            // Not a constraint of this row (those are answers): the group's failure.
             return Err(CommitFailed(err.to_string()));
         }
         answers.push(answer);

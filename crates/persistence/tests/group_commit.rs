@@ -1,0 +1,56 @@
+//! The SQLite group writer's failure paths: a writer whose runtime stopped is replaced, and a
+//! failure of the database reaches every caller of the group instead of leaving them waiting.
+
+mod common;
+
+use tokenvault_domain::ports::{TokenRepository, TokenWrite};
+use tokenvault_persistence::testing::{Backend, TestDatabase};
+use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
+
+use common::{now, tenant, token};
+
+/// The writer is spawned on the runtime of the first insert (in the server, an HTTP worker's);
+/// when that runtime stops, the next insert starts a new writer instead of failing for good.
+#[test]
+fn a_writer_whose_runtime_stopped_is_replaced() {
+    let first = tokio::runtime::Runtime::new().unwrap();
+    let (db, tokens, tenant_id) = first.block_on(async {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let tenant_id = tenant(&SeaOrmTenantRepository::new(db.db.clone())).await;
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let written = tokens.insert(&token(tenant_id, "w-1", "/", now())).await;
+        assert_eq!(written.unwrap(), TokenWrite::Done);
+        (db, tokens, tenant_id)
+    });
+    drop(first);
+    let second = tokio::runtime::Runtime::new().unwrap();
+    second.block_on(async {
+        let written = tokens.insert(&token(tenant_id, "w-2", "/", now())).await;
+        assert_eq!(written.unwrap(), TokenWrite::Done);
+        for id in ["w-1", "w-2"] {
+            assert!(tokens.get(tenant_id, id, now()).await.unwrap().is_some());
+        }
+        db.destroy().await;
+    });
+}
+
+/// When the database fails (here: its pool is closed), every caller of the group gets an error.
+#[tokio::test]
+async fn a_failed_group_answers_every_caller_with_an_error() {
+    let db = TestDatabase::create(Backend::Sqlite).await;
+    let tenant_id = tenant(&SeaOrmTenantRepository::new(db.db.clone())).await;
+    let tokens = SeaOrmTokenRepository::new(db.db.clone());
+    let written = tokens.insert(&token(tenant_id, "before", "/", now())).await;
+    assert_eq!(written.unwrap(), TokenWrite::Done);
+    db.db.clone().close().await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let t = token(tenant_id, &format!("g-{i}"), "/", now());
+        let tokens = tokens.clone();
+        tasks.spawn(async move { tokens.insert(&t).await });
+    }
+    let answers = tasks.join_all().await;
+    assert_eq!(answers.len(), 40);
+    assert!(answers.iter().all(Result::is_err), "{answers:?}");
+    db.destroy().await;
+}
