@@ -24,7 +24,10 @@ use sea_orm::sqlx::postgres::PgPoolOptions;
 use sea_orm::sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
 };
-use sea_orm::{DatabaseConnection, DbErr, SqlErr, SqlxPostgresConnector, SqlxSqliteConnector};
+use sea_orm::{
+    ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, SqlErr, SqlxPostgresConnector,
+    SqlxSqliteConnector,
+};
 use tokenvault_domain::RepoError;
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
@@ -156,6 +159,15 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<(), ConnectError> {
     Migrator::up(db, None)
         .await
         .map_err(|e| ConnectError::Migrate(e.to_string()))
+}
+
+/// Fresh planner statistics on PostgreSQL (`ANALYZE`), as after a bulk load; its autovacuum does
+/// the same later, or never where it is turned off. SQLite plans without statistics: nothing.
+pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
+    if db.get_database_backend() == DatabaseBackend::Postgres {
+        db.execute_unprepared("ANALYZE").await?;
+    }
+    Ok(())
 }
 
 /// The one translation of SQL errors into the ports' error contract.

@@ -167,7 +167,7 @@ pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u
         .ok_or_else(|| anyhow::anyhow!("no tenant {tenant} with a data key"))?;
     let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
     cipher.load_tenant_key(tenant, &wrapped)?;
-    let tokens = SeaOrmTokenRepository::new(db);
+    let tokens = SeaOrmTokenRepository::new(db.clone());
     let start = SystemClock.now() - time::Duration::days(365);
     let mut added = 0u64;
     while added < count {
@@ -192,5 +192,8 @@ pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u
             other => anyhow::bail!("fill: {other:?}"),
         }
     }
+    // What a bulk load is followed by on PostgreSQL (its autovacuum would do it later, or
+    // never where it is off): fresh statistics, so plans are made for the table's new size.
+    tokenvault_persistence::refresh_statistics(&db).await?;
     Ok(added)
 }
