@@ -135,6 +135,24 @@ async fn fresh_postgres(purpose: &str) -> anyhow::Result<String> {
     Ok(format!("{prefix}/{name}"))
 }
 
+/// Drops the databases [`fresh_postgres`] made for `purposes` (their servers have stopped).
+async fn drop_postgres(purposes: &[&str]) -> anyhow::Result<()> {
+    use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
+    let base = std::env::var("TOKENVAULT_TEST_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
+    let db = Database::connect(&base)
+        .await
+        .context("connect to PostgreSQL")?;
+    for purpose in purposes {
+        let name = format!("bench_{purpose}_{}", std::process::id());
+        db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .await?;
+    }
+    Ok(())
+}
+
 /// The server binary: `TOKENVAULT_BENCH_BIN` (another build, for before/after runs), else the
 /// release build of this checkout.
 fn binary() -> std::path::PathBuf {
@@ -643,6 +661,9 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
             Some(n) => scale(db, &o, n).await?,
             None => Value::Null,
         };
+        if *db == "postgres" {
+            drop_postgres(&["http", "ceilings"]).await?;
+        }
         report.push(
             json!({"db": db, "connections": o.connections, "duration_s": o.duration,
                            "peak_rss_mib": rss, "rows": json_rows, "ceilings": ceiling,
