@@ -1,6 +1,7 @@
 //! [`ApplicationRepository`] on SeaORM.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
@@ -17,6 +18,7 @@ use tokenvault_domain::ports::ApplicationRepository;
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
+use crate::direct::DirectReads;
 use crate::entity::application::{self, Column, Entity};
 use crate::stamp::{stamp, unstamp};
 use crate::{grants, repo_err};
@@ -25,12 +27,17 @@ use crate::{grants, repo_err};
 #[derive(Clone, Debug)]
 pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    direct: Option<Arc<DirectReads>>,
 }
 
 impl SeaOrmApplicationRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            direct: DirectReads::for_connection(&db),
+            db,
+        }
     }
 }
 
@@ -114,6 +121,9 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         &self,
         hash: &KeyHash,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+        if let Some(direct) = &self.direct {
+            return direct.application_by_key(&hash_hex(hash));
+        }
         let found = Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
             .find_also_related(crate::entity::tenant::Entity)

@@ -3,6 +3,7 @@
 
 mod applications;
 mod audit;
+mod direct;
 mod entity;
 mod grants;
 mod group_commit;

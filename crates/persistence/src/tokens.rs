@@ -22,6 +22,7 @@ use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCou
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
 use crate::group_commit::GroupCommit;
 use crate::repo_err;
@@ -31,6 +32,8 @@ use crate::stamp::{stamp, unstamp};
 #[derive(Clone, Debug)]
 pub struct SeaOrmTokenRepository {
     db: DatabaseConnection,
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    direct: Option<Arc<DirectReads>>,
     /// SQLite's single-token inserts, committed in groups.
     writer: Arc<GroupCommit>,
 }
@@ -39,6 +42,7 @@ impl SeaOrmTokenRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
+            direct: DirectReads::for_connection(&db),
             db,
             writer: Arc::default(),
         }
@@ -81,7 +85,7 @@ fn to_active(t: &StoredToken) -> token::ActiveModel {
     }
 }
 
-fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
+pub(crate) fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
     let metadata: BTreeMap<String, String> = serde_json::from_str(&m.metadata)
         .map_err(|_| RepoError::Backend("stored token metadata is unreadable".into()))?;
     Ok(StoredToken {
@@ -409,6 +413,9 @@ impl TokenRepository for SeaOrmTokenRepository {
         id: &str,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
+        if let Some(direct) = &self.direct {
+            return direct.live_token(tenant_id, id, now);
+        }
         token::Entity::find()
             .filter(token::Column::TenantId.eq(tenant_id))
             .filter(token::Column::Id.eq(id))

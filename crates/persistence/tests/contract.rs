@@ -346,3 +346,36 @@ async fn sqlite_is_durable_unless_told_otherwise() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `find_by_key_hash` (on SQLite a direct read on the calling thread) returns the application
+/// exactly as `get` (SeaORM) does, with its tenant's current settings.
+#[tokio::test]
+async fn key_lookup_decodes_every_field_and_the_tenant_settings() {
+    each_backend(|r| async move {
+        let mut t = tenant("settings");
+        t.settings = TenantSettings {
+            fingerprint_tokens: true,
+            deduplicate_tokens: false,
+        };
+        let mut a = app(t.id, now());
+        a.modified_by = Some(Uuid::new_v4());
+        a.modified_at = Some(now());
+        a.expires_at = Some(now() + Duration::hours(2));
+        r.tenants
+            .create_with_application(&t, &[1], &a, &hash(9))
+            .await
+            .unwrap();
+        let (found, settings) = r.apps.find_by_key_hash(&hash(9)).await.unwrap().unwrap();
+        assert_eq!(found, a);
+        assert_eq!(found, r.apps.get(t.id, a.id).await.unwrap().unwrap());
+        assert_eq!(settings, t.settings);
+        t.settings = TenantSettings {
+            fingerprint_tokens: false,
+            deduplicate_tokens: true,
+        };
+        assert!(r.tenants.update(&t).await.unwrap());
+        let (_, settings) = r.apps.find_by_key_hash(&hash(9)).await.unwrap().unwrap();
+        assert_eq!(settings, t.settings, "a settings change is seen at once");
+    })
+    .await;
+}

@@ -719,3 +719,57 @@ async fn tenant_keys_and_cascade() {
     })
     .await;
 }
+
+/// `get` (on SQLite a direct read on the calling thread) and `get_many` (SeaORM) read every
+/// field of a token alike, and `get` honours expiry to the microsecond.
+#[tokio::test]
+async fn point_read_decodes_every_field_like_the_list_reads() {
+    each_backend(|r| async move {
+        let created = now();
+        let mut t = token(r.tenant, "full", "/pci/high/", created);
+        t.token_type = "card".into();
+        t.mask = Some(vec![0, 1, 2, 255]);
+        t.fingerprint = Some("fp-1".into());
+        t.dedup_key = Some("dk-1".into());
+        t.fingerprint_expression = Some("{{ data.number }}".into());
+        t.created_by = Some(Uuid::new_v4());
+        t.modified_by = Some(Uuid::new_v4());
+        t.modified_at = Some(created + Duration::milliseconds(3));
+        t.expires_at = Some(created + Duration::seconds(60));
+        t.metadata.insert("quote\"d".into(), "ü".into());
+        assert_eq!(r.tokens.insert(&t).await.unwrap(), TokenWrite::Done);
+        let point = r.tokens.get(r.tenant, "full", created).await.unwrap();
+        let many = r
+            .tokens
+            .get_many(r.tenant, &["full".to_string()], created)
+            .await
+            .unwrap();
+        assert_eq!(point.as_ref(), Some(&t));
+        assert_eq!(many, vec![t.clone()]);
+        let expiry = t.expires_at.unwrap();
+        let just_before = expiry - Duration::microseconds(1);
+        assert!(
+            r.tokens
+                .get(r.tenant, "full", just_before)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            r.tokens
+                .get(r.tenant, "full", expiry)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let other = tenant(&r.tenants).await;
+        assert!(
+            r.tokens
+                .get(other, "full", created)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    })
+    .await;
+}

@@ -1,0 +1,220 @@
+//! Point reads on SQLite on the calling thread, without the driver's worker thread.
+//!
+//! sqlx runs every SQLite statement on a worker thread of its own and hands the statement and
+//! the rows over channels: two thread wake-ups per statement. Under the detokenize load a `perf`
+//! profile put ~45 % of the server's CPU in the kernel's scheduler for those hand-offs
+//! (docs/performance.md). The hottest reads are single rows found by a primary or unique key
+//! (an API key's application on every request, a token by id), which SQLite answers from its page
+//! cache in microseconds: they run here, on a small pool of rusqlite connections opened on the
+//! same file, with prepared statements cached per connection. Each connection is
+//! `query_only`; every write, and every read that may scan, stays on SeaORM.
+//!
+//! Consistency is SQLite's own: in WAL mode each statement reads the last committed state, so a
+//! key regenerated or deleted through SeaORM is refused by the next request (decisions §4).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
+use sea_orm::{DatabaseBackend, DatabaseConnection};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokenvault_domain::RepoError;
+use tokenvault_domain::application::Application;
+use tokenvault_domain::tenant::TenantSettings;
+use tokenvault_domain::token::StoredToken;
+use uuid::Uuid;
+
+use crate::entity::{application, token};
+use crate::stamp::stamp;
+
+/// At most this many idle connections are kept; more are opened only while more threads read
+/// at once (each read holds its connection only for the statement, never across an `await`).
+const MAX_IDLE: usize = 8;
+
+/// A pool of read-only connections on one SQLite file.
+pub(crate) struct DirectReads {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for DirectReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectReads")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+const APPLICATION_BY_KEY: &str = "SELECT a.id, a.tenant_id, a.name, a.app_type, a.permissions, \
+     a.rules, a.key_hash, a.created_by, a.created_at, a.modified_by, a.modified_at, a.expires_at, \
+     t.fingerprint_tokens, t.deduplicate_tokens \
+     FROM applications a JOIN tenants t ON t.id = a.tenant_id WHERE a.key_hash = ?1";
+
+const LIVE_TOKEN: &str = "SELECT tenant_id, id, token_type, container, metadata, data, mask, \
+     fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \
+     modified_at, expires_at FROM tokens \
+     WHERE tenant_id = ?1 AND id = ?2 AND (expires_at IS NULL OR expires_at > ?3)";
+
+fn backend(err: rusqlite::Error) -> RepoError {
+    RepoError::Backend(Box::new(err))
+}
+
+fn corrupt(index: usize, what: &'static str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, what.into())
+}
+
+/// A UUID as sqlx stores it on SQLite: 16 bytes.
+fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
+    let bytes: Vec<u8> = row.get(index)?;
+    Uuid::from_slice(&bytes).map_err(|_| corrupt(index, "stored uuid is not 16 bytes"))
+}
+
+fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
+    let bytes: Option<Vec<u8>> = row.get(index)?;
+    bytes
+        .map(|b| Uuid::from_slice(&b).map_err(|_| corrupt(index, "stored uuid is not 16 bytes")))
+        .transpose()
+}
+
+/// A timestamp as sqlx stores it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
+fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
+    let text: String = row.get(index)?;
+    OffsetDateTime::parse(&text, &Rfc3339)
+        .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
+}
+
+fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
+    let text: Option<String> = row.get(index)?;
+    text.map(|t| {
+        OffsetDateTime::parse(&t, &Rfc3339)
+            .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
+    })
+    .transpose()
+}
+
+/// `now` bound exactly as SeaORM binds it for the same comparison.
+fn bound_time(now: OffsetDateTime) -> Result<String, RepoError> {
+    stamp(now)
+        .format(&Rfc3339)
+        .map_err(|e| RepoError::Backend(Box::new(e)))
+}
+
+impl DirectReads {
+    /// Direct reads on the file behind `db`, when it is a SQLite file (not PostgreSQL, not an
+    /// in-memory database, which another connection could not see).
+    pub(crate) fn for_connection(db: &DatabaseConnection) -> Option<Arc<Self>> {
+        if db.get_database_backend() != DatabaseBackend::Sqlite {
+            return None;
+        }
+        let options = db.get_sqlite_connection_pool().connect_options();
+        let path = options.get_filename().to_path_buf();
+        let name = path.to_string_lossy();
+        if name.is_empty() || name.contains(":memory:") || name.starts_with("file:") {
+            return None;
+        }
+        Some(Arc::new(Self {
+            path,
+            idle: Mutex::new(Vec::new()),
+        }))
+    }
+
+    fn open(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "query_only", true)?;
+        Ok(conn)
+    }
+
+    /// Runs `read` on an idle connection (or a new one) on this thread.
+    fn with<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, RepoError> {
+        let idle = self.idle.lock().map_or(None, |mut idle| idle.pop());
+        let conn = match idle {
+            Some(conn) => conn,
+            None => self.open().map_err(backend)?,
+        };
+        let result = read(&conn);
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < MAX_IDLE
+        {
+            idle.push(conn);
+        }
+        result.map_err(backend)
+    }
+
+    /// The application holding `key_hash` (hex) and its tenant's settings.
+    pub(crate) fn application_by_key(
+        &self,
+        key_hash: &str,
+    ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+        let found = self.with(|conn| {
+            conn.prepare_cached(APPLICATION_BY_KEY)?
+                .query_row(params![key_hash], |row| {
+                    let model = application::Model {
+                        id: uuid_at(row, 0)?,
+                        tenant_id: uuid_at(row, 1)?,
+                        name: row.get(2)?,
+                        app_type: row.get(3)?,
+                        permissions: row.get(4)?,
+                        rules: row.get(5)?,
+                        key_hash: row.get(6)?,
+                        created_by: opt_uuid_at(row, 7)?,
+                        created_at: time_at(row, 8)?,
+                        modified_by: opt_uuid_at(row, 9)?,
+                        modified_at: opt_time_at(row, 10)?,
+                        expires_at: opt_time_at(row, 11)?,
+                    };
+                    let settings = TenantSettings {
+                        fingerprint_tokens: row.get(12)?,
+                        deduplicate_tokens: row.get(13)?,
+                    };
+                    Ok((model, settings))
+                })
+                .optional()
+        })?;
+        found
+            .map(|(model, settings)| Ok((crate::applications::to_domain(model)?, settings)))
+            .transpose()
+    }
+
+    /// The token `id` of `tenant_id` unless it has expired at `now`.
+    pub(crate) fn live_token(
+        &self,
+        tenant_id: Uuid,
+        id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError> {
+        let now = bound_time(now)?;
+        let found = self.with(|conn| {
+            conn.prepare_cached(LIVE_TOKEN)?
+                .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
+                    Ok(token::Model {
+                        tenant_id: uuid_at(row, 0)?,
+                        id: row.get(1)?,
+                        token_type: row.get(2)?,
+                        container: row.get(3)?,
+                        metadata: row.get(4)?,
+                        data: row.get(5)?,
+                        mask: row.get(6)?,
+                        fingerprint: row.get(7)?,
+                        dedup_key: row.get(8)?,
+                        fingerprint_expression: row.get(9)?,
+                        created_by: opt_uuid_at(row, 10)?,
+                        created_at: time_at(row, 11)?,
+                        modified_by: opt_uuid_at(row, 12)?,
+                        modified_at: opt_time_at(row, 13)?,
+                        expires_at: opt_time_at(row, 14)?,
+                    })
+                })
+                .optional()
+        })?;
+        found.map(crate::tokens::to_domain).transpose()
+    }
+}
