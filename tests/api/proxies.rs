@@ -618,3 +618,102 @@ async fn destinations_that_are_not_public_are_refused_unless_allowed() {
     )
     .await;
 }
+
+/// Sends `GET /proxy` on a raw connection and resets it `after` later, while the destination
+/// has not answered yet.
+async fn get_and_leave(app: &TestApp, api_key: &str, proxy_key: &str, after: Duration) {
+    use tokio::io::AsyncWriteExt;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let request = format!(
+        "GET /proxy/left HTTP/1.1\r\nHost: {addr}\r\nSVC-API-KEY: {api_key}\r\n\
+         SVC-PROXY-KEY: {proxy_key}\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(after).await;
+    // Linger zero: the close is a reset, which actix sees as the client gone.
+    stream.set_zero_linger().unwrap();
+    drop(stream);
+}
+
+/// The proxy invocations in the tenant's audit log.
+async fn invocations(app: &TestApp, proxy_id: &str) -> usize {
+    let res = app
+        .get(&format!(
+            "/logs?size=100&entity_type=proxy&entity_id={proxy_id}"
+        ))
+        .await;
+    assert_eq!(res.status(), 200);
+    let page: Value = res.json().await.unwrap();
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["operation"] == "invoke")
+        .count()
+}
+
+/// A proxy call detokenizes data to its destination whatever its method: a `GET` whose client
+/// leaves while the destination answers runs to completion, audit entry included.
+#[tokio::test]
+async fn a_proxy_get_whose_client_leaves_still_completes() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        dest.answer(Answer {
+            delay: Duration::from_millis(600),
+            ..Answer::default()
+        });
+        let caller = with(app, &["token:use"], json!([])).await;
+        let p = simple(app, &dest.url).await;
+        let id = p["id"].as_str().unwrap();
+        get_and_leave(
+            app,
+            &caller.key,
+            p["key"].as_str().unwrap(),
+            Duration::from_millis(200),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(dest.received().len(), 1);
+        assert_eq!(
+            invocations(app, id).await,
+            1,
+            "the call was cut with its client"
+        );
+    })
+    .await;
+}
+
+/// Shutdown waits for a call whose client left (it holds no connection, so graceful stop
+/// alone would drop it with the worker): its audit entry is written before the server stops.
+#[tokio::test]
+async fn shutdown_waits_for_a_proxy_call_whose_client_left() {
+    for backend in tokenvault_persistence::testing::backends() {
+        let mut app = TestApp::spawn_with(backend, loopback).await;
+        let dest = Destination::start("127.0.0.1").await;
+        dest.answer(Answer {
+            delay: Duration::from_millis(600),
+            ..Answer::default()
+        });
+        let caller_key = with(&app, &["token:use"], json!([])).await.key;
+        let p = simple(&app, &dest.url).await;
+        let id = p["id"].as_str().unwrap().to_string();
+        get_and_leave(
+            &app,
+            &caller_key,
+            p["key"].as_str().unwrap(),
+            Duration::from_millis(150),
+        )
+        .await;
+        let started = std::time::Instant::now();
+        app.restart().await;
+        assert_eq!(dest.received().len(), 1);
+        assert_eq!(
+            invocations(&app, &id).await,
+            1,
+            "the call was cut by the shutdown (stopped after {:?})",
+            started.elapsed()
+        );
+        app.stop().await;
+    }
+}

@@ -12,6 +12,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use serde::de::DeserializeOwned;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::page::PageRequest;
+use tokenvault_domain::service::Prefetched;
 use tokenvault_domain::{ValidationErrors, Vault};
 use uuid::Uuid;
 
@@ -33,6 +34,35 @@ pub struct Authenticated(pub Principal);
 /// The authenticated caller of a route (401 when the key is missing, unknown or expired).
 pub struct Caller(pub Principal);
 
+/// The caller's key from the request.
+fn api_key(req: &HttpRequest) -> Option<String> {
+    req.headers()
+        .get(API_KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn no_vault() -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "An unexpected error occurred.",
+    )
+}
+
+/// What every authenticated request goes through once its principal is known: the trace id for
+/// the audit log, the application's rate limit, the span's `application_id`.
+fn admit(mut principal: Principal, limit: Option<&RateLimit>) -> Result<Principal, ApiError> {
+    principal.trace_id = crate::problem::current_trace_id();
+    if let Some(limit) = limit {
+        limit.check(principal.application_id)?;
+    }
+    tracing::Span::current().record(
+        "application_id",
+        tracing::field::display(principal.application_id),
+    );
+    Ok(principal)
+}
+
 impl FromRequest for Caller {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
@@ -49,28 +79,39 @@ impl FromRequest for Caller {
         }
         let vault = req.app_data::<web::Data<Vault>>().cloned();
         let limit = req.app_data::<web::Data<RateLimit>>().cloned();
-        let key = req
-            .headers()
-            .get(API_KEY_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let key = api_key(req);
         Box::pin(async move {
-            let vault = vault.ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "An unexpected error occurred.",
-                )
-            })?;
-            let mut principal = vault.authenticate(key.as_deref()).await?;
-            principal.trace_id = crate::problem::current_trace_id();
-            if let Some(limit) = limit {
-                limit.check(principal.application_id)?;
-            }
-            tracing::Span::current().record(
-                "application_id",
-                tracing::field::display(principal.application_id),
-            );
-            Ok(Caller(principal))
+            let vault = vault.ok_or_else(no_vault)?;
+            let principal = vault.authenticate(key.as_deref()).await?;
+            Ok(Caller(admit(
+                principal,
+                limit.as_ref().map(web::Data::get_ref),
+            )?))
+        })
+    }
+}
+
+/// The caller of `GET /tokens/{id}` and, read in the same round trip as its key, the token the
+/// path names ([`Vault::authenticate_reading`]); the rate limit is counted before the token is
+/// looked at, as for [`Caller`].
+pub struct CallerReading(pub Principal, pub Option<Prefetched>);
+
+impl FromRequest for CallerReading {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let vault = req.app_data::<web::Data<Vault>>().cloned();
+        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
+        let key = api_key(req);
+        let id = req.match_info().get("id").unwrap_or_default().to_owned();
+        Box::pin(async move {
+            let vault = vault.ok_or_else(no_vault)?;
+            let (principal, prefetched) = vault.authenticate_reading(key.as_deref(), &id).await?;
+            Ok(CallerReading(
+                admit(principal, limit.as_ref().map(web::Data::get_ref))?,
+                prefetched,
+            ))
         })
     }
 }

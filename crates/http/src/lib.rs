@@ -42,6 +42,9 @@ pub struct HttpSettings {
     pub rate_limit_per_second: u32,
     /// What `GET /metrics` shows (shared with the code-runner decorator of the server).
     pub metrics: std::sync::Arc<metrics::Metrics>,
+    /// The changes running as their own task (`complete.rs`), bounded; the server's shutdown
+    /// waits for them ([`complete::Detached::drain`]).
+    pub detached: std::sync::Arc<complete::Detached>,
 }
 
 impl Default for HttpSettings {
@@ -54,6 +57,7 @@ impl Default for HttpSettings {
             cors_origins: Vec::new(),
             rate_limit_per_second: 0,
             metrics: std::sync::Arc::default(),
+            detached: std::sync::Arc::default(),
         }
     }
 }
@@ -88,7 +92,8 @@ fn cors(origins: &[String]) -> actix_cors::Cors {
 }
 
 /// Builds the server on `listener`. It does not handle signals: the caller stops it through
-/// its handle (graceful: in-flight requests finish).
+/// its handle (graceful: in-flight requests finish), after draining `settings.detached`
+/// (changes whose client left hold no connection, which is all graceful stop waits for).
 pub fn server(
     listener: TcpListener,
     vault: Vault,
@@ -96,6 +101,7 @@ pub fn server(
 ) -> std::io::Result<Server> {
     let vault = web::Data::new(vault);
     let metrics = web::Data::from(settings.metrics.clone());
+    let detached = web::Data::from(settings.detached.clone());
     let limit = web::Data::new(limit::RateLimit::new(settings.rate_limit_per_second));
     let origins = settings.cors_origins.clone();
     let body_limit = settings.body_limit;
@@ -107,6 +113,7 @@ pub fn server(
             .app_data(vault.clone())
             .app_data(included.clone())
             .app_data(metrics.clone())
+            .app_data(detached.clone())
             .app_data(limit.clone())
             .app_data(web::PayloadConfig::new(body_limit))
             .app_data(web::Data::new(BodyLimit(body_limit)))

@@ -6,22 +6,22 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, DatabaseBackend, DatabaseConnection, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::ApplicationRepository;
+use tokenvault_domain::ports::{ApplicationRepository, KeyedToken};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
 use crate::entity::application::{self, Column, Entity};
 use crate::stamp::{stamp, unstamp};
-use crate::{grants, repo_err};
+use crate::{grants, keyed_read, repo_err};
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]
@@ -137,6 +137,33 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             ))),
             _ => Ok(None),
         }
+    }
+
+    async fn find_by_key_hash_with_token(
+        &self,
+        hash: &KeyHash,
+        token_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyedToken>, RepoError> {
+        if self.db.get_database_backend() == DatabaseBackend::Postgres {
+            return keyed_read::key_and_token_postgres(&self.db, hash_hex(hash), token_id, now)
+                .await;
+        }
+        // SQLite: two point reads, on the calling thread when the file allows (`direct.rs`).
+        let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
+            return Ok(None);
+        };
+        let token = match &self.direct {
+            Some(direct) => direct.live_token(application.tenant_id, token_id, now)?,
+            None => {
+                crate::tokens::live_token(&self.db, application.tenant_id, token_id, now).await?
+            }
+        };
+        Ok(Some(KeyedToken {
+            application,
+            settings,
+            token,
+        }))
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {

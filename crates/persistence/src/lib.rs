@@ -8,6 +8,7 @@ mod entity;
 mod grants;
 mod group_commit;
 mod idempotency;
+mod keyed_read;
 mod proxies;
 mod reactors;
 mod search;

@@ -107,6 +107,24 @@ pub(crate) fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
     })
 }
 
+/// The tenant's token `id` unless it has expired at `now`, through SeaORM.
+pub(crate) async fn live_token(
+    db: &DatabaseConnection,
+    tenant_id: Uuid,
+    id: &str,
+    now: OffsetDateTime,
+) -> Result<Option<StoredToken>, RepoError> {
+    token::Entity::find()
+        .filter(token::Column::TenantId.eq(tenant_id))
+        .filter(token::Column::Id.eq(id))
+        .filter(live(now))
+        .one(db)
+        .await
+        .map_err(repo_err)?
+        .map(to_domain)
+        .transpose()
+}
+
 fn live(now: OffsetDateTime) -> Condition {
     Condition::any()
         .add(token::Column::ExpiresAt.is_null())
@@ -416,15 +434,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         if let Some(direct) = &self.direct {
             return direct.live_token(tenant_id, id, now);
         }
-        token::Entity::find()
-            .filter(token::Column::TenantId.eq(tenant_id))
-            .filter(token::Column::Id.eq(id))
-            .filter(live(now))
-            .one(&self.db)
-            .await
-            .map_err(repo_err)?
-            .map(to_domain)
-            .transpose()
+        live_token(&self.db, tenant_id, id, now).await
     }
 
     async fn get_many(

@@ -70,6 +70,9 @@ where
         tasks.spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 op(done.fetch_add(1, Ordering::Relaxed)).await?;
+                // An operation may complete without yielding (SQLite's point reads run on the
+                // calling thread): let the timer, and the other tasks, run.
+                tokio::task::yield_now().await;
             }
             anyhow::Ok(())
         });

@@ -334,7 +334,8 @@ async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Runs the server on `listener` until `shutdown` resolves; in-flight requests then finish.
+/// Runs the server on `listener` until `shutdown` resolves; in-flight requests then finish,
+/// changes whose client left included (each wait bounded by the shutdown timeout).
 /// Applies migrations and bootstraps first.
 pub async fn run(
     config: Config,
@@ -367,9 +368,21 @@ pub async fn run(
     let audit_flusher = tokio::spawn(flush_audit(vault.clone(), jobs_stopped.clone()));
     let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
+    let detached = settings.detached.clone();
+    let grace = Duration::from_secs(settings.shutdown_timeout_secs);
     tokio::spawn(async move {
         shutdown.await;
         tracing::info!("shutting down: draining in-flight requests");
+        // Graceful stop waits only for open connections, then drops the workers with every task
+        // on them: first let the changes whose client left (detached, `http/complete.rs`)
+        // finish, accepting no new connection meanwhile, for at most the shutdown timeout.
+        handle.pause().await;
+        if tokio::time::timeout(grace, detached.drain()).await.is_err() {
+            tracing::warn!(
+                running = detached.running(),
+                "changes still running after the shutdown timeout are cut"
+            );
+        }
         handle.stop(true).await;
     });
     server.await?;

@@ -68,6 +68,16 @@ pub trait ApplicationRepository: Send + Sync {
         hash: &KeyHash,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError>;
 
+    /// What [`Self::find_by_key_hash`] finds and, in the same round trip, that tenant's live
+    /// token `token_id` (`None` when it has none by that id): the read path of
+    /// `GET /tokens/{id}` pays one query for authentication and the token.
+    async fn find_by_key_hash_with_token(
+        &self,
+        hash: &KeyHash,
+        token_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyedToken>, RepoError>;
+
     /// The application `id` of `tenant_id`.
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
 
@@ -94,6 +104,17 @@ pub trait ApplicationRepository: Send + Sync {
 
     /// Deletes every application whose `expires_at` is at or before `now`; returns how many.
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+}
+
+/// An application found by its key, its tenant's settings and one of the tenant's tokens.
+#[derive(Clone, Debug)]
+pub struct KeyedToken {
+    /// The application holding the key.
+    pub application: Application,
+    /// Its tenant's settings.
+    pub settings: TenantSettings,
+    /// The tenant's live token by the id asked for, if any.
+    pub token: Option<StoredToken>,
 }
 
 /// Generation and hashing of API keys.

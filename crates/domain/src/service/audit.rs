@@ -3,8 +3,8 @@
 //! batches (every 200 ms, at shutdown, and before `GET /logs` reads), so recording costs a
 //! request no database round trip.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Mutex, MutexGuard};
 
 use uuid::Uuid;
 
@@ -39,6 +39,82 @@ pub struct AuditBuffer {
     written: Mutex<HashMap<Uuid, i64>>,
     /// Held for a whole flush: a reader's flush waits for the one in flight.
     flushing: futures_util::lock::Mutex<()>,
+    /// Per tenant, the events of an append that was in flight when its flush was dropped.
+    unsure: Mutex<HashMap<Uuid, Unsure>>,
+}
+
+/// Events put back by a flush dropped during their append, which may have committed.
+#[derive(Clone, Debug)]
+struct Unsure {
+    /// The head sequence number the append built on.
+    after: i64,
+    /// The events' ids, in chain order.
+    ids: Vec<Uuid>,
+}
+
+impl AuditBuffer {
+    fn unsure(&self) -> MutexGuard<'_, HashMap<Uuid, Unsure>> {
+        self.unsure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Puts `events` back ahead of those recorded since they were taken.
+    fn requeue(&self, events: Vec<AuditEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        let mut pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let later = std::mem::replace(&mut *pending, events);
+        pending.extend(later);
+    }
+}
+
+/// A flush's events until they are written. Dropped before the flush finished (the future
+/// running it was dropped at an `await`, as actix drops a `GET /logs` whose client left), it
+/// puts back, in order and ahead of newer events, every event not known to be written; those
+/// of an append that was in flight are marked [`Unsure`], and the next flush looks in the chain
+/// before writing them again. It holds the flush lock, released only after that.
+struct Unwritten<'a> {
+    buffer: &'a AuditBuffer,
+    /// Tenants not tried yet, each with its events, in the order recorded.
+    waiting: VecDeque<(Uuid, Vec<AuditEvent>)>,
+    /// The tenant being written and its events not known to be written.
+    current: Option<(Uuid, Vec<AuditEvent>)>,
+    /// While `current`'s append is in flight: the head sequence number it builds on.
+    appending: Option<i64>,
+    /// Dropped after `drop` put the events back: no other flush takes the buffer before.
+    _one_at_a_time: futures_util::lock::MutexGuard<'a, ()>,
+}
+
+impl Drop for Unwritten<'_> {
+    fn drop(&mut self) {
+        if let (Some((tenant_id, events)), Some(after)) = (&self.current, self.appending.take())
+            && !events.is_empty()
+        {
+            let ids = events.iter().map(|e| e.id).collect();
+            self.buffer
+                .unsure()
+                .insert(*tenant_id, Unsure { after, ids });
+        }
+        let back: Vec<AuditEvent> = self
+            .current
+            .take()
+            .into_iter()
+            .chain(self.waiting.drain(..))
+            .flat_map(|(_, events)| events)
+            .collect();
+        if !back.is_empty() {
+            tracing::warn!(
+                events = back.len(),
+                "audit flush interrupted; its unwritten events are kept for the next flush"
+            );
+        }
+        self.buffer.requeue(back);
+    }
 }
 
 impl std::fmt::Debug for AuditBuffer {
@@ -145,9 +221,11 @@ impl Vault {
     /// Background job (and `GET /logs`): appends buffered events to their tenants' chains.
     /// One flush at a time; on return every event recorded before the call is written, or the
     /// error is returned and the events wait for the next flush. Events of a deleted tenant
-    /// are dropped with it.
+    /// are dropped with it. A flush that is dropped before it finished (actix drops a `GET
+    /// /logs` whose client left) loses nothing: what it had not written goes back to the front
+    /// of the buffer (`Unwritten`).
     pub async fn flush_audit(&self) -> Result<usize, Error> {
-        let _one_at_a_time = self.audit_buffer.flushing.lock().await;
+        let one_at_a_time = self.audit_buffer.flushing.lock().await;
         let dropped = self
             .audit_buffer
             .dropped
@@ -168,30 +246,44 @@ impl Vault {
         if batch.is_empty() {
             return Ok(0);
         }
-        let mut order = Vec::new();
-        let mut by_tenant: HashMap<Uuid, Vec<AuditEvent>> = HashMap::new();
+        // From here until each tenant's events are written, they are held by the guard, which
+        // puts back whatever is left if this future is dropped at an `await`.
+        let mut unwritten = Unwritten {
+            buffer: &self.audit_buffer,
+            waiting: VecDeque::new(),
+            current: None,
+            appending: None,
+            _one_at_a_time: one_at_a_time,
+        };
+        let mut index: HashMap<Uuid, usize> = HashMap::new();
         for event in batch {
-            by_tenant
-                .entry(event.tenant_id)
-                .or_insert_with(|| {
-                    order.push(event.tenant_id);
-                    Vec::new()
-                })
-                .push(event);
+            let i = *index.entry(event.tenant_id).or_insert_with(|| {
+                unwritten.waiting.push_back((event.tenant_id, Vec::new()));
+                unwritten.waiting.len() - 1
+            });
+            unwritten.waiting[i].1.push(event);
         }
         let mut written = 0;
         let mut failure = None;
         // Each tenant on its own: one tenant's broken chain never stops another's log.
-        for tenant_id in order {
-            let events = by_tenant.remove(&tenant_id).unwrap_or_default();
-            match self.append_chain(tenant_id, &events).await {
-                Ok(n) => written += n,
+        while let Some((tenant_id, events)) = unwritten.waiting.pop_front() {
+            unwritten.current = Some((tenant_id, events));
+            match self.append_chain(tenant_id, &mut unwritten).await {
+                Ok(n) => {
+                    unwritten.current = None;
+                    written += n;
+                }
                 Err(e) => {
                     if matches!(self.ports.tenants.get(tenant_id).await, Ok(None)) {
-                        continue; // the tenant is gone, and its log with it
+                        // The tenant is gone, and its log with it.
+                        unwritten.current = None;
+                        self.audit_buffer.unsure().remove(&tenant_id);
+                        continue;
                     }
                     tracing::error!(%tenant_id, error = %e, "audit events not written; kept for the next flush");
-                    self.requeue(events);
+                    if let Some((_, events)) = unwritten.current.take() {
+                        self.audit_buffer.requeue(events);
+                    }
                     failure.get_or_insert(e);
                 }
             }
@@ -202,18 +294,21 @@ impl Vault {
         }
     }
 
-    fn requeue(&self, events: Vec<AuditEvent>) {
-        let mut pending = self
-            .audit_buffer
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let later = std::mem::replace(&mut *pending, events);
-        pending.extend(later);
-    }
-
-    async fn append_chain(&self, tenant_id: Uuid, events: &[AuditEvent]) -> Result<usize, Error> {
+    /// Appends `unwritten.current` (one tenant's events, in order) to the tenant's chain,
+    /// first dropping those a dropped flush's append already wrote.
+    async fn append_chain(
+        &self,
+        tenant_id: Uuid,
+        unwritten: &mut Unwritten<'_>,
+    ) -> Result<usize, Error> {
         self.ensure_key(tenant_id).await?;
+        self.settle(tenant_id, unwritten).await?;
+        let Some((_, events)) = &unwritten.current else {
+            return Ok(0);
+        };
+        if events.is_empty() {
+            return Ok(0);
+        }
         for _ in 0..APPEND_ATTEMPTS {
             let head = self.ports.audit.head(tenant_id).await?;
             if head.as_ref().map_or(0, |h| h.seq) < self.last_written(tenant_id) {
@@ -236,12 +331,15 @@ impl Vault {
                     hash,
                 });
             }
-            if self
+            // While the append is in flight, a drop cannot tell whether it committed.
+            unwritten.appending = Some(head.as_ref().map_or(0, |h| h.seq));
+            let appended = self
                 .ports
                 .audit
                 .append(tenant_id, head.as_ref(), &entries)
-                .await?
-            {
+                .await;
+            unwritten.appending = None;
+            if appended? {
                 self.audit_buffer
                     .written
                     .lock()
@@ -251,6 +349,33 @@ impl Vault {
             }
         }
         Err(Error::internal("the audit chain head kept moving"))
+    }
+
+    /// A flush dropped while its append for `tenant_id` was in flight left the events behind
+    /// it unsure: if the chain holds the first of them right after the head that append built
+    /// on, the append committed (it is atomic) and they are not written twice.
+    async fn settle(&self, tenant_id: Uuid, unwritten: &mut Unwritten<'_>) -> Result<(), Error> {
+        let unsure = self.audit_buffer.unsure().get(&tenant_id).cloned();
+        let Some(unsure) = unsure else {
+            return Ok(());
+        };
+        let next = self.ports.audit.chain(tenant_id, unsure.after, 1).await?;
+        if next.first().map(|e| e.event.id) == unsure.ids.first().copied() {
+            let ids: HashSet<Uuid> = unsure.ids.iter().copied().collect();
+            if let Some((_, events)) = &mut unwritten.current {
+                events.retain(|e| !ids.contains(&e.id));
+            }
+            let seq = unsure.after + i64::try_from(unsure.ids.len()).unwrap_or(i64::MAX);
+            let mut written = self
+                .audit_buffer
+                .written
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let last = written.entry(tenant_id).or_insert(0);
+            *last = (*last).max(seq);
+        }
+        self.audit_buffer.unsure().remove(&tenant_id);
+        Ok(())
     }
 
     fn last_written(&self, tenant_id: Uuid) -> i64 {

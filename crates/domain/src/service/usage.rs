@@ -25,6 +25,28 @@ pub struct ActivityBuffer {
     flushing: futures_util::lock::Mutex<()>,
 }
 
+/// A flush's batch until it is written: dropped with anything in it (the write failed, or the
+/// flush's future was dropped at an `await`), it puts the batch back in the buffer, before the
+/// flush lock it holds is released.
+struct Unwritten<'a> {
+    buffer: &'a ActivityBuffer,
+    batch: Vec<(Uuid, String, String)>,
+    _one_at_a_time: futures_util::lock::MutexGuard<'a, ()>,
+}
+
+impl Drop for Unwritten<'_> {
+    fn drop(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        self.buffer
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(self.batch.drain(..));
+    }
+}
+
 impl std::fmt::Debug for ActivityBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActivityBuffer").finish_non_exhaustive()
@@ -71,9 +93,11 @@ impl Vault {
 
     /// Background job (and the usage report): writes buffered activity in one batch. Flushes
     /// run one at a time: a caller that finds a flush in flight waits for it, so on return
-    /// every activity recorded before the call has been written.
+    /// every activity recorded before the call has been written. A failed flush, or one
+    /// dropped before it finished (actix drops a report whose client left), puts its batch
+    /// back (`Unwritten`); writing it twice is harmless (upserts).
     pub async fn flush_activity(&self) -> Result<usize, Error> {
-        let _one_at_a_time = self.activity.flushing.lock().await;
+        let one_at_a_time = self.activity.flushing.lock().await;
         let batch: Vec<(Uuid, String, String)> = {
             let mut pending = self
                 .activity
@@ -85,15 +109,13 @@ impl Vault {
         if batch.is_empty() {
             return Ok(0);
         }
-        if let Err(e) = self.ports.tokens.record_activity(&batch).await {
-            let mut pending = self
-                .activity
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            pending.extend(batch);
-            return Err(e.into());
-        }
+        let mut unwritten = Unwritten {
+            buffer: &self.activity,
+            batch,
+            _one_at_a_time: one_at_a_time,
+        };
+        self.ports.tokens.record_activity(&unwritten.batch).await?;
+        let batch = std::mem::take(&mut unwritten.batch);
         let month = month_of(self.ports.clock.now());
         let mut flushed = self
             .activity

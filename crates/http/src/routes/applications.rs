@@ -123,19 +123,23 @@ pub async fn delete(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// Registers the routes (`/applications/key` before `/applications/{id}`).
+/// Registers the routes (`/applications/key` before `/applications/{id}`), in one scope: the
+/// router (and the metrics' route label) tries their patterns only for paths under it.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/applications")
-            .route(web::post().to(create))
-            .route(web::get().to(list)),
-    )
-    .service(web::resource("/applications/key").route(web::get().to(by_key)))
-    .service(
-        web::resource("/applications/{id}")
-            .route(web::get().to(get))
-            .route(web::put().to(update))
-            .route(web::delete().to(delete)),
-    )
-    .service(web::resource("/applications/{id}/regenerate").route(web::post().to(regenerate)));
+        web::scope("/applications")
+            .service(
+                web::resource("")
+                    .route(web::post().to(create))
+                    .route(web::get().to(list)),
+            )
+            .service(web::resource("/key").route(web::get().to(by_key)))
+            .service(
+                web::resource("/{id}")
+                    .route(web::get().to(get))
+                    .route(web::put().to(update))
+                    .route(web::delete().to(delete)),
+            )
+            .service(web::resource("/{id}/regenerate").route(web::post().to(regenerate))),
+    );
 }

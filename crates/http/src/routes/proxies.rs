@@ -356,19 +356,25 @@ fn reply_response(reply: ProxyReply) -> HttpResponse {
     built
 }
 
-/// Registers the routes.
+/// Registers the routes, a scope per resource (the router tries the patterns of one only).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/proxies")
-            .route(web::post().to(create))
-            .route(web::get().to(list)),
+        web::scope("/proxies")
+            .service(
+                web::resource("")
+                    .route(web::post().to(create))
+                    .route(web::get().to(list)),
+            )
+            .service(
+                web::resource("/{id}")
+                    .route(web::get().to(get))
+                    .route(web::put().to(update))
+                    .route(web::delete().to(delete)),
+            ),
     )
     .service(
-        web::resource("/proxies/{id}")
-            .route(web::get().to(get))
-            .route(web::put().to(update))
-            .route(web::delete().to(delete)),
-    )
-    .service(web::resource("/proxy").route(web::route().to(invoke)))
-    .service(web::resource("/proxy/{tail:.*}").route(web::route().to(invoke)));
+        web::scope("/proxy")
+            .service(web::resource("").route(web::route().to(invoke)))
+            .service(web::resource("/{tail:.*}").route(web::route().to(invoke))),
+    );
 }

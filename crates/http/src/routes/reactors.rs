@@ -477,29 +477,35 @@ pub async fn react(
     Ok(HttpResponse::Ok().json(ReactResponse::from(result)))
 }
 
-/// Registers the routes.
+/// Registers the routes, a scope per resource (the router tries the patterns of one only).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/reactor-formulas")
-            .route(web::post().to(create_formula))
-            .route(web::get().to(list_formulas)),
+        web::scope("/reactor-formulas")
+            .service(
+                web::resource("")
+                    .route(web::post().to(create_formula))
+                    .route(web::get().to(list_formulas)),
+            )
+            .service(
+                web::resource("/{id}")
+                    .route(web::get().to(get_formula))
+                    .route(web::put().to(update_formula))
+                    .route(web::delete().to(delete_formula)),
+            ),
     )
     .service(
-        web::resource("/reactor-formulas/{id}")
-            .route(web::get().to(get_formula))
-            .route(web::put().to(update_formula))
-            .route(web::delete().to(delete_formula)),
-    )
-    .service(
-        web::resource("/reactors")
-            .route(web::post().to(create))
-            .route(web::get().to(list)),
-    )
-    .service(
-        web::resource("/reactors/{id}")
-            .route(web::get().to(get))
-            .route(web::put().to(update))
-            .route(web::delete().to(delete)),
-    )
-    .service(web::resource("/reactors/{id}/react").route(web::post().to(react)));
+        web::scope("/reactors")
+            .service(
+                web::resource("")
+                    .route(web::post().to(create))
+                    .route(web::get().to(list)),
+            )
+            .service(web::resource("/{id}/react").route(web::post().to(react)))
+            .service(
+                web::resource("/{id}")
+                    .route(web::get().to(get))
+                    .route(web::put().to(update))
+                    .route(web::delete().to(delete)),
+            ),
+    );
 }

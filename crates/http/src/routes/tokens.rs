@@ -14,7 +14,7 @@ use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
 use utoipa::ToSchema;
 
 use crate::dto::{Paginated, format_time};
-use crate::extract::{Caller, Json, QueryParams, parse_json};
+use crate::extract::{Caller, CallerReading, Json, QueryParams, parse_json};
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -221,10 +221,10 @@ pub async fn list(
     security(("api_key" = [])))]
 pub async fn get(
     vault: web::Data<Vault>,
-    Caller(caller): Caller,
+    CallerReading(caller, prefetched): CallerReading,
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
-    let view = vault.get_token(&caller, &id).await?;
+    let view = vault.get_token_prefetched(&caller, &id, prefetched).await?;
     Ok(HttpResponse::Ok().json(TokenResponse::from(view)))
 }
 
@@ -393,27 +393,32 @@ pub async fn children(
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    // One scope: the router (and the metrics' route label) tries these patterns only for paths
+    // under `/tokens`, the single token (the hottest) first.
     cfg.service(
-        web::resource("/tokens")
-            .route(web::post().to(create))
-            .route(web::get().to(list)),
+        web::scope("/tokens")
+            .service(
+                web::resource("")
+                    .route(web::post().to(create))
+                    .route(web::get().to(list)),
+            )
+            .service(
+                web::resource("/{id}")
+                    .route(web::get().to(get))
+                    .route(web::patch().to(update))
+                    .route(web::delete().to(delete)),
+            )
+            .service(
+                web::resource("/{parent_id}/children")
+                    .route(web::post().to(create_child))
+                    .route(web::get().to(children)),
+            )
+            .service(
+                web::resource("/{parent_id}/children/{child_id}")
+                    .route(web::post().to(associate))
+                    .route(web::delete().to(dissociate)),
+            ),
     )
     .service(web::resource("/tokenize").route(web::post().to(tokenize)))
-    .service(web::resource("/detokenize").route(web::post().to(detokenize)))
-    .service(
-        web::resource("/tokens/{parent_id}/children")
-            .route(web::post().to(create_child))
-            .route(web::get().to(children)),
-    )
-    .service(
-        web::resource("/tokens/{parent_id}/children/{child_id}")
-            .route(web::post().to(associate))
-            .route(web::delete().to(dissociate)),
-    )
-    .service(
-        web::resource("/tokens/{id}")
-            .route(web::get().to(get))
-            .route(web::patch().to(update))
-            .route(web::delete().to(delete)),
-    );
+    .service(web::resource("/detokenize").route(web::post().to(detokenize)));
 }

@@ -19,6 +19,10 @@ fn mac_cipher() -> MockCiph {
 
 fn audit_vault() -> (Vault, Arc<NoAudit>) {
     let store = Arc::new(NoAudit::default());
+    (vault_over(store.clone()), store)
+}
+
+fn vault_over(audit: Arc<dyn AuditRepository>) -> Vault {
     let mut tenants = MockTenants::new();
     tenants.expect_get().returning(|id| {
         Ok(Some(Tenant {
@@ -34,8 +38,8 @@ fn audit_vault() -> (Vault, Arc<NoAudit>) {
     });
     let mut p = ports(tenants, MockApplications::new());
     p.cipher = Arc::new(mac_cipher());
-    p.audit = store.clone();
-    (Vault::new(p), store)
+    p.audit = audit;
+    Vault::new(p)
 }
 
 async fn recorded(vault: &Vault, n: usize) {
@@ -162,4 +166,142 @@ async fn a_tenant_whose_head_was_deleted_is_still_verified() {
     let results = vault.verify_audit(None).await.unwrap();
     assert_eq!(results.len(), 1);
     assert!(results[0].broken.is_some());
+}
+
+/// How [`Stuck`]'s `append` behaves.
+const APPEND: u8 = 0;
+const HANG_BEFORE_WRITING: u8 = 1;
+const HANG_AFTER_WRITING: u8 = 2;
+
+/// The in-memory log whose `append` can hang (a database that never answers), before or after
+/// it committed.
+#[derive(Default)]
+struct Stuck {
+    store: NoAudit,
+    mode: std::sync::atomic::AtomicU8,
+}
+
+impl Stuck {
+    fn set(&self, mode: u8) {
+        self.mode.store(mode, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn written(&self) -> Vec<(Uuid, i64, String)> {
+        self.store
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| (e.event.tenant_id, e.seq, e.event.entity_id.clone()))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl AuditRepository for Stuck {
+    async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
+        self.store.head(tenant_id).await
+    }
+    async fn append(
+        &self,
+        tenant_id: Uuid,
+        expected: Option<&AuditHead>,
+        entries: &[AuditEntry],
+    ) -> Result<bool, RepoError> {
+        match self.mode.load(std::sync::atomic::Ordering::SeqCst) {
+            HANG_BEFORE_WRITING => std::future::pending().await,
+            HANG_AFTER_WRITING => {
+                self.store.append(tenant_id, expected, entries).await?;
+                std::future::pending().await
+            }
+            _ => self.store.append(tenant_id, expected, entries).await,
+        }
+    }
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, RepoError> {
+        self.store.list(tenant_id, filter, page).await
+    }
+    async fn chain(
+        &self,
+        tenant_id: Uuid,
+        after: i64,
+        limit: u64,
+    ) -> Result<Vec<AuditEntry>, RepoError> {
+        self.store.chain(tenant_id, after, limit).await
+    }
+    async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
+        self.store.tenants().await
+    }
+}
+
+fn record(vault: &Vault, tenant: u128, id: &str) {
+    let mut caller = principal(&[Permission::LogRead]);
+    caller.tenant_id = Uuid::from_u128(tenant);
+    vault.audit(&caller, "create", "token", [id]);
+}
+
+#[tokio::test]
+async fn a_log_read_dropped_during_its_flush_loses_no_event() {
+    use futures_util::FutureExt;
+    let store = Arc::new(Stuck::default());
+    let vault = vault_over(store.clone());
+    record(&vault, 100, "a1");
+    record(&vault, 200, "b1");
+    record(&vault, 100, "a2");
+    store.set(HANG_BEFORE_WRITING);
+    // The client of `GET /logs` leaves while its flush waits on the database: actix drops the
+    // future. Tenant 100's append was in flight; tenant 200's was not started.
+    let reader = principal(&[Permission::LogRead]);
+    let read = vault.audit_log(
+        &reader,
+        AuditFilter::default(),
+        PageRequest { page: 1, size: 20 },
+    );
+    assert!(read.now_or_never().is_none(), "the append hangs");
+    record(&vault, 100, "a3");
+    store.set(APPEND);
+    assert_eq!(vault.flush_audit().await.unwrap(), 4);
+    let a = Uuid::from_u128(100);
+    let b = Uuid::from_u128(200);
+    assert_eq!(
+        store.written(),
+        [
+            (a, 1, "a1".into()),
+            (a, 2, "a2".into()),
+            (a, 3, "a3".into()),
+            (b, 1, "b1".into()),
+        ],
+        "every event written once, the older ahead of the newer"
+    );
+    assert_eq!(vault.flush_audit().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_flush_dropped_after_its_append_committed_writes_nothing_twice() {
+    use futures_util::FutureExt;
+    let store = Arc::new(Stuck::default());
+    let vault = vault_over(store.clone());
+    record(&vault, 100, "a1");
+    record(&vault, 100, "a2");
+    store.set(HANG_AFTER_WRITING);
+    assert!(vault.flush_audit().now_or_never().is_none());
+    record(&vault, 100, "a3");
+    store.set(APPEND);
+    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    let a = Uuid::from_u128(100);
+    assert_eq!(
+        store.written(),
+        [
+            (a, 1, "a1".into()),
+            (a, 2, "a2".into()),
+            (a, 3, "a3".into())
+        ]
+    );
+    let report = vault.verify_audit(Some(a)).await.unwrap();
+    assert_eq!(report[0].broken, None);
+    assert_eq!(report[0].entries, 3);
 }

@@ -21,7 +21,7 @@ use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
-    KeyService, ProxyRepository, ReactorRepository, SessionRepository, StoredProxy,
+    KeyService, KeyedToken, ProxyRepository, ReactorRepository, SessionRepository, StoredProxy,
     TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
 };
 use crate::proxy::ProxyKey;
@@ -51,6 +51,7 @@ mock! {
     impl ApplicationRepository for Applications {
         async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
         async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
+        async fn find_by_key_hash_with_token(&self, hash: &KeyHash, token_id: &str, now: OffsetDateTime) -> Result<Option<KeyedToken>, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
         async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
         async fn update(&self, application: &Application) -> Result<bool, RepoError>;
@@ -485,3 +486,4 @@ mod applications;
 mod audit;
 mod sessions;
 mod tokens;
+mod usage;

@@ -26,7 +26,11 @@ fn exprs() -> MockExprs {
 }
 
 fn token_vault(tokens: MockTokens) -> Vault {
-    Vault::new(Ports {
+    Vault::new(token_ports(tokens))
+}
+
+fn token_ports(tokens: MockTokens) -> Ports {
+    Ports {
         tenants: Arc::new(MockTenants::new()),
         applications: Arc::new(MockApplications::new()),
         keys: Arc::new(keys()),
@@ -43,7 +47,7 @@ fn token_vault(tokens: MockTokens) -> Vault {
         idempotency: Arc::new(NoIdempotency),
         sessions: Arc::new(MockSessions::new()),
         audit: Arc::new(NoAudit::default()),
-    })
+    }
 }
 
 fn caller(
@@ -339,5 +343,115 @@ async fn detokenize_refuses_more_than_a_hundred_tokens_without_reading() {
     assert!(matches!(
         vault.detokenize(&who, body).await,
         Err(Error::Validation(_))
+    ));
+}
+
+fn keyed_vault(applications: MockApplications, tokens: MockTokens) -> Vault {
+    let mut sessions = MockSessions::new();
+    sessions
+        .expect_find_by_key_hash()
+        .returning(|_, _| Ok(None));
+    Vault::new(Ports {
+        applications: Arc::new(applications),
+        sessions: Arc::new(sessions),
+        ..token_ports(tokens)
+    })
+}
+
+fn keyed(app: Application, token: Option<StoredToken>) -> MockApplications {
+    let mut apps = MockApplications::new();
+    apps.expect_find_by_key_hash_with_token()
+        .returning(move |_, _, _| {
+            Ok(Some(KeyedToken {
+                application: app.clone(),
+                settings: TenantSettings::default(),
+                token: token.clone(),
+            }))
+        });
+    apps
+}
+
+fn revealing_app() -> Application {
+    let mut app = stored_app(Uuid::from_u128(100), None);
+    app.permissions = vec![]; // the rule alone grants
+    app.rules = vec![rule("/pci/", Transform::Reveal, &[Permission::TokenRead])];
+    app
+}
+
+#[tokio::test]
+async fn a_read_with_its_key_reads_once_and_decides_as_any_read() {
+    let mut tokens = MockTokens::new();
+    tokens.expect_get().never();
+    let card = stored("t", "/pci/high/", &json!("4242424242424242"));
+    let vault = keyed_vault(keyed(revealing_app(), Some(card.clone())), tokens);
+    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    assert_eq!(who.application_id, Uuid::from_u128(7));
+    let view = vault
+        .get_token_prefetched(&who, "t", prefetched)
+        .await
+        .unwrap();
+    assert_eq!(view.shown, Some(json!("4242424242424242")));
+
+    // The same row outside the rule's container: refused, as for a plain read.
+    let mut tokens = MockTokens::new();
+    tokens.expect_get().never();
+    let bank = stored("t", "/bank/", &json!("1234"));
+    let vault = keyed_vault(keyed(revealing_app(), Some(bank)), tokens);
+    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    assert!(matches!(
+        vault.get_token_prefetched(&who, "t", prefetched).await,
+        Err(Error::Forbidden)
+    ));
+
+    // No such token in the key's tenant: 404 without a second read.
+    let mut tokens = MockTokens::new();
+    tokens.expect_get().never();
+    let vault = keyed_vault(keyed(revealing_app(), None), tokens);
+    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    assert!(matches!(
+        vault.get_token_prefetched(&who, "t", prefetched).await,
+        Err(Error::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn a_prefetched_row_stands_only_for_its_tenant_and_id() {
+    let card = stored("t", "/pci/high/", &json!("4242424242424242"));
+    let mut tokens = MockTokens::new();
+    tokens.expect_get().times(2).returning(|_, _, _| Ok(None));
+    let vault = keyed_vault(keyed(revealing_app(), Some(card)), tokens);
+    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    assert!(matches!(
+        vault.get_token_prefetched(&who, "other", prefetched).await,
+        Err(Error::NotFound)
+    ));
+    let (mut who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    who.tenant_id = Uuid::from_u128(200);
+    assert!(matches!(
+        vault.get_token_prefetched(&who, "t", prefetched).await,
+        Err(Error::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn a_read_with_an_expired_or_unknown_key_is_unauthenticated() {
+    let expired = stored_app(Uuid::from_u128(100), Some(now()));
+    let card = stored("t", "/pci/high/", &json!("4242424242424242"));
+    let vault = keyed_vault(keyed(expired, Some(card)), MockTokens::new());
+    assert!(matches!(
+        vault.authenticate_reading(Some(KEY), "t").await,
+        Err(Error::Unauthenticated)
+    ));
+    let mut apps = MockApplications::new();
+    apps.expect_find_by_key_hash_with_token()
+        .returning(|_, _, _| Ok(None));
+    let vault = keyed_vault(apps, MockTokens::new());
+    assert!(matches!(
+        vault.authenticate_reading(Some(KEY), "t").await,
+        Err(Error::Unauthenticated)
+    ));
+    assert!(matches!(
+        vault.authenticate_reading(Some("not-a-key"), "t").await,
+        Err(Error::Unauthenticated)
     ));
 }

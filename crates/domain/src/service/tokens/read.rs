@@ -10,6 +10,7 @@ use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::ports::TokenFilter;
 use crate::service::Vault;
+use crate::service::authenticate::Prefetched;
 use crate::token::StoredToken;
 use crate::token_type::TokenType;
 
@@ -26,8 +27,17 @@ impl Vault {
             .ports
             .tokens
             .get(caller.tenant_id, id, self.ports.clock.now())
-            .await?
-            .ok_or(Error::NotFound)?;
+            .await?;
+        Self::authorize_row(caller, stored, permission)
+    }
+
+    /// The decision of [`Self::authorize_stored`] on a row already read.
+    fn authorize_row(
+        caller: &Principal,
+        stored: Option<StoredToken>,
+        permission: Permission,
+    ) -> Result<StoredToken, Error> {
+        let stored = stored.ok_or(Error::NotFound)?;
         let container = Container::parse(&stored.container)
             .map_err(|_| Error::internal("stored token has an invalid container"))?;
         caller.require_on(
@@ -42,11 +52,27 @@ impl Vault {
 
     /// `GET /tokens/{id}`.
     pub async fn get_token(&self, caller: &Principal, id: &str) -> Result<TokenView, Error> {
+        self.get_token_prefetched(caller, id, None).await
+    }
+
+    /// `GET /tokens/{id}` with the row read together with the caller's key
+    /// ([`Vault::authenticate_reading`]); read again when it was read for another tenant or id.
+    pub async fn get_token_prefetched(
+        &self,
+        caller: &Principal,
+        id: &str,
+        prefetched: Option<Prefetched>,
+    ) -> Result<TokenView, Error> {
         caller.require(Permission::TokenRead)?;
         // Authorized on the stored row: nothing is decrypted for a caller who may not read it.
-        let stored = self
-            .authorize_stored(caller, id, Permission::TokenRead)
-            .await?;
+        let prefetched = prefetched.filter(|p| p.stands_for(caller.tenant_id, id));
+        let stored = match prefetched {
+            Some(p) => Self::authorize_row(caller, p.into_row(), Permission::TokenRead)?,
+            None => {
+                self.authorize_stored(caller, id, Permission::TokenRead)
+                    .await?
+            }
+        };
         self.ensure_key(caller.tenant_id).await?;
         let token = self.decrypt_token(stored)?;
         let transform = caller.require_on(token.reference(), Permission::TokenRead)?;

@@ -1,0 +1,118 @@
+//! Token activity: a flush dropped while it writes (the report's client left) keeps its batch.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::FutureExt;
+
+use super::*;
+
+/// Token storage that only records activity, and can hang while doing so.
+#[derive(Default)]
+struct Activity {
+    hang: AtomicBool,
+    recorded: std::sync::Mutex<Vec<(Uuid, String, String)>>,
+}
+
+#[async_trait]
+impl TokenRepository for Activity {
+    async fn insert(&self, _: &StoredToken) -> Result<TokenWrite, RepoError> {
+        unreachable!()
+    }
+    async fn insert_all(&self, _: &[StoredToken]) -> Result<TokenWrite, RepoError> {
+        unreachable!()
+    }
+    async fn get(
+        &self,
+        _: Uuid,
+        _: &str,
+        _: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError> {
+        unreachable!()
+    }
+    async fn get_many(
+        &self,
+        _: Uuid,
+        _: &[String],
+        _: OffsetDateTime,
+    ) -> Result<Vec<StoredToken>, RepoError> {
+        unreachable!()
+    }
+    async fn find_by_fingerprint(
+        &self,
+        _: Uuid,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError> {
+        unreachable!()
+    }
+    async fn update(&self, _: &StoredToken) -> Result<TokenWrite, RepoError> {
+        unreachable!()
+    }
+    async fn delete(&self, _: Uuid, _: &str) -> Result<bool, RepoError> {
+        unreachable!()
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &TokenFilter,
+        _: PageRequest,
+        _: OffsetDateTime,
+    ) -> Result<Page<StoredToken>, RepoError> {
+        unreachable!()
+    }
+    async fn delete_expired(&self, _: OffsetDateTime) -> Result<u64, RepoError> {
+        unreachable!()
+    }
+    async fn count_by_type(&self, _: Uuid, _: OffsetDateTime) -> Result<Vec<TypeCount>, RepoError> {
+        Ok(Vec::new())
+    }
+    async fn associate(&self, _: Uuid, _: &str, _: &str) -> Result<TokenWrite, RepoError> {
+        unreachable!()
+    }
+    async fn dissociate(&self, _: Uuid, _: &str, _: &str) -> Result<bool, RepoError> {
+        unreachable!()
+    }
+    async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
+        if self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        self.recorded.lock().unwrap().extend_from_slice(entries);
+        Ok(())
+    }
+    async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError> {
+        let recorded = self.recorded.lock().unwrap();
+        Ok(recorded
+            .iter()
+            .filter(|(t, m, _)| *t == tenant_id && m == month)
+            .count() as u64)
+    }
+}
+
+#[tokio::test]
+async fn a_usage_report_dropped_during_its_flush_loses_no_activity() {
+    let store = Arc::new(Activity::default());
+    let mut p = ports(MockTenants::new(), MockApplications::new());
+    p.tokens = store.clone();
+    let vault = Vault::new(p);
+    let tenant = Uuid::from_u128(100);
+    vault.record_active(tenant, ["tok-1", "tok-2"]);
+    store.hang.store(true, Ordering::SeqCst);
+    let caller = principal(&[Permission::ReportRead]);
+    // The report's client leaves while the flush waits on the database: actix drops it.
+    assert!(vault.usage_report(&caller).now_or_never().is_none());
+    vault.record_active(tenant, ["tok-3"]);
+    store.hang.store(false, Ordering::SeqCst);
+    let report = vault.usage_report(&caller).await.unwrap();
+    assert_eq!(report.monthly_active_tokens, 3);
+    let mut ids: Vec<String> = store
+        .recorded
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, id)| id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["tok-1", "tok-2", "tok-3"]);
+}

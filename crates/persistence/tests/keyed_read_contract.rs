@@ -1,0 +1,133 @@
+//! `find_by_key_hash_with_token`: an API key's application and one of its tenant's tokens in
+//! one round trip, on SQLite and PostgreSQL.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use time::Duration;
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::{ApplicationRepository, TenantRepository, TokenRepository};
+use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::{
+    SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+};
+use uuid::Uuid;
+
+mod common;
+
+use common::{now, token};
+
+/// A tenant whose one private application holds the key hashed to `[n; 32]`.
+async fn tenant_with_key(
+    tenants: &SeaOrmTenantRepository,
+    n: u8,
+    settings: TenantSettings,
+) -> (Uuid, Application) {
+    let t = Tenant {
+        id: Uuid::now_v7(),
+        owner_id: Uuid::new_v4(),
+        name: format!("t{n}"),
+        settings,
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    };
+    let app = Application {
+        id: Uuid::now_v7(),
+        tenant_id: t.id,
+        name: "reader".into(),
+        app_type: ApplicationType::Private,
+        permissions: vec![Permission::TokenRead],
+        rules: vec![],
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+        expires_at: Some(now() + Duration::hours(1)),
+    };
+    tenants
+        .create_with_application(&t, &[1], &app, &KeyHash([n; 32]))
+        .await
+        .unwrap();
+    (t.id, app)
+}
+
+#[tokio::test]
+async fn the_key_and_its_tenants_token_in_one_read() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let settings = TenantSettings {
+            fingerprint_tokens: true,
+            deduplicate_tokens: true,
+        };
+        let (a, app_a) = tenant_with_key(&tenants, 1, settings).await;
+        let (b, _) = tenant_with_key(&tenants, 2, TenantSettings::default()).await;
+        let mine = token(a, "shared-id", "/mine/", now());
+        let theirs = token(b, "shared-id", "/theirs/", now());
+        let only_theirs = token(b, "only-b", "/theirs/", now());
+        let mut expiring = token(a, "expiring", "/mine/", now());
+        expiring.expires_at = Some(now() + Duration::seconds(30));
+        for t in [&mine, &theirs, &only_theirs, &expiring] {
+            tokens.insert(t).await.unwrap();
+        }
+        let key = KeyHash([1; 32]);
+
+        let found = apps
+            .find_by_key_hash_with_token(&key, "shared-id", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.application, app_a);
+        assert_eq!(found.settings, settings);
+        assert_eq!(
+            found.token,
+            Some(mine.clone()),
+            "{backend:?}: its own tenant's row"
+        );
+
+        let other = apps
+            .find_by_key_hash_with_token(&key, "only-b", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            other.application, app_a,
+            "the key is found without the token"
+        );
+        assert_eq!(
+            other.token, None,
+            "{backend:?}: never another tenant's token"
+        );
+
+        let live = apps
+            .find_by_key_hash_with_token(&key, "expiring", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(live.token, Some(expiring.clone()));
+        let later = now() + Duration::seconds(31);
+        let gone = apps
+            .find_by_key_hash_with_token(&key, "expiring", later)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            gone.token, None,
+            "{backend:?}: an expired token is not read"
+        );
+
+        assert!(
+            apps.find_by_key_hash_with_token(&KeyHash([9; 32]), "shared-id", now())
+                .await
+                .unwrap()
+                .is_none(),
+            "an unknown key finds nothing, whatever the token"
+        );
+        db.destroy().await;
+    }
+}
