@@ -621,7 +621,7 @@ async fn destinations_that_are_not_public_are_refused_unless_allowed() {
 
 /// Sends `GET /proxy` on a raw connection and resets it `after` later, while the destination
 /// has not answered yet.
-async fn get_and_leave(app: &TestApp, api_key: &str, proxy_key: &str, after: Duration) {
+async fn get_and_leave(app: &TestApp, dest: &Destination, api_key: &str, proxy_key: &str) {
     use tokio::io::AsyncWriteExt;
     let addr = app.base.trim_start_matches("http://").to_string();
     let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -630,7 +630,16 @@ async fn get_and_leave(app: &TestApp, api_key: &str, proxy_key: &str, after: Dur
          SVC-PROXY-KEY: {proxy_key}\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).await.unwrap();
-    tokio::time::sleep(after).await;
+    // Leave only once the call is in flight (the destination has it and holds its answer),
+    // however slowly a loaded machine gets there.
+    let waiting = std::time::Instant::now();
+    while dest.received().is_empty() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(20),
+            "the call never reached the destination"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // Linger zero: the close is a reset, which actix sees as the client gone.
     stream.set_zero_linger().unwrap();
     drop(stream);
@@ -666,13 +675,7 @@ async fn a_proxy_get_whose_client_leaves_still_completes() {
         let caller = with(app, &["token:use"], json!([])).await;
         let p = simple(app, &dest.url).await;
         let id = p["id"].as_str().unwrap();
-        get_and_leave(
-            app,
-            &caller.key,
-            p["key"].as_str().unwrap(),
-            Duration::from_millis(200),
-        )
-        .await;
+        get_and_leave(app, &dest, &caller.key, p["key"].as_str().unwrap()).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(dest.received().len(), 1);
         assert_eq!(
@@ -698,13 +701,7 @@ async fn shutdown_waits_for_a_proxy_call_whose_client_left() {
         let caller_key = with(&app, &["token:use"], json!([])).await.key;
         let p = simple(&app, &dest.url).await;
         let id = p["id"].as_str().unwrap().to_string();
-        get_and_leave(
-            &app,
-            &caller_key,
-            p["key"].as_str().unwrap(),
-            Duration::from_millis(150),
-        )
-        .await;
+        get_and_leave(&app, &dest, &caller_key, p["key"].as_str().unwrap()).await;
         let started = std::time::Instant::now();
         app.restart().await;
         assert_eq!(dest.received().len(), 1);
