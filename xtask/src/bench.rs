@@ -522,13 +522,23 @@ fn millis(value: &str) -> f64 {
 }
 
 fn run_wrk(server: &Server, target: &Target, o: &Options) -> anyhow::Result<Measured> {
+    run_wrk_at(server, target, o.connections, o.duration)
+}
+
+/// `wrk` on one target with `connections` connections (one thread per connection, at most two).
+fn run_wrk_at(
+    server: &Server,
+    target: &Target,
+    connections: u64,
+    duration: u64,
+) -> anyhow::Result<Measured> {
     let script = std::env::temp_dir().join(format!("tokenvault-bench-{}.lua", std::process::id()));
     std::fs::File::create(&script)?.write_all(lua(target).as_bytes())?;
     let out = Command::new("wrk")
         .args([
-            "-t2",
-            &format!("-c{}", o.connections),
-            &format!("-d{}s", o.duration),
+            &format!("-t{}", connections.clamp(1, 2)),
+            &format!("-c{connections}"),
+            &format!("-d{duration}s"),
             "--latency",
             "-s",
         ])
@@ -619,6 +629,16 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
         }
         let rss = peak_rss_mib(&server);
         println!("server peak RSS: {rss:.0} MiB");
+        // What a proxy adds to one call, without the queueing 16 connections add to both.
+        let alone = |path: &str| -> anyhow::Result<Measured> {
+            let target = targets
+                .iter()
+                .find(|t| t.name == path)
+                .context("a seeded target")?;
+            run_wrk_at(&server, target, 1, o.duration)
+        };
+        let (proxy_alone, health_alone) = (alone(PROXY)?, alone(HEALTH)?);
+        let added_alone = proxy_alone.p50_ms - health_alone.p50_ms;
         drop(server);
         let ceiling = ceilings(db, &o).await?;
         let rate = |field: &str| ceiling[field].as_f64().unwrap_or(f64::NAN);
@@ -656,7 +676,11 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
             rate("encrypt_decrypt_per_s")
         );
         let added = p50(PROXY) - p50(HEALTH);
-        println!("  proxy added latency at p50 (proxy − direct /health): {added:.2} ms");
+        println!(
+            "  proxy added latency at p50 (proxy − direct /health): {added:.2} ms at {} \
+             connections, {added_alone:.3} ms at 1 ({:.3} − {:.3})",
+            o.connections, proxy_alone.p50_ms, health_alone.p50_ms
+        );
         let at_scale = match o.scale {
             Some(n) => scale(db, &o, n).await?,
             None => Value::Null,
@@ -667,7 +691,9 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
         report.push(
             json!({"db": db, "connections": o.connections, "duration_s": o.duration,
                            "peak_rss_mib": rss, "rows": json_rows, "ceilings": ceiling,
-                           "proxy_added_p50_ms": added, "scale": at_scale}),
+                           "proxy_added_p50_ms": added,
+                           "proxy_added_p50_ms_one_connection": added_alone,
+                           "scale": at_scale}),
         );
     }
     let dir = root().join("target/bench");

@@ -167,6 +167,9 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
+        if let Some(direct) = &self.direct {
+            return direct.application(tenant_id, id);
+        }
         Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Id.eq(id))

@@ -12,8 +12,9 @@
 //! Consistency is SQLite's own: in WAL mode each statement reads the last committed state, so a
 //! key regenerated or deleted through SeaORM is refused by the next request (decisions §4).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
@@ -47,15 +48,52 @@ impl std::fmt::Debug for DirectReads {
     }
 }
 
-const APPLICATION_BY_KEY: &str = "SELECT a.id, a.tenant_id, a.name, a.app_type, a.permissions, \
-     a.rules, a.key_hash, a.created_by, a.created_at, a.modified_by, a.modified_at, a.expires_at, \
-     t.fingerprint_tokens, t.deduplicate_tokens \
-     FROM applications a JOIN tenants t ON t.id = a.tenant_id WHERE a.key_hash = ?1";
+/// The columns [`application_row`] reads, in its order (table alias `a`).
+macro_rules! application_columns {
+    () => {
+        "a.id, a.tenant_id, a.name, a.app_type, a.permissions, a.rules, a.key_hash, \
+         a.created_by, a.created_at, a.modified_by, a.modified_at, a.expires_at"
+    };
+}
+
+const APPLICATION_BY_KEY: &str = concat!(
+    "SELECT ",
+    application_columns!(),
+    ", t.fingerprint_tokens, t.deduplicate_tokens \
+     FROM applications a JOIN tenants t ON t.id = a.tenant_id WHERE a.key_hash = ?1"
+);
+
+const APPLICATION_BY_ID: &str = concat!(
+    "SELECT ",
+    application_columns!(),
+    " FROM applications a WHERE a.tenant_id = ?1 AND a.id = ?2"
+);
+
+/// An `applications` row selected as `application_columns!()`.
+fn application_row(row: &Row<'_>) -> rusqlite::Result<application::Model> {
+    Ok(application::Model {
+        id: uuid_at(row, 0)?,
+        tenant_id: uuid_at(row, 1)?,
+        name: row.get(2)?,
+        app_type: row.get(3)?,
+        permissions: row.get(4)?,
+        rules: row.get(5)?,
+        key_hash: row.get(6)?,
+        created_by: opt_uuid_at(row, 7)?,
+        created_at: time_at(row, 8)?,
+        modified_by: opt_uuid_at(row, 9)?,
+        modified_at: opt_time_at(row, 10)?,
+        expires_at: opt_time_at(row, 11)?,
+    })
+}
 
 const LIVE_TOKEN: &str = "SELECT tenant_id, id, token_type, container, metadata, data, mask, \
      fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \
      modified_at, expires_at FROM tokens \
      WHERE tenant_id = ?1 AND id = ?2 AND (expires_at IS NULL OR expires_at > ?3)";
+
+/// One pool per database file, shared by every repository on it while any holds it.
+static POOLS: Mutex<Option<HashMap<PathBuf, Weak<DirectReads>>>> = Mutex::new(None);
 
 fn backend(err: rusqlite::Error) -> RepoError {
     RepoError::Backend(Box::new(err))
@@ -66,12 +104,12 @@ fn corrupt(index: usize, what: &'static str) -> rusqlite::Error {
 }
 
 /// A UUID as sqlx stores it on SQLite: 16 bytes.
-fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
+pub(crate) fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
     let bytes: Vec<u8> = row.get(index)?;
     Uuid::from_slice(&bytes).map_err(|_| corrupt(index, "stored uuid is not 16 bytes"))
 }
 
-fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
+pub(crate) fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
     let bytes: Option<Vec<u8>> = row.get(index)?;
     bytes
         .map(|b| Uuid::from_slice(&b).map_err(|_| corrupt(index, "stored uuid is not 16 bytes")))
@@ -79,13 +117,13 @@ fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
 }
 
 /// A timestamp as sqlx stores it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
-fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
+pub(crate) fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
     let text: String = row.get(index)?;
     OffsetDateTime::parse(&text, &Rfc3339)
         .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
 }
 
-fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
+pub(crate) fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| {
         OffsetDateTime::parse(&t, &Rfc3339)
@@ -114,10 +152,18 @@ impl DirectReads {
         if name.is_empty() || name.contains(":memory:") || name.starts_with("file:") {
             return None;
         }
-        Some(Arc::new(Self {
-            path,
+        let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+        let pools = pools.get_or_insert_with(HashMap::new);
+        pools.retain(|_, pool| pool.strong_count() > 0);
+        if let Some(pool) = pools.get(&path).and_then(Weak::upgrade) {
+            return Some(pool);
+        }
+        let pool = Arc::new(Self {
+            path: path.clone(),
             idle: Mutex::new(Vec::new()),
-        }))
+        });
+        pools.insert(path, Arc::downgrade(&pool));
+        Some(pool)
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {
@@ -149,6 +195,16 @@ impl DirectReads {
         result.map_err(backend)
     }
 
+    /// The one row `sql` selects with `params` (by a primary or unique key), decoded by `row`.
+    pub(crate) fn one<T>(
+        &self,
+        sql: &'static str,
+        params: impl rusqlite::Params,
+        row: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Option<T>, RepoError> {
+        self.with(|conn| conn.prepare_cached(sql)?.query_row(params, row).optional())
+    }
+
     /// The application holding `key_hash` (hex) and its tenant's settings.
     pub(crate) fn application_by_key(
         &self,
@@ -157,20 +213,7 @@ impl DirectReads {
         let found = self.with(|conn| {
             conn.prepare_cached(APPLICATION_BY_KEY)?
                 .query_row(params![key_hash], |row| {
-                    let model = application::Model {
-                        id: uuid_at(row, 0)?,
-                        tenant_id: uuid_at(row, 1)?,
-                        name: row.get(2)?,
-                        app_type: row.get(3)?,
-                        permissions: row.get(4)?,
-                        rules: row.get(5)?,
-                        key_hash: row.get(6)?,
-                        created_by: opt_uuid_at(row, 7)?,
-                        created_at: time_at(row, 8)?,
-                        modified_by: opt_uuid_at(row, 9)?,
-                        modified_at: opt_time_at(row, 10)?,
-                        expires_at: opt_time_at(row, 11)?,
-                    };
+                    let model = application_row(row)?;
                     let settings = TenantSettings {
                         fingerprint_tokens: row.get(12)?,
                         deduplicate_tokens: row.get(13)?,
@@ -182,6 +225,21 @@ impl DirectReads {
         found
             .map(|(model, settings)| Ok((crate::applications::to_domain(model)?, settings)))
             .transpose()
+    }
+
+    /// The application `id` of `tenant_id`.
+    pub(crate) fn application(
+        &self,
+        tenant_id: Uuid,
+        id: Uuid,
+    ) -> Result<Option<Application>, RepoError> {
+        self.one(
+            APPLICATION_BY_ID,
+            params![&tenant_id.as_bytes()[..], &id.as_bytes()[..]],
+            application_row,
+        )?
+        .map(crate::applications::to_domain)
+        .transpose()
     }
 
     /// The token `id` of `tenant_id` unless it has expired at `now`.

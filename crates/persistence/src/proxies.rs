@@ -3,8 +3,10 @@
 //! to one tenant.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use rusqlite::Row;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
@@ -18,6 +20,7 @@ use tokenvault_domain::proxy::Proxy;
 use uuid::Uuid;
 
 use crate::applications::{hash_from_hex, hash_hex};
+use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::proxy::{self, Column, Entity};
 use crate::repo_err;
 use crate::search::list_condition;
@@ -27,12 +30,17 @@ use crate::stamp::{stamp, unstamp};
 #[derive(Clone, Debug)]
 pub struct SeaOrmProxyRepository {
     db: DatabaseConnection,
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    direct: Option<Arc<DirectReads>>,
 }
 
 impl SeaOrmProxyRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            direct: DirectReads::for_connection(&db),
+            db,
+        }
     }
 }
 
@@ -42,6 +50,38 @@ fn corrupt(what: &str, id: Uuid) -> RepoError {
 
 fn configuration_json(configuration: Option<&BTreeMap<String, String>>) -> Option<String> {
     configuration.map(|c| serde_json::to_string(c).unwrap_or_else(|_| "{}".into()))
+}
+
+/// The columns [`proxy_row`] reads, in its order.
+macro_rules! proxy_columns {
+    () => {
+        "SELECT tenant_id, id, name, key_hash, key_ciphertext, destination_url, require_auth, \
+         request_transform, response_transform, application_id, configuration, created_by, \
+         created_at, modified_by, modified_at FROM proxies"
+    };
+}
+
+const PROXY_BY_ID: &str = concat!(proxy_columns!(), " WHERE tenant_id = ?1 AND id = ?2");
+const PROXY_BY_KEY: &str = concat!(proxy_columns!(), " WHERE key_hash = ?1");
+
+fn proxy_row(row: &Row<'_>) -> rusqlite::Result<proxy::Model> {
+    Ok(proxy::Model {
+        tenant_id: uuid_at(row, 0)?,
+        id: uuid_at(row, 1)?,
+        name: row.get(2)?,
+        key_hash: row.get(3)?,
+        key_ciphertext: row.get(4)?,
+        destination_url: row.get(5)?,
+        require_auth: row.get(6)?,
+        request_transform: row.get(7)?,
+        response_transform: row.get(8)?,
+        application_id: opt_uuid_at(row, 9)?,
+        configuration: row.get(10)?,
+        created_by: opt_uuid_at(row, 11)?,
+        created_at: time_at(row, 12)?,
+        modified_by: opt_uuid_at(row, 13)?,
+        modified_at: opt_time_at(row, 14)?,
+    })
 }
 
 fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
@@ -104,6 +144,13 @@ impl ProxyRepository for SeaOrmProxyRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError> {
+        if let Some(direct) = &self.direct {
+            let key = [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()];
+            return direct
+                .one(PROXY_BY_ID, key, proxy_row)?
+                .map(to_domain)
+                .transpose();
+        }
         Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Id.eq(id))
@@ -115,6 +162,12 @@ impl ProxyRepository for SeaOrmProxyRepository {
     }
 
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
+        if let Some(direct) = &self.direct {
+            return direct
+                .one(PROXY_BY_KEY, [hash_hex(hash)], proxy_row)?
+                .map(to_domain)
+                .transpose();
+        }
         Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
             .one(&self.db)

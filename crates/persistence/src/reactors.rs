@@ -1,7 +1,10 @@
 //! [`FormulaRepository`] and [`ReactorRepository`] on SeaORM. Declarations and configuration
 //! are stored as JSON text; every query is confined to one tenant.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use rusqlite::Row;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
@@ -17,6 +20,7 @@ use tokenvault_domain::reactor::{
 };
 use uuid::Uuid;
 
+use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::{formula, reactor};
 use crate::repo_err;
 use crate::search::list_condition;
@@ -26,12 +30,17 @@ use crate::stamp::{stamp, unstamp};
 #[derive(Clone, Debug)]
 pub struct SeaOrmFormulaRepository {
     db: DatabaseConnection,
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    direct: Option<Arc<DirectReads>>,
 }
 
 impl SeaOrmFormulaRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            direct: DirectReads::for_connection(&db),
+            db,
+        }
     }
 }
 
@@ -39,12 +48,17 @@ impl SeaOrmFormulaRepository {
 #[derive(Clone, Debug)]
 pub struct SeaOrmReactorRepository {
     db: DatabaseConnection,
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    direct: Option<Arc<DirectReads>>,
 }
 
 impl SeaOrmReactorRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            direct: DirectReads::for_connection(&db),
+            db,
+        }
     }
 }
 
@@ -101,6 +115,51 @@ fn parameters_json(declared: &[RequestParameter]) -> String {
 
 fn values_json(configuration: &Map<String, Value>) -> String {
     serde_json::to_string(configuration).unwrap_or_else(|_| "{}".into())
+}
+
+/// The primary key `(tenant_id, id)` as sqlx stores it on SQLite (16-byte blobs).
+fn key_params(tenant_id: Uuid, id: Uuid) -> [Vec<u8>; 2] {
+    [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()]
+}
+
+const FORMULA_BY_ID: &str = "SELECT tenant_id, id, name, description, formula_type, code, \
+     configuration, request_parameters, created_by, created_at, modified_by, modified_at \
+     FROM reactor_formulas WHERE tenant_id = ?1 AND id = ?2";
+
+fn formula_row(row: &Row<'_>) -> rusqlite::Result<formula::Model> {
+    Ok(formula::Model {
+        tenant_id: uuid_at(row, 0)?,
+        id: uuid_at(row, 1)?,
+        name: row.get(2)?,
+        description: row.get(3)?,
+        formula_type: row.get(4)?,
+        code: row.get(5)?,
+        configuration: row.get(6)?,
+        request_parameters: row.get(7)?,
+        created_by: opt_uuid_at(row, 8)?,
+        created_at: time_at(row, 9)?,
+        modified_by: opt_uuid_at(row, 10)?,
+        modified_at: opt_time_at(row, 11)?,
+    })
+}
+
+const REACTOR_BY_ID: &str = "SELECT tenant_id, id, name, formula_id, configuration, \
+     application_id, created_by, created_at, modified_by, modified_at \
+     FROM reactors WHERE tenant_id = ?1 AND id = ?2";
+
+fn reactor_row(row: &Row<'_>) -> rusqlite::Result<reactor::Model> {
+    Ok(reactor::Model {
+        tenant_id: uuid_at(row, 0)?,
+        id: uuid_at(row, 1)?,
+        name: row.get(2)?,
+        formula_id: uuid_at(row, 3)?,
+        configuration: row.get(4)?,
+        application_id: opt_uuid_at(row, 5)?,
+        created_by: opt_uuid_at(row, 6)?,
+        created_at: time_at(row, 7)?,
+        modified_by: opt_uuid_at(row, 8)?,
+        modified_at: opt_time_at(row, 9)?,
+    })
 }
 
 fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
@@ -209,6 +268,12 @@ impl FormulaRepository for SeaOrmFormulaRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError> {
+        if let Some(direct) = &self.direct {
+            return direct
+                .one(FORMULA_BY_ID, key_params(tenant_id, id), formula_row)?
+                .map(formula_to_domain)
+                .transpose();
+        }
         formula::Entity::find()
             .filter(formula::Column::TenantId.eq(tenant_id))
             .filter(formula::Column::Id.eq(id))
@@ -344,6 +409,12 @@ impl ReactorRepository for SeaOrmReactorRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError> {
+        if let Some(direct) = &self.direct {
+            return direct
+                .one(REACTOR_BY_ID, key_params(tenant_id, id), reactor_row)?
+                .map(reactor_to_domain)
+                .transpose();
+        }
         reactor::Entity::find()
             .filter(reactor::Column::TenantId.eq(tenant_id))
             .filter(reactor::Column::Id.eq(id))
