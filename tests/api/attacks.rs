@@ -433,3 +433,37 @@ async fn tokenize_deduplicates_like_create() {
     })
     .await;
 }
+
+/// A token id no token can have (a control character, a NUL that PostgreSQL refuses as a
+/// parameter) is a 404 on every token route, never a 500; and a public key's read of a token
+/// is a 403 as before, whatever the token holds.
+#[tokio::test]
+async fn impossible_token_ids_are_not_found() {
+    on_each_backend(async |app| {
+        let c = full(app).await;
+        let real = c.create(&json!({"type": "token", "data": "x"})).await;
+        for id in ["%00", "a%00b", "%01abc", "x%0Ay"] {
+            let path = format!("/tokens/{id}");
+            assert_problem(c.get(&path).await, 404).await;
+            assert_problem(c.patch(&path, &json!({"metadata": {"k": "v"}})).await, 404).await;
+            assert_problem(c.delete(&path).await, 404).await;
+            assert_problem(c.get(&format!("{path}/children")).await, 404).await;
+        }
+        let public = app
+            .create_app(&json!({"name": unique("pub"), "type": "public",
+                                "permissions": ["token:create"]}))
+            .await;
+        let res = app
+            .request_as(
+                public["key"].as_str(),
+                Method::GET,
+                &format!("/tokens/{}", real["id"].as_str().unwrap()),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 403).await;
+        healthy(app).await;
+    })
+    .await;
+}

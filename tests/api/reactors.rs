@@ -336,3 +336,36 @@ async fn svc_acts_as_the_reactors_application() {
     })
     .await;
 }
+
+/// An expired application no longer acts for its reactor (its `tokenize` block), even before
+/// the sweep deletes it — as a proxy's application.
+#[tokio::test]
+async fn an_expired_application_no_longer_acts_for_its_reactor() {
+    let no_sweep = |config: &mut tokenvault_server::Config| config.expiry_sweep_secs = 3600;
+    tokenvault_tests::on_each_backend_with(no_sweep, async |app| {
+        let user = with(app, &["token:use"], json!([])).await;
+        let expires = time::OffsetDateTime::now_utc() + time::Duration::seconds(2);
+        let expires = expires
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        let acting = app
+            .create_app(&json!({"name": unique("acting"), "type": "private",
+                "permissions": ["token:create"], "expires_at": expires}))
+            .await;
+        let code =
+            "module.exports = async () => ({ tokenize: { a: { type: 'token', data: 'x' } } });";
+        let r = reactor(
+            app,
+            code,
+            json!([]),
+            json!({"application": {"id": acting["id"]}}),
+        )
+        .await;
+        let res = react(&user, &r["id"], json!({})).await;
+        assert_eq!(res.status(), 200, "acts while it is valid");
+        tokio::time::sleep(std::time::Duration::from_millis(2_200)).await;
+        let res = react(&user, &r["id"], json!({})).await;
+        assert_invalid(res, &["tokenize"]).await;
+    })
+    .await;
+}

@@ -104,8 +104,11 @@ impl FromRequest for CallerReading {
         let vault = req.app_data::<web::Data<Vault>>().cloned();
         let limit = req.app_data::<web::Data<RateLimit>>().cloned();
         let key = api_key(req);
-        let id = req.match_info().get("id").unwrap_or_default().to_owned();
+        // Decoded as the handler's `web::Path<String>` decodes it, so the row read is the one
+        // the handler asks for (otherwise it is only read twice).
+        let id = web::Path::<String>::extract(req);
         Box::pin(async move {
+            let id = id.await.map(web::Path::into_inner).unwrap_or_default();
             let vault = vault.ok_or_else(no_vault)?;
             let (principal, prefetched) = vault.authenticate_reading(key.as_deref(), &id).await?;
             Ok(CallerReading(

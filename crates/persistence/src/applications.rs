@@ -121,8 +121,12 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         &self,
         hash: &KeyHash,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
-        if let Some(direct) = &self.direct {
-            return direct.application_by_key(&hash_hex(hash));
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.application_by_key(&hash_hex(hash)))
+        {
+            return found;
         }
         let found = Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
@@ -153,11 +157,18 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
             return Ok(None);
         };
-        let token = match &self.direct {
-            Some(direct) => direct.live_token(application.tenant_id, token_id, now)?,
-            None => {
-                crate::tokens::live_token(&self.db, application.tenant_id, token_id, now).await?
-            }
+        // Only a private application may read tokens (decisions §4): no other key makes the
+        // server read one.
+        let token = if application.app_type != ApplicationType::Private {
+            None
+        } else if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.live_token(application.tenant_id, token_id, now))
+        {
+            found?
+        } else {
+            crate::tokens::live_token(&self.db, application.tenant_id, token_id, now).await?
         };
         Ok(Some(KeyedToken {
             application,
@@ -167,8 +178,12 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
-        if let Some(direct) = &self.direct {
-            return direct.application(tenant_id, id);
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.application(tenant_id, id))
+        {
+            return found;
         }
         Entity::find()
             .filter(Column::TenantId.eq(tenant_id))

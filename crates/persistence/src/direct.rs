@@ -92,8 +92,34 @@ const LIVE_TOKEN: &str = "SELECT tenant_id, id, token_type, container, metadata,
      modified_at, expires_at FROM tokens \
      WHERE tenant_id = ?1 AND id = ?2 AND (expires_at IS NULL OR expires_at > ?3)";
 
+/// How long a direct read waits on a lock before it leaves the read to SeaORM (which waits
+/// without holding a thread). WAL readers wait only in the cases SQLite documents (the WAL being
+/// recovered after a crash, the last connection closing the database): rare, but a read must not
+/// stall a worker thread, and every request on it, for the 10 s the pool waits.
+const BUSY_WAIT: Duration = Duration::from_millis(100);
+
+/// For each SQLite file name a pool was opened with (`connect`), the file SQLite actually opened:
+/// `None` for an in-memory database, which no other connection could see.
+static FILES: Mutex<Option<HashMap<PathBuf, Option<PathBuf>>>> = Mutex::new(None);
+
+/// Records what `connect` found behind the file name `named`.
+pub(crate) fn register_file(named: PathBuf, opened: Option<PathBuf>) {
+    FILES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_with(HashMap::new)
+        .insert(named, opened);
+}
+
 /// One pool per database file, shared by every repository on it while any holds it.
 static POOLS: Mutex<Option<HashMap<PathBuf, Weak<DirectReads>>>> = Mutex::new(None);
+
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
 
 fn backend(err: rusqlite::Error) -> RepoError {
     RepoError::Backend(Box::new(err))
@@ -140,18 +166,20 @@ fn bound_time(now: OffsetDateTime) -> Result<String, RepoError> {
 }
 
 impl DirectReads {
-    /// Direct reads on the file behind `db`, when it is a SQLite file (not PostgreSQL, not an
-    /// in-memory database, which another connection could not see).
+    /// Direct reads on the file behind `db`, when it is a SQLite file opened by [`crate::connect`]
+    /// (not PostgreSQL, not an in-memory database, which another connection could not see).
     pub(crate) fn for_connection(db: &DatabaseConnection) -> Option<Arc<Self>> {
         if db.get_database_backend() != DatabaseBackend::Sqlite {
             return None;
         }
         let options = db.get_sqlite_connection_pool().connect_options();
-        let path = options.get_filename().to_path_buf();
-        let name = path.to_string_lossy();
-        if name.is_empty() || name.contains(":memory:") || name.starts_with("file:") {
-            return None;
-        }
+        // Only a file `connect` saw SQLite open on disk (not in memory, whatever the name).
+        let path = FILES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()?
+            .get(options.get_filename())?
+            .clone()?;
         let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
         let pools = pools.get_or_insert_with(HashMap::new);
         pools.retain(|_, pool| pool.strong_count() > 0);
@@ -171,20 +199,25 @@ impl DirectReads {
             &self.path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_WAIT)?;
         conn.pragma_update(None, "query_only", true)?;
         Ok(conn)
     }
 
-    /// Runs `read` on an idle connection (or a new one) on this thread.
+    /// Runs `read` on an idle connection (or a new one) on this thread; `None` when the database
+    /// was locked past [`BUSY_WAIT`] (the caller reads through SeaORM instead).
     fn with<T>(
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, RepoError> {
+    ) -> Option<Result<T, RepoError>> {
         let idle = self.idle.lock().map_or(None, |mut idle| idle.pop());
         let conn = match idle {
             Some(conn) => conn,
-            None => self.open().map_err(backend)?,
+            None => match self.open() {
+                Ok(conn) => conn,
+                Err(e) if is_busy(&e) => return None,
+                Err(e) => return Some(Err(backend(e))),
+            },
         };
         let result = read(&conn);
         if let Ok(mut idle) = self.idle.lock()
@@ -192,24 +225,29 @@ impl DirectReads {
         {
             idle.push(conn);
         }
-        result.map_err(backend)
+        match result {
+            Err(e) if is_busy(&e) => None,
+            other => Some(other.map_err(backend)),
+        }
     }
 
     /// The one row `sql` selects with `params` (by a primary or unique key), decoded by `row`.
+    /// `None` when the database was locked (see [`Self::with`]).
     pub(crate) fn one<T>(
         &self,
         sql: &'static str,
         params: impl rusqlite::Params,
         row: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> Result<Option<T>, RepoError> {
+    ) -> Option<Result<Option<T>, RepoError>> {
         self.with(|conn| conn.prepare_cached(sql)?.query_row(params, row).optional())
     }
 
-    /// The application holding `key_hash` (hex) and its tenant's settings.
+    /// The application holding `key_hash` (hex) and its tenant's settings; `None` when the
+    /// database was locked (see [`Self::with`]).
     pub(crate) fn application_by_key(
         &self,
         key_hash: &str,
-    ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+    ) -> Option<Result<Option<(Application, TenantSettings)>, RepoError>> {
         let found = self.with(|conn| {
             conn.prepare_cached(APPLICATION_BY_KEY)?
                 .query_row(params![key_hash], |row| {
@@ -222,34 +260,39 @@ impl DirectReads {
                 })
                 .optional()
         })?;
-        found
-            .map(|(model, settings)| Ok((crate::applications::to_domain(model)?, settings)))
-            .transpose()
+        Some(found.and_then(|found| {
+            found
+                .map(|(model, settings)| Ok((crate::applications::to_domain(model)?, settings)))
+                .transpose()
+        }))
     }
 
-    /// The application `id` of `tenant_id`.
+    /// The application `id` of `tenant_id`; `None` when the database was locked.
     pub(crate) fn application(
         &self,
         tenant_id: Uuid,
         id: Uuid,
-    ) -> Result<Option<Application>, RepoError> {
-        self.one(
+    ) -> Option<Result<Option<Application>, RepoError>> {
+        let found = self.one(
             APPLICATION_BY_ID,
             params![&tenant_id.as_bytes()[..], &id.as_bytes()[..]],
             application_row,
-        )?
-        .map(crate::applications::to_domain)
-        .transpose()
+        )?;
+        Some(found.and_then(|m| m.map(crate::applications::to_domain).transpose()))
     }
 
-    /// The token `id` of `tenant_id` unless it has expired at `now`.
+    /// The token `id` of `tenant_id` unless it has expired at `now`; `None` when the database
+    /// was locked.
     pub(crate) fn live_token(
         &self,
         tenant_id: Uuid,
         id: &str,
         now: OffsetDateTime,
-    ) -> Result<Option<StoredToken>, RepoError> {
-        let now = bound_time(now)?;
+    ) -> Option<Result<Option<StoredToken>, RepoError>> {
+        let now = match bound_time(now) {
+            Ok(now) => now,
+            Err(e) => return Some(Err(e)),
+        };
         let found = self.with(|conn| {
             conn.prepare_cached(LIVE_TOKEN)?
                 .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
@@ -273,6 +316,6 @@ impl DirectReads {
                 })
                 .optional()
         })?;
-        found.map(crate::tokens::to_domain).transpose()
+        Some(found.and_then(|m| m.map(crate::tokens::to_domain).transpose()))
     }
 }

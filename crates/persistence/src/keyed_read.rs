@@ -4,7 +4,11 @@
 //! On PostgreSQL one statement joins the three tables (the token by a `LEFT JOIN` confined to
 //! the application's own tenant), so a request pays one network round trip instead of two. On
 //! SQLite the two point reads run on the calling thread (`direct.rs`), which costs less than
-//! any statement through the driver's worker.
+//! any statement through the driver's worker. The token is read only for a private
+//! application's key, the only type that may hold `token:read` (decisions §4): a public or
+//! management key never makes the server read a token's ciphertext. The token is read only for a private
+//! application's key, the only type that may hold `token:read` (decisions §4): a public or
+//! management key never makes the server read a token's ciphertext.
 
 use std::sync::LazyLock;
 
@@ -41,7 +45,7 @@ static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
         "SELECT {}, s.fingerprint_tokens AS s_fingerprint_tokens, \
          s.deduplicate_tokens AS s_deduplicate_tokens, {} \
          FROM applications a JOIN tenants s ON s.id = a.tenant_id \
-         LEFT JOIN tokens t ON t.tenant_id = a.tenant_id AND t.id = $2 \
+         LEFT JOIN tokens t ON a.app_type = 'private' AND t.tenant_id = a.tenant_id AND t.id = $2 \
          AND (t.expires_at IS NULL OR t.expires_at > $3) \
          WHERE a.key_hash = $1",
         app.join(", "),
@@ -107,6 +111,10 @@ mod tests {
         assert!(
             sql.contains("t.tenant_id = a.tenant_id"),
             "confined to the key's tenant"
+        );
+        assert!(
+            sql.contains("a.app_type = 'private'"),
+            "read for private keys only"
         );
     }
 }

@@ -133,6 +133,7 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         restrict_sqlite_files(options.get_filename())?;
+        let named = options.get_filename().to_path_buf();
         // No ping before each acquire: it costs a worker round trip per query, and a broken
         // connection surfaces as an error on the query itself anyway.
         let pool = SqlitePoolOptions::new()
@@ -141,6 +142,20 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
             .connect_with(options)
             .await
             .map_err(|e| ConnectError::Connect(e.to_string()))?;
+        // The file SQLite actually opened (none for an in-memory database, whatever the URL's
+        // path says): what direct reads may open beside the pool.
+        let opened: Option<String> = sea_orm::sqlx::query_scalar(
+            "SELECT file FROM pragma_database_list WHERE name = 'main'",
+        )
+        .fetch_optional(&pool)
+        .await
+        .map_err(|e| ConnectError::Connect(e.to_string()))?;
+        direct::register_file(
+            named,
+            opened
+                .filter(|f| !f.is_empty())
+                .map(std::path::PathBuf::from),
+        );
         Ok(SqlxSqliteConnector::from_sqlx_sqlite_pool(pool))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let pool = PgPoolOptions::new()

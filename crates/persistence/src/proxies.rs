@@ -144,12 +144,13 @@ impl ProxyRepository for SeaOrmProxyRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError> {
-        if let Some(direct) = &self.direct {
-            let key = [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()];
-            return direct
-                .one(PROXY_BY_ID, key, proxy_row)?
-                .map(to_domain)
-                .transpose();
+        let key = [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()];
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.one(PROXY_BY_ID, key, proxy_row))
+        {
+            return found?.map(to_domain).transpose();
         }
         Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
@@ -162,11 +163,12 @@ impl ProxyRepository for SeaOrmProxyRepository {
     }
 
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
-        if let Some(direct) = &self.direct {
-            return direct
-                .one(PROXY_BY_KEY, [hash_hex(hash)], proxy_row)?
-                .map(to_domain)
-                .transpose();
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.one(PROXY_BY_KEY, [hash_hex(hash)], proxy_row))
+        {
+            return found?.map(to_domain).transpose();
         }
         Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))

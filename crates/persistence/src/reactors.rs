@@ -268,11 +268,12 @@ impl FormulaRepository for SeaOrmFormulaRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError> {
-        if let Some(direct) = &self.direct {
-            return direct
-                .one(FORMULA_BY_ID, key_params(tenant_id, id), formula_row)?
-                .map(formula_to_domain)
-                .transpose();
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.one(FORMULA_BY_ID, key_params(tenant_id, id), formula_row))
+        {
+            return found?.map(formula_to_domain).transpose();
         }
         formula::Entity::find()
             .filter(formula::Column::TenantId.eq(tenant_id))
@@ -409,11 +410,12 @@ impl ReactorRepository for SeaOrmReactorRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError> {
-        if let Some(direct) = &self.direct {
-            return direct
-                .one(REACTOR_BY_ID, key_params(tenant_id, id), reactor_row)?
-                .map(reactor_to_domain)
-                .transpose();
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.one(REACTOR_BY_ID, key_params(tenant_id, id), reactor_row))
+        {
+            return found?.map(reactor_to_domain).transpose();
         }
         reactor::Entity::find()
             .filter(reactor::Column::TenantId.eq(tenant_id))

@@ -431,8 +431,12 @@ impl TokenRepository for SeaOrmTokenRepository {
         id: &str,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
-        if let Some(direct) = &self.direct {
-            return direct.live_token(tenant_id, id, now);
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.live_token(tenant_id, id, now))
+        {
+            return found;
         }
         live_token(&self.db, tenant_id, id, now).await
     }

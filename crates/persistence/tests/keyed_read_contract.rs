@@ -24,6 +24,16 @@ async fn tenant_with_key(
     n: u8,
     settings: TenantSettings,
 ) -> (Uuid, Application) {
+    tenant_with(tenants, n, settings, ApplicationType::Private).await
+}
+
+/// A tenant whose one application, of `app_type`, holds the key hashed to `[n; 32]`.
+async fn tenant_with(
+    tenants: &SeaOrmTenantRepository,
+    n: u8,
+    settings: TenantSettings,
+    app_type: ApplicationType,
+) -> (Uuid, Application) {
     let t = Tenant {
         id: Uuid::now_v7(),
         owner_id: Uuid::new_v4(),
@@ -38,8 +48,12 @@ async fn tenant_with_key(
         id: Uuid::now_v7(),
         tenant_id: t.id,
         name: "reader".into(),
-        app_type: ApplicationType::Private,
-        permissions: vec![Permission::TokenRead],
+        app_type,
+        permissions: if app_type == ApplicationType::Private {
+            vec![Permission::TokenRead]
+        } else {
+            vec![Permission::TokenCreate]
+        },
         rules: vec![],
         created_by: None,
         created_at: now(),
@@ -128,6 +142,33 @@ async fn the_key_and_its_tenants_token_in_one_read() {
                 .is_none(),
             "an unknown key finds nothing, whatever the token"
         );
+        db.destroy().await;
+    }
+}
+
+/// Only a private application may read tokens: another type's key never reads one.
+#[tokio::test]
+async fn a_public_key_reads_no_token() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let (a, public) = tenant_with(
+            &tenants,
+            3,
+            TenantSettings::default(),
+            ApplicationType::Public,
+        )
+        .await;
+        tokens.insert(&token(a, "t", "/", now())).await.unwrap();
+        let found = apps
+            .find_by_key_hash_with_token(&KeyHash([3; 32]), "t", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.application, public);
+        assert_eq!(found.token, None, "{backend:?}");
         db.destroy().await;
     }
 }

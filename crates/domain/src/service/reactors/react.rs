@@ -107,9 +107,12 @@ impl Vault {
         caller: &Principal,
         reactor: &Reactor,
     ) -> Result<Option<Principal>, Error> {
+        // An expired application acts no more, even before the sweep deletes it (as for proxies).
+        let now = self.ports.clock.now();
         Ok(self
             .application_of(reactor)
             .await?
+            .filter(|app| !app.is_expired(now))
             .map(|app| Principal::of_application(app, caller.settings)))
     }
 }

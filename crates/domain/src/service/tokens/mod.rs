@@ -56,6 +56,7 @@ mod create;
 mod delete;
 mod detokenize;
 mod read;
+pub(crate) use read::may_be_stored;
 mod sealing;
 mod tokenize;
 mod update;

@@ -23,6 +23,9 @@ impl Vault {
         id: &str,
         permission: Permission,
     ) -> Result<StoredToken, Error> {
+        if !may_be_stored(id) {
+            return Err(Error::NotFound);
+        }
         let stored = self
             .ports
             .tokens
@@ -135,6 +138,12 @@ impl Vault {
             request: page.request,
         })
     }
+}
+
+/// Whether `id` could name a stored token: no token id holds a control character (a NUL would
+/// even be refused by PostgreSQL as a parameter, a 500 instead of a 404).
+pub(crate) fn may_be_stored(id: &str) -> bool {
+    !id.chars().any(char::is_control)
 }
 
 /// At most this many `id` values in one list filter (docs/decisions.md §6).
