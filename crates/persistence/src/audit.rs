@@ -41,12 +41,17 @@ const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
 #[derive(Clone, Debug)]
 pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
+    /// On SQLite, the turn shared with the token group writer (`direct.rs`).
+    sqlite: Option<std::sync::Arc<crate::direct::DirectReads>>,
 }
 
 impl SeaOrmAuditRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            sqlite: crate::direct::DirectReads::for_connection(&db),
+            db,
+        }
     }
 }
 
@@ -193,6 +198,10 @@ impl AuditRepository for SeaOrmAuditRepository {
         };
         check_entries(tenant_id, expected, entries)?;
         let backend = self.db.get_database_backend();
+        let _turn = match &self.sqlite {
+            Some(file) => Some(file.bulk_write_turn().await),
+            None => None,
+        };
         let txn = self.db.begin().await.map_err(repo_err)?;
         let moved = match expected {
             None => match audit_head::Entity::insert(audit_head::ActiveModel {

@@ -34,10 +34,14 @@ use crate::stamp::stamp;
 /// at once (each read holds its connection only for the statement, never across an `await`).
 const MAX_IDLE: usize = 8;
 
-/// A pool of read-only connections on one SQLite file.
+/// A pool of read-only connections on one SQLite file, and the turn of its two bulk writers.
 pub(crate) struct DirectReads {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    /// Taken by the token group writer and the audit flusher for each transaction: they take
+    /// turns here, woken as soon as the other commits, instead of colliding on SQLite's write
+    /// lock, whose busy handler sleeps in steps of up to 100 ms.
+    bulk_writes: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for DirectReads {
@@ -189,6 +193,7 @@ impl DirectReads {
         let pool = Arc::new(Self {
             path: path.clone(),
             idle: Mutex::new(Vec::new()),
+            bulk_writes: tokio::sync::Mutex::new(()),
         });
         pools.insert(path, Arc::downgrade(&pool));
         Some(pool)
@@ -229,6 +234,11 @@ impl DirectReads {
             Err(e) if is_busy(&e) => None,
             other => Some(other.map_err(backend)),
         }
+    }
+
+    /// The bulk writers' turn (see the field): hold it for one transaction.
+    pub(crate) async fn bulk_write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.bulk_writes.lock().await
     }
 
     /// The one row `sql` selects with `params` (by a primary or unique key), decoded by `row`.

@@ -17,13 +17,14 @@
 //! The writer runs on whichever runtime first needed it (an HTTP worker's). If that runtime
 //! stops or the task dies, its callers get an error and the next insert starts a new writer.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::direct::DirectReads;
 use crate::entity::token;
 
 /// The most rows one transaction takes.
@@ -64,6 +65,7 @@ impl GroupCommit {
     pub(crate) async fn insert(
         &self,
         db: &DatabaseConnection,
+        turn: Option<&Arc<DirectReads>>,
         row: token::ActiveModel,
         on_error: fn(DbErr) -> Answer,
     ) -> Answer {
@@ -72,7 +74,7 @@ impl GroupCommit {
         // A writer that stopped between the check and the send hands the row back: one more try
         // with a fresh writer.
         for _ in 0..2 {
-            match self.writer(db, on_error).send(pending).await {
+            match self.writer(db, turn, on_error).send(pending).await {
                 Ok(()) => return answer.await.map_err(|_| stopped())?,
                 Err(mpsc::error::SendError(back)) => pending = back,
             }
@@ -84,6 +86,7 @@ impl GroupCommit {
     fn writer(
         &self,
         db: &DatabaseConnection,
+        turn: Option<&Arc<DirectReads>>,
         on_error: fn(DbErr) -> Answer,
     ) -> mpsc::Sender<Pending> {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -91,7 +94,7 @@ impl GroupCommit {
             Some(tx) if !tx.is_closed() => tx.clone(),
             _ => {
                 let (tx, rx) = mpsc::channel(QUEUE);
-                tokio::spawn(run(db.clone(), rx, on_error));
+                tokio::spawn(run(db.clone(), turn.cloned(), rx, on_error));
                 *queue = Some(tx.clone());
                 tx
             }
@@ -101,11 +104,22 @@ impl GroupCommit {
 
 async fn run(
     db: DatabaseConnection,
+    turn: Option<Arc<DirectReads>>,
     mut rx: mpsc::Receiver<Pending>,
     on_error: fn(DbErr) -> Answer,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        // Rows that arrive while waiting for the turn join this group.
+        let _turn = match &turn {
+            Some(file) => Some(file.bulk_write_turn().await),
+            None => None,
+        };
+        while batch.len() < MAX_BATCH
+            && let Ok(more) = rx.try_recv()
+        {
+            batch.push(more);
+        }
         if batch.len() == 1 {
             for pending in batch.drain(..) {
                 let answer = insert_one(&db, pending.row, on_error).await;

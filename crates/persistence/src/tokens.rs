@@ -394,7 +394,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         if self.db.get_database_backend() == DatabaseBackend::Sqlite {
             return self
                 .writer
-                .insert(&self.db, to_active(t), write_conflict)
+                .insert(&self.db, self.direct.as_ref(), to_active(t), write_conflict)
                 .await;
         }
         match token::Entity::insert(to_active(t))
