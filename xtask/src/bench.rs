@@ -7,7 +7,6 @@
 //! the server's own `/health`), and is driven by `wrk` from a separate process (installed with
 //! apt when missing). Prints one table and writes it as JSON under `target/bench/`.
 
-use std::io::Write as _;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use crate::wrk::{Measured, Target, ensure_wrk, run_wrk_at};
 use crate::{DEFAULT_TEST_POSTGRES, cargo, root};
 
 const BOOTSTRAP_KEY: &str = "key_benchbenchbenchbenchbenchbench12";
@@ -66,32 +66,6 @@ fn options(args: &[&str]) -> anyhow::Result<Options> {
         }
     }
     Ok(o)
-}
-
-fn ensure_wrk() -> anyhow::Result<()> {
-    if Command::new("wrk").arg("--version").output().is_ok() {
-        return Ok(());
-    }
-    eprintln!("xtask: installing wrk");
-    let sudo = Command::new("sudo")
-        .args(["-n", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    let mut apt = if sudo {
-        let mut c = Command::new("sudo");
-        c.args(["-n", "apt-get"]);
-        c
-    } else {
-        Command::new("apt-get")
-    };
-    let status = apt
-        .args(["install", "-y", "wrk"])
-        .status()
-        .context("apt-get")?;
-    if !status.success() {
-        bail!("cannot install wrk (apt-get install -y wrk)");
-    }
-    Ok(())
 }
 
 struct Server {
@@ -353,15 +327,6 @@ fn text(v: &Value, field: &str) -> anyhow::Result<String> {
 }
 
 /// What the load runs use: (name, method, path, key, body).
-struct Target {
-    name: &'static str,
-    method: &'static str,
-    path: String,
-    key: Option<String>,
-    headers: Vec<(&'static str, String)>,
-    body: Option<Value>,
-}
-
 fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
     let m = Some(BOOTSTRAP_KEY);
     let all = ["token:create", "token:read", "token:use", "token:update"];
@@ -485,86 +450,8 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
     ])
 }
 
-#[derive(Default)]
-struct Measured {
-    rps: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    errors: u64,
-}
-
-fn lua(target: &Target) -> String {
-    let mut lines = vec![format!("wrk.method = \"{}\"", target.method)];
-    if let Some(key) = &target.key {
-        lines.push(format!("wrk.headers[\"SVC-API-KEY\"] = \"{key}\""));
-    }
-    for (name, value) in &target.headers {
-        lines.push(format!("wrk.headers[\"{name}\"] = \"{value}\""));
-    }
-    if let Some(body) = &target.body {
-        lines.push("wrk.headers[\"Content-Type\"] = \"application/json\"".into());
-        lines.push(format!("wrk.body = [==[{body}]==]"));
-    }
-    lines.join("\n") + "\n"
-}
-
-fn millis(value: &str) -> f64 {
-    let (number, factor) = if let Some(v) = value.strip_suffix("us") {
-        (v, 0.001)
-    } else if let Some(v) = value.strip_suffix("ms") {
-        (v, 1.0)
-    } else if let Some(v) = value.strip_suffix('s') {
-        (v, 1000.0)
-    } else {
-        (value, 1.0)
-    };
-    number.parse::<f64>().unwrap_or(f64::NAN) * factor
-}
-
 fn run_wrk(server: &Server, target: &Target, o: &Options) -> anyhow::Result<Measured> {
-    run_wrk_at(server, target, o.connections, o.duration)
-}
-
-/// `wrk` on one target with `connections` connections (one thread per connection, at most two).
-fn run_wrk_at(
-    server: &Server,
-    target: &Target,
-    connections: u64,
-    duration: u64,
-) -> anyhow::Result<Measured> {
-    let script = std::env::temp_dir().join(format!("tokenvault-bench-{}.lua", std::process::id()));
-    std::fs::File::create(&script)?.write_all(lua(target).as_bytes())?;
-    let out = Command::new("wrk")
-        .args([
-            &format!("-t{}", connections.clamp(1, 2)),
-            &format!("-c{connections}"),
-            &format!("-d{duration}s"),
-            "--latency",
-            "-s",
-        ])
-        .arg(&script)
-        .arg(format!("{}{}", server.base, target.path))
-        .output()
-        .context("run wrk")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut m = Measured::default();
-    for line in text.lines().map(str::trim) {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["Requests/sec:", v] => m.rps = v.parse().unwrap_or(0.0),
-            ["50%", v] => m.p50_ms = millis(v),
-            ["99%", v] => m.p99_ms = millis(v),
-            ["Non-2xx", "or", "3xx", "responses:", n] => m.errors += n.parse().unwrap_or(0),
-            ["Socket", "errors:", rest @ ..] => {
-                m.errors += rest
-                    .iter()
-                    .filter_map(|w| w.trim_end_matches(',').parse::<u64>().ok())
-                    .sum::<u64>();
-            }
-            _ => {}
-        }
-    }
-    Ok(m)
+    run_wrk_at(&server.base, target, o.connections, o.duration)
 }
 
 fn peak_rss_mib(server: &Server) -> f64 {
@@ -635,7 +522,7 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
                 .iter()
                 .find(|t| t.name == path)
                 .context("a seeded target")?;
-            run_wrk_at(&server, target, 1, o.duration)
+            run_wrk_at(&server.base, target, 1, o.duration)
         };
         let (proxy_alone, health_alone) = (alone(PROXY)?, alone(HEALTH)?);
         let added_alone = proxy_alone.p50_ms - health_alone.p50_ms;

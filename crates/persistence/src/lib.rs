@@ -17,6 +17,7 @@ mod stamp;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
+mod token_queries;
 mod tokens;
 
 use std::str::FromStr;

@@ -11,7 +11,8 @@ use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{TenantRepository, TokenFilter, Visibility};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use tokenvault_domain::token::StoredToken;
-use tokenvault_persistence::SeaOrmTenantRepository;
+use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
 use uuid::Uuid;
 
 /// Now, at the microsecond precision the databases keep.
@@ -93,4 +94,31 @@ pub fn filter() -> TokenFilter {
 /// The ids of a page, in order.
 pub fn ids(page: &Page<StoredToken>) -> Vec<&str> {
     page.items.iter().map(|t| t.id.as_str()).collect()
+}
+
+/// A fresh database per backend with one tenant, and its token repository.
+pub struct Repos {
+    pub tenants: SeaOrmTenantRepository,
+    pub tokens: SeaOrmTokenRepository,
+    pub tenant: Uuid,
+}
+
+/// Runs `story` on each backend, a fresh database each.
+pub async fn each_backend<F, Fut>(story: F)
+where
+    F: Fn(Repos) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let tenant = tenant(&tenants).await;
+        story(Repos {
+            tenants,
+            tokens: SeaOrmTokenRepository::new(db.db.clone()),
+            tenant,
+        })
+        .await;
+        db.destroy().await;
+    }
 }
