@@ -134,32 +134,32 @@ fn corrupt(index: usize, what: &'static str) -> rusqlite::Error {
 }
 
 /// A UUID as sqlx stores it on SQLite: 16 bytes.
+fn uuid_of(index: usize, bytes: &[u8]) -> rusqlite::Result<Uuid> {
+    Uuid::from_slice(bytes).map_err(|_| corrupt(index, "stored uuid is not 16 bytes"))
+}
+
+/// A timestamp as sqlx stores it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
+fn time_of(index: usize, text: &str) -> rusqlite::Result<OffsetDateTime> {
+    OffsetDateTime::parse(text, &Rfc3339)
+        .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
+}
+
 pub(crate) fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
-    let bytes: Vec<u8> = row.get(index)?;
-    Uuid::from_slice(&bytes).map_err(|_| corrupt(index, "stored uuid is not 16 bytes"))
+    uuid_of(index, &row.get::<_, Vec<u8>>(index)?)
 }
 
 pub(crate) fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
     let bytes: Option<Vec<u8>> = row.get(index)?;
-    bytes
-        .map(|b| Uuid::from_slice(&b).map_err(|_| corrupt(index, "stored uuid is not 16 bytes")))
-        .transpose()
+    bytes.map(|b| uuid_of(index, &b)).transpose()
 }
 
-/// A timestamp as sqlx stores it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
 pub(crate) fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
-    let text: String = row.get(index)?;
-    OffsetDateTime::parse(&text, &Rfc3339)
-        .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
+    time_of(index, &row.get::<_, String>(index)?)
 }
 
 pub(crate) fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
     let text: Option<String> = row.get(index)?;
-    text.map(|t| {
-        OffsetDateTime::parse(&t, &Rfc3339)
-            .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
-    })
-    .transpose()
+    text.map(|t| time_of(index, &t)).transpose()
 }
 
 /// `now` bound exactly as SeaORM binds it for the same comparison.

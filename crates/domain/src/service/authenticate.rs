@@ -54,11 +54,11 @@ impl Vault {
         key: Option<&str>,
         token_id: &str,
     ) -> Result<(Principal, Option<Prefetched>), Error> {
-        let hash = self.key_hash(key)?;
         if !super::tokens::may_be_stored(token_id) {
             // No such token: authenticate alone; the read answers 404.
             return Ok((self.authenticate(key).await?, None));
         }
+        let hash = self.key_hash(key)?;
         let now = self.ports.clock.now();
         if let Some(found) = self
             .ports
