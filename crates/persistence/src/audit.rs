@@ -41,7 +41,7 @@ const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
 #[derive(Clone, Debug)]
 pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
-    /// On SQLite, the turn shared with the token group writer (`direct.rs`).
+    /// On a SQLite file, its writer thread, which appends (`audit_append.rs`).
     sqlite: Option<std::sync::Arc<crate::direct::DirectReads>>,
 }
 
@@ -57,22 +57,32 @@ impl SeaOrmAuditRepository {
 
 /// `t` as `created_at` is stored: UTC, whole microseconds; on SQLite fixed-width text.
 fn timestamp(backend: DatabaseBackend, t: OffsetDateTime) -> Value {
-    let t = t.to_offset(UtcOffset::UTC);
-    let t = t - time::Duration::nanoseconds(i64::from(t.nanosecond() % 1_000));
     if backend == DatabaseBackend::Sqlite {
-        Value::from(format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second(),
-            t.microsecond()
-        ))
+        Value::from(sqlite_time(t))
     } else {
-        Value::from(t)
+        Value::from(micros(t))
     }
+}
+
+/// `t` in UTC, whole microseconds.
+fn micros(t: OffsetDateTime) -> OffsetDateTime {
+    let t = t.to_offset(UtcOffset::UTC);
+    t - time::Duration::nanoseconds(i64::from(t.nanosecond() % 1_000))
+}
+
+/// `t` as SQLite keeps `created_at`: UTC text with exactly six fraction digits.
+pub(crate) fn sqlite_time(t: OffsetDateTime) -> String {
+    let t = micros(t);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
 }
 
 fn to_domain(m: audit_entry::Model) -> AuditEntry {
@@ -197,11 +207,16 @@ impl AuditRepository for SeaOrmAuditRepository {
             return Ok(true);
         };
         check_entries(tenant_id, expected, entries)?;
+        if let Some(file) = &self.sqlite {
+            let (expected, entries) = (expected.cloned(), entries.to_vec());
+            return file
+                .writer()
+                .run(move |conn| {
+                    crate::audit_append::append(conn, tenant_id, expected.as_ref(), &entries)
+                })
+                .await;
+        }
         let backend = self.db.get_database_backend();
-        let _turn = match &self.sqlite {
-            Some(file) => Some(file.bulk_write_turn().await),
-            None => None,
-        };
         let txn = self.db.begin().await.map_err(repo_err)?;
         let moved = match expected {
             None => match audit_head::Entity::insert(audit_head::ActiveModel {

@@ -23,25 +23,26 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::Application;
+use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::checkpoint;
 use crate::entity::{application, token};
 use crate::stamp::stamp;
+use crate::writer::Writer;
 
 /// At most this many idle connections are kept; more are opened only while more threads read
 /// at once (each read holds its connection only for the statement, never across an `await`).
 const MAX_IDLE: usize = 8;
 
-/// A pool of read-only connections on one SQLite file, and the turn of its two bulk writers.
+/// A pool of read-only connections on one SQLite file, and its writer thread.
 pub(crate) struct DirectReads {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
-    /// Taken by the token group writer and the audit flusher for each transaction: they take
-    /// turns here, woken as soon as the other commits, instead of colliding on SQLite's write
-    /// lock, whose busy handler sleeps in steps of up to 100 ms.
-    bulk_writes: tokio::sync::Mutex<()>,
+    /// The file's writer thread (`writer.rs`): token inserts, audit and activity flushes.
+    writer: Writer,
 }
 
 impl std::fmt::Debug for DirectReads {
@@ -102,12 +103,21 @@ const LIVE_TOKEN: &str = "SELECT tenant_id, id, token_type, container, metadata,
 /// stall a worker thread, and every request on it, for the 10 s the pool waits.
 const BUSY_WAIT: Duration = Duration::from_millis(100);
 
+/// A SQLite database file on disk, as `connect` opened it.
+#[derive(Clone, Debug)]
+pub(crate) struct OnDisk {
+    /// The file SQLite opened.
+    pub(crate) path: PathBuf,
+    /// `synchronous=NORMAL` instead of `FULL` (`DbOptions`).
+    pub(crate) synchronous_normal: bool,
+}
+
 /// For each SQLite file name a pool was opened with (`connect`), the file SQLite actually opened:
 /// `None` for an in-memory database, which no other connection could see.
-static FILES: Mutex<Option<HashMap<PathBuf, Option<PathBuf>>>> = Mutex::new(None);
+static FILES: Mutex<Option<HashMap<PathBuf, Option<OnDisk>>>> = Mutex::new(None);
 
 /// Records what `connect` found behind the file name `named`.
-pub(crate) fn register_file(named: PathBuf, opened: Option<PathBuf>) {
+pub(crate) fn register_file(named: PathBuf, opened: Option<OnDisk>) {
     FILES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -178,7 +188,7 @@ impl DirectReads {
         }
         let options = db.get_sqlite_connection_pool().connect_options();
         // Only a file `connect` saw SQLite open on disk (not in memory, whatever the name).
-        let path = FILES
+        let file = FILES
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()?
@@ -187,15 +197,16 @@ impl DirectReads {
         let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
         let pools = pools.get_or_insert_with(HashMap::new);
         pools.retain(|_, pool| pool.strong_count() > 0);
-        if let Some(pool) = pools.get(&path).and_then(Weak::upgrade) {
+        if let Some(pool) = pools.get(&file.path).and_then(Weak::upgrade) {
             return Some(pool);
         }
         let pool = Arc::new(Self {
-            path: path.clone(),
+            path: file.path.clone(),
             idle: Mutex::new(Vec::new()),
-            bulk_writes: tokio::sync::Mutex::new(()),
+            writer: Writer::start(&file),
         });
-        pools.insert(path, Arc::downgrade(&pool));
+        pools.insert(file.path.clone(), Arc::downgrade(&pool));
+        checkpoint::start(file.path, Arc::downgrade(&pool));
         Some(pool)
     }
 
@@ -236,9 +247,14 @@ impl DirectReads {
         }
     }
 
-    /// The bulk writers' turn (see the field): hold it for one transaction.
-    pub(crate) async fn bulk_write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        self.bulk_writes.lock().await
+    /// The file's writer thread (`writer.rs`).
+    pub(crate) fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
+    /// Inserts `token` through the file's group writer (`group_commit.rs`).
+    pub(crate) async fn insert_token(&self, token: StoredToken) -> Result<TokenWrite, RepoError> {
+        self.writer.insert_token(token).await
     }
 
     /// The one row `sql` selects with `params` (by a primary or unique key), decoded by `row`.

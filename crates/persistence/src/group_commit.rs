@@ -3,199 +3,130 @@
 //! SQLite at `synchronous=FULL` syncs the disk on every commit, which bounds one-row commits to a
 //! few thousand per second on this class of machine, while one transaction of a hundred rows costs
 //! about the same as one row (docs/performance.md). Concurrent `POST /tokens` therefore hand their
-//! row to one writer task, which takes every row waiting at that moment, writes them in one
-//! transaction and answers each caller only after the commit returned: an acknowledged token is
-//! as durable as before. A lone row is written in autocommit, as without the writer.
+//! row to the file's writer thread (`writer.rs`), which takes every row waiting at that moment,
+//! writes them in one transaction and answers each caller only after the commit returned: an
+//! acknowledged token is as durable as before.
 //!
-//! The group goes in as one multi-row statement. A constraint violation (duplicate id or
-//! fingerprint, a tenant deleted meanwhile) aborts only that statement and leaves the transaction
-//! open; the rows then go in one statement each, so each caller learns its own outcome. Any other
-//! failure (the database busy or gone, a failed commit) is the group's: every caller of the group
-//! gets the error at once, nothing is retried behind their back (after a failed commit nobody
-//! knows which rows stand).
-//!
-//! The writer runs on whichever runtime first needed it (an HTTP worker's). If that runtime
-//! stops or the task dies, its callers get an error and the next insert starts a new writer.
+//! Each row is its own execution of one cached statement in the group's transaction: a
+//! constraint violation (duplicate id or dedup key, a tenant deleted meanwhile) undoes only that
+//! statement and is that caller's answer. Any other failure (the database busy past the timeout,
+//! unwritable, a failed commit) is the group's: the transaction is rolled back and every caller
+//! of the group gets the error; nothing is retried behind their back.
 
-use std::sync::{Arc, Mutex, PoisonError};
-
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, TransactionTrait};
+use rusqlite::{Connection, ErrorCode, params};
+use time::format_description::well_known::Rfc3339;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
-use tokio::sync::{mpsc, oneshot};
+use tokenvault_domain::token::StoredToken;
+use tokio::sync::oneshot;
 
-use crate::direct::DirectReads;
-use crate::entity::token;
+use crate::stamp::stamp;
+use crate::writer::transaction;
 
-/// The most rows one transaction takes.
-const MAX_BATCH: usize = 256;
-/// Rows waiting for the writer; a caller beyond this waits to enqueue.
-const QUEUE: usize = 4096;
+const INSERT: &str = "INSERT INTO tokens (tenant_id, id, token_type, container, metadata, data, \
+     mask, fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \
+     modified_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
+     ?15)";
 
-type Answer = Result<TokenWrite, RepoError>;
+pub(crate) type Answer = Result<TokenWrite, RepoError>;
 
-struct Pending {
-    row: token::ActiveModel,
-    reply: oneshot::Sender<Answer>,
+/// A token row and the caller waiting for its answer.
+pub(crate) struct Pending {
+    pub(crate) row: StoredToken,
+    pub(crate) reply: oneshot::Sender<Answer>,
 }
-
-/// The handle to the writer task, started on first use (it needs the Tokio runtime) and again
-/// whenever the last one is gone.
-#[derive(Debug, Default)]
-pub(crate) struct GroupCommit {
-    queue: Mutex<Option<mpsc::Sender<Pending>>>,
-}
-
-/// The writer is gone (the runtime is shutting down).
-#[derive(Debug, thiserror::Error)]
-#[error("the token writer stopped")]
-struct WriterStopped;
 
 /// A failure of the group (not of one row), told to every caller of the group.
 #[derive(Debug, thiserror::Error)]
 #[error("group commit failed: {0}")]
 struct CommitFailed(String);
 
-fn stopped() -> RepoError {
-    RepoError::Backend(Box::new(WriterStopped))
-}
-
-impl GroupCommit {
-    /// Writes `row` with whatever other rows are waiting; returns after the commit.
-    pub(crate) async fn insert(
-        &self,
-        db: &DatabaseConnection,
-        turn: Option<&Arc<DirectReads>>,
-        row: token::ActiveModel,
-        on_error: fn(DbErr) -> Answer,
-    ) -> Answer {
-        let (reply, answer) = oneshot::channel();
-        let mut pending = Pending { row, reply };
-        // A writer that stopped between the check and the send hands the row back: one more try
-        // with a fresh writer.
-        for _ in 0..2 {
-            match self.writer(db, turn, on_error).send(pending).await {
-                Ok(()) => return answer.await.map_err(|_| stopped())?,
-                Err(mpsc::error::SendError(back)) => pending = back,
-            }
-        }
-        Err(stopped())
-    }
-
-    /// The running writer's queue, or a new writer's.
-    fn writer(
-        &self,
-        db: &DatabaseConnection,
-        turn: Option<&Arc<DirectReads>>,
-        on_error: fn(DbErr) -> Answer,
-    ) -> mpsc::Sender<Pending> {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        match queue.as_ref() {
-            Some(tx) if !tx.is_closed() => tx.clone(),
-            _ => {
-                let (tx, rx) = mpsc::channel(QUEUE);
-                tokio::spawn(run(db.clone(), turn.cloned(), rx, on_error));
-                *queue = Some(tx.clone());
-                tx
-            }
-        }
-    }
-}
-
-async fn run(
-    db: DatabaseConnection,
-    turn: Option<Arc<DirectReads>>,
-    mut rx: mpsc::Receiver<Pending>,
-    on_error: fn(DbErr) -> Answer,
-) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        // Rows that arrive while waiting for the turn join this group.
-        let _turn = match &turn {
-            Some(file) => Some(file.bulk_write_turn().await),
-            None => None,
-        };
-        while batch.len() < MAX_BATCH
-            && let Ok(more) = rx.try_recv()
-        {
-            batch.push(more);
-        }
-        if batch.len() == 1 {
-            for pending in batch.drain(..) {
-                let answer = insert_one(&db, pending.row, on_error).await;
+/// Writes `rows` in one transaction and answers each; empties `rows`.
+pub(crate) fn write(conn: &Connection, rows: &mut Vec<Pending>) {
+    let started = std::time::Instant::now();
+    let written = write_batch(conn, rows);
+    tracing::debug!(
+        rows = rows.len(),
+        elapsed_us = started.elapsed().as_micros(),
+        "group commit"
+    );
+    match written {
+        Ok(answers) => {
+            for (pending, answer) in rows.drain(..).zip(answers) {
                 let _ = pending.reply.send(answer);
             }
-            continue;
         }
-        let started = std::time::Instant::now();
-        let written = write_batch(&db, &batch, on_error).await;
-        tracing::debug!(
-            rows = batch.len(),
-            elapsed_us = started.elapsed().as_micros(),
-            "group commit"
-        );
-        match written {
-            Ok(answers) => {
-                for (pending, answer) in batch.drain(..).zip(answers) {
-                    let _ = pending.reply.send(answer);
-                }
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, rows = batch.len(), "group commit failed");
-                for pending in batch.drain(..) {
-                    let answer = Err(RepoError::Backend(Box::new(CommitFailed(err.0.clone()))));
-                    let _ = pending.reply.send(answer);
-                }
+        Err(err) => {
+            tracing::warn!(error = %err, rows = rows.len(), "group commit failed");
+            for pending in rows.drain(..) {
+                let answer = Err(RepoError::Backend(Box::new(CommitFailed(err.0.clone()))));
+                let _ = pending.reply.send(answer);
             }
         }
-    }
-}
-
-async fn insert_one<C: ConnectionTrait>(
-    db: &C,
-    row: token::ActiveModel,
-    on_error: fn(DbErr) -> Answer,
-) -> Answer {
-    match token::Entity::insert(row).exec_without_returning(db).await {
-        Ok(_) => Ok(TokenWrite::Done),
-        Err(err) => on_error(err),
     }
 }
 
 /// The batch in one transaction: each row's answer, or the error that rolled it all back.
-async fn write_batch(
-    db: &DatabaseConnection,
-    batch: &[Pending],
-    on_error: fn(DbErr) -> Answer,
-) -> Result<Vec<Answer>, CommitFailed> {
-    let failed = |e: DbErr| CommitFailed(e.to_string());
-    let txn = db.begin().await.map_err(failed)?;
-    // One statement for the whole group; if any row violates a constraint the statement is
-    // undone as a whole (the transaction stays open) and each row goes in alone to learn which.
-    let all = token::Entity::insert_many(batch.iter().map(|p| p.row.clone()))
-        .exec_without_returning(&txn)
-        .await;
-    let mut answers = Vec::with_capacity(batch.len());
-    match all {
-        Ok(_) => {
-            txn.commit().await.map_err(failed)?;
-            answers.resize_with(batch.len(), || Ok(TokenWrite::Done));
-            return Ok(answers);
-        }
-        Err(err) => {
-            if let Err(err) = on_error(err) {
-                return Err(CommitFailed(err.to_string()));
+fn write_batch(conn: &Connection, batch: &[Pending]) -> Result<Vec<Answer>, CommitFailed> {
+    transaction(conn, |conn| {
+        batch
+            .iter()
+            .map(|pending| insert_one(conn, &pending.row))
+            .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .map_err(|e: rusqlite::Error| CommitFailed(e.to_string()))
+}
+
+/// One row: its answer when it broke a constraint of its own, else the statement's error.
+fn insert_one(conn: &Connection, t: &StoredToken) -> rusqlite::Result<Answer> {
+    let time = |t: time::OffsetDateTime| {
+        stamp(t)
+            .format(&Rfc3339)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+    };
+    let uuid = |u: Option<uuid::Uuid>| u.map(|u| u.as_bytes().to_vec());
+    let metadata = serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into());
+    let inserted = conn.prepare_cached(INSERT)?.execute(params![
+        &t.tenant_id.as_bytes()[..],
+        t.id,
+        t.token_type,
+        t.container,
+        metadata,
+        t.data,
+        t.mask,
+        t.fingerprint,
+        t.dedup_key,
+        t.fingerprint_expression,
+        uuid(t.created_by),
+        time(t.created_at)?,
+        uuid(t.modified_by),
+        t.modified_at.map(time).transpose()?,
+        t.expires_at.map(time).transpose()?,
+    ]);
+    match inserted {
+        Ok(_) => Ok(Ok(TokenWrite::Done)),
+        Err(e) => conflict(&e).map(Ok).ok_or(e),
+    }
+}
+
+/// What a constraint violation of one row means, told apart by the constraint it hit.
+fn conflict(err: &rusqlite::Error) -> Option<TokenWrite> {
+    let rusqlite::Error::SqliteFailure(failure, message) = err else {
+        return None;
+    };
+    if failure.code != ErrorCode::ConstraintViolation {
+        return None;
+    }
+    match failure.extended_code {
+        rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => Some(TokenWrite::Missing),
+        rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY | rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE => {
+            // "UNIQUE constraint failed: tokens.tenant_id, tokens.container, tokens.dedup_key"
+            if message.as_deref().is_some_and(|m| m.contains("dedup_key")) {
+                Some(TokenWrite::DuplicateFingerprint)
+            } else {
+                Some(TokenWrite::DuplicateId)
             }
         }
+        _ => None,
     }
-    for pending in batch {
-        let answer = insert_one(&txn, pending.row.clone(), on_error).await;
-        if let Err(err) = &answer {
-            // Not a constraint of this row (those are answers): the group's failure.
-            return Err(CommitFailed(err.to_string()));
-        }
-        answers.push(answer);
-    }
-    txn.commit().await.map_err(failed)?;
-    Ok(answers)
 }

@@ -3,6 +3,8 @@
 
 mod applications;
 mod audit;
+mod audit_append;
+mod checkpoint;
 mod direct;
 mod entity;
 mod grants;
@@ -19,6 +21,7 @@ mod tenants;
 pub mod testing;
 mod token_queries;
 mod tokens;
+mod writer;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -120,8 +123,9 @@ fn restrict_sqlite_files(path: &std::path::Path) -> Result<(), ConnectError> {
 /// file is created when missing, readable by the owner only.
 pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection, ConnectError> {
     let max_connections = options.max_connections;
+    let synchronous_normal = options.sqlite_synchronous_normal;
     if url.starts_with("sqlite:") {
-        let synchronous = if options.sqlite_synchronous_normal {
+        let synchronous = if synchronous_normal {
             SqliteSynchronous::Normal
         } else {
             SqliteSynchronous::Full
@@ -153,9 +157,10 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
         .map_err(|e| ConnectError::Connect(e.to_string()))?;
         direct::register_file(
             named,
-            opened
-                .filter(|f| !f.is_empty())
-                .map(std::path::PathBuf::from),
+            opened.filter(|f| !f.is_empty()).map(|f| direct::OnDisk {
+                path: f.into(),
+                synchronous_normal,
+            }),
         );
         Ok(SqlxSqliteConnector::from_sqlx_sqlite_pool(pool))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

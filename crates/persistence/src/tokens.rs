@@ -7,9 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, OnConflict, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection,
-    DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -20,19 +19,20 @@ use uuid::Uuid;
 
 use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
-use crate::group_commit::GroupCommit;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
 use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
+
+/// Activity rows per statement (on a SQLite file: per job of the writer thread).
+const ACTIVITY_CHUNK: usize = 200;
 
 /// Tokens in the `tokens` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmTokenRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread and its group writer (`direct.rs`); `None` on
+    /// PostgreSQL and in-memory SQLite.
     direct: Option<Arc<DirectReads>>,
-    /// SQLite's single-token inserts, committed in groups.
-    writer: Arc<GroupCommit>,
 }
 
 impl SeaOrmTokenRepository {
@@ -41,7 +41,6 @@ impl SeaOrmTokenRepository {
         Self {
             direct: DirectReads::for_connection(&db),
             db,
-            writer: Arc::default(),
         }
     }
 }
@@ -172,11 +171,8 @@ impl SeaOrmTokenRepository {
 #[async_trait]
 impl TokenRepository for SeaOrmTokenRepository {
     async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
-        if self.db.get_database_backend() == DatabaseBackend::Sqlite {
-            return self
-                .writer
-                .insert(&self.db, self.direct.as_ref(), to_active(t), write_conflict)
-                .await;
+        if let Some(file) = &self.direct {
+            return file.insert_token(t.clone()).await;
         }
         match token::Entity::insert(to_active(t))
             .exec_without_returning(&self.db)
@@ -414,32 +410,16 @@ impl TokenRepository for SeaOrmTokenRepository {
     }
 
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
-        for chunk in entries.chunks(200) {
-            let rows = chunk
-                .iter()
-                .map(|(tenant_id, month, token_id)| activity::ActiveModel {
-                    tenant_id: Set(*tenant_id),
-                    month: Set(month.clone()),
-                    token_id: Set(token_id.clone()),
-                });
-            let result = activity::Entity::insert_many(rows)
-                .on_conflict(
-                    OnConflict::columns([
-                        activity::Column::TenantId,
-                        activity::Column::Month,
-                        activity::Column::TokenId,
-                    ])
-                    .do_nothing()
-                    .to_owned(),
-                )
-                .exec_without_returning(&self.db)
-                .await;
-            match result {
-                Ok(_) | Err(DbErr::RecordNotInserted) => {}
-                // A tenant deleted meanwhile: its activity goes with it.
-                Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {
+        for chunk in entries.chunks(ACTIVITY_CHUNK) {
+            match &self.direct {
+                // On a SQLite file a job of the writer thread per chunk, between token groups.
+                Some(file) => {
+                    let chunk = chunk.to_vec();
+                    file.writer()
+                        .run(move |conn| insert_activity_on(conn, &chunk))
+                        .await?;
                 }
-                Err(e) => return Err(repo_err(e)),
+                None => insert_activity(&self.db, chunk).await?,
             }
         }
         Ok(())
@@ -453,6 +433,68 @@ impl TokenRepository for SeaOrmTokenRepository {
             .await
             .map_err(repo_err)
     }
+}
+
+/// [`insert_activity`] on the SQLite writer's connection: one transaction, a cached statement
+/// per row; a row of a tenant deleted meanwhile is skipped alone.
+fn insert_activity_on(
+    conn: &rusqlite::Connection,
+    entries: &[(Uuid, String, String)],
+) -> Result<(), RepoError> {
+    const ACTIVITY: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
+         VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
+    crate::writer::transaction(conn, |conn| {
+        let mut insert = conn.prepare_cached(ACTIVITY)?;
+        for (tenant_id, month, token_id) in entries {
+            match insert.execute(rusqlite::params![
+                &tenant_id.as_bytes()[..],
+                month,
+                token_id
+            ]) {
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {}
+                other => {
+                    other?;
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(crate::writer::backend)
+}
+
+/// Records `entries` (tenant, month, token id) in one statement, skipping those already there
+/// and those of a tenant deleted meanwhile.
+async fn insert_activity<C: ConnectionTrait>(
+    db: &C,
+    entries: &[(Uuid, String, String)],
+) -> Result<(), RepoError> {
+    let rows = entries
+        .iter()
+        .map(|(tenant_id, month, token_id)| activity::ActiveModel {
+            tenant_id: Set(*tenant_id),
+            month: Set(month.clone()),
+            token_id: Set(token_id.clone()),
+        });
+    let result = activity::Entity::insert_many(rows)
+        .on_conflict(
+            OnConflict::columns([
+                activity::Column::TenantId,
+                activity::Column::Month,
+                activity::Column::TokenId,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await;
+    match result {
+        Ok(_) | Err(DbErr::RecordNotInserted) => {}
+        // A tenant deleted meanwhile: its activity goes with it.
+        Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {}
+        Err(e) => return Err(repo_err(e)),
+    }
+    Ok(())
 }
 
 /// The plan the database chooses for the first page of a token list with `filter` (its
@@ -485,7 +527,7 @@ pub async fn explain_list_page(
         .into_query(),
     };
     let built = backend.build(&page);
-    if backend == DatabaseBackend::Postgres {
+    if backend == sea_orm::DatabaseBackend::Postgres {
         let txn = db.begin().await?;
         txn.execute_unprepared("ANALYZE tokens; ANALYZE token_associations")
             .await?;

@@ -218,6 +218,15 @@ impl Vault {
         pending.extend(events);
     }
 
+    /// How many events wait for the next flush.
+    pub fn audit_backlog(&self) -> usize {
+        self.audit_buffer
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
     /// Background job (and `GET /logs`): appends buffered events to their tenants' chains.
     /// One flush at a time; on return every event recorded before the call is written, or the
     /// error is returned and the events wait for the next flush. Events of a deleted tenant

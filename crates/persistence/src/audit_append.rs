@@ -1,0 +1,104 @@
+//! The audit append on SQLite, run on the file's writer thread (`writer.rs`).
+//!
+//! The same transaction as the SeaORM append in `audit.rs`, statement for statement: the head
+//! moves first (a conditional `UPDATE`, or an `INSERT … ON CONFLICT DO NOTHING` for a tenant's
+//! first entries), then the entries go in; a head that did not move, or an entry that lands on a
+//! taken (tenant, seq), means another appender took the place, and nothing is written. Values
+//! are bound as sqlx binds them: UUIDs as 16 bytes, `created_at` as fixed-width UTC text.
+
+use rusqlite::{Connection, ErrorCode, params};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::audit::{AuditEntry, AuditHead};
+use uuid::Uuid;
+
+use crate::audit::sqlite_time;
+use crate::writer::{backend, transaction};
+
+const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (tenant_id) DO NOTHING";
+
+const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = ?1, hash = ?2 \
+     WHERE tenant_id = ?3 AND seq = ?4 AND hash = ?5";
+
+const ENTRY: &str = "INSERT INTO audit_log (id, tenant_id, seq, actor_type, actor_id, operation, \
+     entity_type, entity_id, trace_id, created_at, hash) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/// Why an append wrote nothing.
+enum Refused {
+    /// Another appender moved the head or took a sequence number first.
+    LostThePlace,
+    Failed(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for Refused {
+    fn from(err: rusqlite::Error) -> Self {
+        if lost_the_place(&err) {
+            Self::LostThePlace
+        } else {
+            Self::Failed(err)
+        }
+    }
+}
+
+/// Appends `entries` (checked by the caller) after `expected`: `Ok(false)` when another
+/// appender got there first, and nothing was written.
+pub(crate) fn append(
+    conn: &Connection,
+    tenant_id: Uuid,
+    expected: Option<&AuditHead>,
+    entries: &[AuditEntry],
+) -> Result<bool, RepoError> {
+    let Some(last) = entries.last() else {
+        return Ok(true);
+    };
+    let tenant = &tenant_id.as_bytes()[..];
+    let written = transaction(conn, |conn| {
+        let moved = match expected {
+            None => conn
+                .prepare_cached(FIRST_HEAD)?
+                .execute(params![tenant, last.seq, last.hash])?,
+            Some(head) => conn
+                .prepare_cached(MOVE_HEAD)?
+                .execute(params![last.seq, last.hash, tenant, head.seq, head.hash])?,
+        };
+        if moved != 1 {
+            return Err(Refused::LostThePlace);
+        }
+        let mut insert = conn.prepare_cached(ENTRY)?;
+        for entry in entries {
+            let e = &entry.event;
+            insert.execute(params![
+                &e.id.as_bytes()[..],
+                tenant,
+                entry.seq,
+                e.actor_type,
+                e.actor_id.map(|id| id.as_bytes().to_vec()),
+                e.operation,
+                e.entity_type,
+                e.entity_id,
+                e.trace_id,
+                sqlite_time(e.created_at),
+                entry.hash,
+            ])?;
+        }
+        Ok(())
+    });
+    match written {
+        Ok(()) => Ok(true),
+        Err(Refused::LostThePlace) => Ok(false),
+        Err(Refused::Failed(e)) => Err(backend(e)),
+    }
+}
+
+/// Whether `err` is a violation of the unique (tenant, seq) index (any other uniqueness
+/// violation, a reused entry id, stays an error).
+fn lost_the_place(err: &rusqlite::Error) -> bool {
+    match err {
+        rusqlite::Error::SqliteFailure(failure, Some(message)) => {
+            failure.code == ErrorCode::ConstraintViolation
+                && message.contains("audit_log.tenant_id, audit_log.seq")
+        }
+        _ => false,
+    }
+}

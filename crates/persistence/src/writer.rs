@@ -1,0 +1,276 @@
+//! The bulk writer of a SQLite file: one thread, one rusqlite connection, cached statements.
+//!
+//! SQLite takes one writer at a time. The writes that come in a steady stream under load (every
+//! `POST /tokens`, the audit flush, the activity flush) go through this thread instead of the
+//! SeaORM pool, for three reasons measured on the tokenize path (docs/performance.md):
+//! - through sqlx each statement (begin, insert, commit) was a hand-off to the driver's worker
+//!   thread and back, and each group size a new SQL text to parse: a group of nine tokens took
+//!   ~1.7 ms, here ~0.7 ms;
+//! - SQLite empties a connection's page cache whenever another connection wrote, so on the pool
+//!   every transaction read its index pages back from the file; one connection keeps them;
+//! - the audit flush on the pool held the write lock for tens of milliseconds while every insert
+//!   waited (half the token writer's time in one profile); here it is one more job in the queue.
+//!
+//! Token inserts are committed in groups (`group_commit.rs`); any other write is a job run on
+//! the connection in the order it arrived. The thread belongs to no HTTP worker's runtime, so it
+//! neither stops with one nor competes with its requests. It ends when its queue's last sender
+//! (the file's [`crate::direct::DirectReads`]) is dropped.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokenvault_domain::RepoError;
+use tokenvault_domain::ports::TokenWrite;
+use tokenvault_domain::token::StoredToken;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::direct::OnDisk;
+use crate::group_commit::{self, Pending};
+
+/// The most messages (token rows and jobs) taken at once; the rows among them go in one
+/// transaction.
+const MAX_BATCH: usize = 256;
+/// Messages waiting for the writer; a caller beyond this waits to enqueue.
+const QUEUE: usize = 4096;
+/// How long the writer waits for SQLite's write lock held by another connection (SeaORM's
+/// writes), as the pool does.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The writer's page cache (KiB): the hot index pages of `tokens`, `audit_log` and
+/// `token_activity`.
+const CACHE_KIB: i64 = 8 * 1024;
+/// The writer connection's own automatic checkpoint (pages): a bound on the log should the
+/// checkpoint thread (`checkpoint.rs`) stop or fall behind.
+const AUTOCHECKPOINT: u32 = 10_000;
+
+/// A write to run on the writer's connection.
+pub(crate) type Job = Box<dyn FnOnce(&Connection) + Send>;
+
+/// What the writer is asked to do. (Token rows are the common message, so they are not boxed.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Message {
+    Token(Pending),
+    Job(Job),
+}
+
+/// The queue of a database file's writer thread.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    queue: mpsc::Sender<Message>,
+}
+
+/// The writer is gone (it could not open the database, or the process is stopping).
+#[derive(Debug, thiserror::Error)]
+#[error("the SQLite writer stopped")]
+pub(crate) struct WriterStopped;
+
+pub(crate) fn stopped() -> RepoError {
+    RepoError::Backend(Box::new(WriterStopped))
+}
+
+impl Writer {
+    /// Starts the writer thread of `file`.
+    pub(crate) fn start(file: &OnDisk) -> Self {
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let file = file.clone();
+        let spawned = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || match open(&file) {
+                Ok(conn) => run(&conn, rx),
+                Err(e) => tracing::error!(error = %e, "the SQLite writer cannot open the database"),
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "no SQLite writer thread");
+        }
+        Self { queue }
+    }
+
+    /// Writes `row` with whatever other rows are waiting; returns after the commit.
+    pub(crate) async fn insert_token(&self, row: StoredToken) -> Result<TokenWrite, RepoError> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Message::Token(Pending { row, reply }))
+            .await
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Runs `job` on the writer's connection, after the writes queued before it.
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> Result<T, RepoError> + Send + 'static,
+    ) -> Result<T, RepoError> {
+        let (reply, answer) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = reply.send(job(conn));
+        });
+        self.queue
+            .send(Message::Job(job))
+            .await
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    /// Queues `job` unless the queue is full; does not wait for it.
+    pub(crate) fn try_queue(&self, job: Job) -> bool {
+        self.queue.try_send(Message::Job(job)).is_ok()
+    }
+}
+
+fn open(file: &OnDisk) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        &file.path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Per connection, as the pool sets them (`connect`): foreign keys hold, and a commit is on
+    // disk before it is acknowledged.
+    conn.pragma_update(None, "foreign_keys", true)?;
+    let synchronous = if file.synchronous_normal {
+        "NORMAL"
+    } else {
+        "FULL"
+    };
+    conn.pragma_update(None, "synchronous", synchronous)?;
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
+    conn.pragma_update(None, "wal_autocheckpoint", AUTOCHECKPOINT)?;
+    Ok(conn)
+}
+
+fn run(conn: &Connection, mut rx: mpsc::Receiver<Message>) {
+    let mut messages = Vec::with_capacity(MAX_BATCH);
+    let mut rows = Vec::with_capacity(MAX_BATCH);
+    while rx.blocking_recv_many(&mut messages, MAX_BATCH) > 0 {
+        // The rows first, in one group; then the jobs, in the order they came.
+        let mut jobs = Vec::new();
+        for message in messages.drain(..) {
+            match message {
+                Message::Token(pending) => rows.push(pending),
+                Message::Job(job) => jobs.push(job),
+            }
+        }
+        if !rows.is_empty() {
+            guarded(conn, || group_commit::write(conn, &mut rows));
+            // After a panic the callers left in `rows` learn it from their dropped reply.
+            rows.clear();
+        }
+        for job in jobs {
+            let started = std::time::Instant::now();
+            guarded(conn, || job(conn));
+            tracing::debug!(elapsed_us = started.elapsed().as_micros(), "writer job");
+        }
+    }
+}
+
+/// Runs `write`; should it panic, ends the transaction it left open and carries on, so one bad
+/// write does not stop every later one (its callers get an error from their dropped reply).
+fn guarded(conn: &Connection, write: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(write)).is_err() {
+        tracing::error!("a write on the SQLite writer panicked");
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+/// Runs `body` in one `BEGIN IMMEDIATE` transaction on `conn`: committed when it returns `Ok`,
+/// rolled back otherwise (and when the commit fails).
+pub(crate) fn transaction<T, E: From<rusqlite::Error>>(
+    conn: &Connection,
+    body: impl FnOnce(&Connection) -> Result<T, E>,
+) -> Result<T, E> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let done = body(conn).and_then(|value| {
+        conn.execute_batch("COMMIT")?;
+        Ok(value)
+    });
+    // Still in the transaction unless the commit ended it.
+    if done.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    done
+}
+
+/// `err` as the ports' backend error.
+pub(crate) fn backend(err: rusqlite::Error) -> RepoError {
+    RepoError::Backend(Box::new(err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> (tempdir::Dir, Writer) {
+        let dir = tempdir::Dir::new();
+        let path = dir.0.join("writer.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (v INTEGER)")
+            .unwrap();
+        let writer = Writer::start(&OnDisk {
+            path,
+            synchronous_normal: false,
+        });
+        (dir, writer)
+    }
+
+    mod tempdir {
+        /// A directory removed on drop.
+        pub(super) struct Dir(pub(super) std::path::PathBuf);
+
+        impl Dir {
+            pub(super) fn new() -> Self {
+                let dir = std::env::temp_dir().join(format!("tv-writer-{}", uuid::Uuid::new_v4()));
+                std::fs::create_dir_all(&dir).unwrap();
+                Self(dir)
+            }
+        }
+
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    fn count(conn: &Connection) -> Result<i64, RepoError> {
+        conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .map_err(backend)
+    }
+
+    #[tokio::test]
+    async fn a_panicking_write_fails_alone_and_leaves_no_transaction_open() {
+        let (_dir, writer) = scratch();
+        let panicked = writer
+            .run(|conn| -> Result<(), RepoError> {
+                conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
+                    .unwrap();
+                panic!("a bug in a write");
+            })
+            .await;
+        assert!(panicked.is_err());
+        // The writer carries on, and the panicked write's row was rolled back.
+        let written = writer
+            .run(|conn| {
+                transaction(conn, |conn| conn.execute("INSERT INTO t VALUES (2)", []))
+                    .map_err(backend)?;
+                count(conn)
+            })
+            .await;
+        assert_eq!(written.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_transaction_is_rolled_back() {
+        let (_dir, writer) = scratch();
+        let failed = writer
+            .run(|conn| {
+                transaction(conn, |conn| {
+                    conn.execute("INSERT INTO t VALUES (1)", [])?;
+                    conn.execute("INSERT INTO missing VALUES (1)", [])
+                })
+                .map_err(backend)
+            })
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(writer.run(count).await.unwrap(), 0);
+    }
+}
