@@ -23,6 +23,7 @@ use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
+use tokenvault_persistence::DatabaseConnection;
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmFormulaRepository,
     SeaOrmIdempotencyRepository, SeaOrmProxyRepository, SeaOrmReactorRepository,
@@ -130,11 +131,14 @@ fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
 pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
-    open_metered_vault(config, Arc::default()).await
+    Ok(open_metered_vault(config, Arc::default()).await?.0)
 }
 
-/// [`open_vault`], counting code-runner calls in `metrics`.
-async fn open_metered_vault(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<Vault> {
+/// [`open_vault`], counting code-runner calls in `metrics`; also the database it opened.
+async fn open_metered_vault(
+    config: &Config,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<(Vault, DatabaseConnection)> {
     let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
     open_vault_with(config, cipher, metrics).await
 }
@@ -143,7 +147,7 @@ async fn open_vault_with(
     config: &Config,
     cipher: EnvelopeCipher,
     metrics: Arc<Metrics>,
-) -> anyhow::Result<Vault> {
+) -> anyhow::Result<(Vault, DatabaseConnection)> {
     let url = config.effective_database_url();
     if config.database_url.as_deref().is_none_or(str::is_empty) {
         create_private_dir(&config.data_dir)?;
@@ -170,7 +174,7 @@ async fn open_vault_with(
         ..OutboundSettings::default()
     })
     .map_err(|e| anyhow::anyhow!("TOKENVAULT_PROXY_ALLOWED_HOSTS: {e}"))?;
-    Ok(Vault::new(Ports {
+    let vault = Vault::new(Ports {
         tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
         applications: Arc::new(SeaOrmApplicationRepository::new(db.clone())),
         keys: Arc::new(Sha256KeyService),
@@ -181,7 +185,7 @@ async fn open_vault_with(
         proxies: Arc::new(SeaOrmProxyRepository::new(db.clone())),
         idempotency: Arc::new(SeaOrmIdempotencyRepository::new(db.clone())),
         sessions: Arc::new(SeaOrmSessionRepository::new(db.clone())),
-        audit: Arc::new(SeaOrmAuditRepository::new(db)),
+        audit: Arc::new(SeaOrmAuditRepository::new(db.clone())),
         forwarder: Arc::new(forwarder),
         code: Arc::new(CountedRunner {
             inner: code,
@@ -190,7 +194,8 @@ async fn open_vault_with(
         svc: Arc::new(tokenvault_http::svc::HttpSvcFactory),
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
-    }))
+    });
+    Ok((vault, db))
 }
 
 /// The code runner, counting its calls by outcome for `GET /metrics`.
@@ -297,6 +302,25 @@ async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch::Receiver<
     }
 }
 
+/// On PostgreSQL, analyzes the tables that changed much since their last analysis every 10 s
+/// (`analyze_changed_tables`): the planner's choices stay right where autovacuum is off or has
+/// not come round yet. (On SQLite each round does nothing.)
+async fn keep_statistics(db: DatabaseConnection, mut stop: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                match tokenvault_persistence::analyze_changed_tables(&db).await {
+                    Ok(tables) if tables.is_empty() => {}
+                    Ok(tables) => tracing::debug!(?tables, "planner statistics refreshed"),
+                    Err(e) => tracing::warn!(error = %e, "refreshing planner statistics failed"),
+                }
+            }
+            _ = stop.changed() => break,
+        }
+    }
+}
+
 /// Writes buffered token activity (monthly active tokens) once a second, and once more at stop.
 async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
     let mut ticker = tokio::time::interval(Duration::from_secs(1));
@@ -358,7 +382,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::default());
-    let vault = open_metered_vault(&config, metrics.clone()).await?;
+    let (vault, db) = open_metered_vault(&config, metrics.clone()).await?;
     refuse_foreign_master_keys(&vault).await?;
     bootstrap(&vault, &config).await?;
     let settings = HttpSettings {
@@ -381,6 +405,7 @@ pub async fn run(
         jobs_stopped.clone(),
     ));
     let audit_flusher = tokio::spawn(flush_audit(vault.clone(), jobs_stopped.clone()));
+    let statistics = tokio::spawn(keep_statistics(db, jobs_stopped.clone()));
     let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
     let detached = settings.detached.clone();
@@ -405,6 +430,7 @@ pub async fn run(
     let _ = sweeper.await;
     let _ = flusher.await;
     let _ = audit_flusher.await;
+    let _ = statistics.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -474,7 +500,8 @@ pub async fn rotate_master_key(
     let mut accepted = vec![current_master_key(config)?];
     accepted.extend(previous_master_keys(config)?);
     let id = new.id_hex();
-    let vault = open_vault_with(config, EnvelopeCipher::new(new, accepted), Arc::default()).await?;
+    let (vault, _) =
+        open_vault_with(config, EnvelopeCipher::new(new, accepted), Arc::default()).await?;
     let rewrapped = vault
         .rotate_master_key()
         .await
