@@ -92,10 +92,55 @@ fn application_row(row: &Row<'_>) -> rusqlite::Result<application::Model> {
     })
 }
 
-const LIVE_TOKEN: &str = "SELECT tenant_id, id, token_type, container, metadata, data, mask, \
-     fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \
-     modified_at, expires_at FROM tokens \
-     WHERE tenant_id = ?1 AND id = ?2 AND (expires_at IS NULL OR expires_at > ?3)";
+/// The columns [`token_row`] reads, in its order (table alias `k`).
+macro_rules! token_columns {
+    () => {
+        "k.tenant_id, k.id, k.token_type, k.container, k.metadata, k.data, k.mask, \
+         k.fingerprint, k.dedup_key, k.fingerprint_expression, k.created_by, k.created_at, \
+         k.modified_by, k.modified_at, k.expires_at"
+    };
+}
+
+const LIVE_TOKEN: &str = concat!(
+    "SELECT ",
+    token_columns!(),
+    " FROM tokens k \
+     WHERE k.tenant_id = ?1 AND k.id = ?2 AND (k.expires_at IS NULL OR k.expires_at > ?3)"
+);
+
+/// The key's application, its tenant's settings and, for a private application only, the live
+/// token `?2` of its tenant: one statement, one read transaction (`keyed_read.rs`).
+const KEY_AND_TOKEN: &str = concat!(
+    "SELECT ",
+    application_columns!(),
+    ", t.fingerprint_tokens, t.deduplicate_tokens, ",
+    token_columns!(),
+    " FROM applications a JOIN tenants t ON t.id = a.tenant_id \
+     LEFT JOIN tokens k ON a.app_type = 'private' AND k.tenant_id = a.tenant_id AND k.id = ?2 \
+       AND (k.expires_at IS NULL OR k.expires_at > ?3) \
+     WHERE a.key_hash = ?1"
+);
+
+/// A `tokens` row selected as `token_columns!()` from column `at` on.
+fn token_row(row: &Row<'_>, at: usize) -> rusqlite::Result<token::Model> {
+    Ok(token::Model {
+        tenant_id: uuid_at(row, at)?,
+        id: row.get(at + 1)?,
+        token_type: row.get(at + 2)?,
+        container: row.get(at + 3)?,
+        metadata: row.get(at + 4)?,
+        data: row.get(at + 5)?,
+        mask: row.get(at + 6)?,
+        fingerprint: row.get(at + 7)?,
+        dedup_key: row.get(at + 8)?,
+        fingerprint_expression: row.get(at + 9)?,
+        created_by: opt_uuid_at(row, at + 10)?,
+        created_at: time_at(row, at + 11)?,
+        modified_by: opt_uuid_at(row, at + 12)?,
+        modified_at: opt_time_at(row, at + 13)?,
+        expires_at: opt_time_at(row, at + 14)?,
+    })
+}
 
 /// How long a direct read waits on a lock before it leaves the read to SeaORM (which waits
 /// without holding a thread). WAL readers wait only in the cases SQLite documents (the WAL being
@@ -124,6 +169,9 @@ pub(crate) fn register_file(named: PathBuf, opened: Option<OnDisk>) {
         .get_or_insert_with(HashMap::new)
         .insert(named, opened);
 }
+
+/// What [`DirectReads::key_and_token`] finds: the application, its tenant's settings, the token.
+pub(crate) type KeyAndToken = (Application, TenantSettings, Option<StoredToken>);
 
 /// One pool per database file, shared by every repository on it while any holds it.
 static POOLS: Mutex<Option<HashMap<PathBuf, Weak<DirectReads>>>> = Mutex::new(None);
@@ -322,26 +370,52 @@ impl DirectReads {
         let found = self.with(|conn| {
             conn.prepare_cached(LIVE_TOKEN)?
                 .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
-                    Ok(token::Model {
-                        tenant_id: uuid_at(row, 0)?,
-                        id: row.get(1)?,
-                        token_type: row.get(2)?,
-                        container: row.get(3)?,
-                        metadata: row.get(4)?,
-                        data: row.get(5)?,
-                        mask: row.get(6)?,
-                        fingerprint: row.get(7)?,
-                        dedup_key: row.get(8)?,
-                        fingerprint_expression: row.get(9)?,
-                        created_by: opt_uuid_at(row, 10)?,
-                        created_at: time_at(row, 11)?,
-                        modified_by: opt_uuid_at(row, 12)?,
-                        modified_at: opt_time_at(row, 13)?,
-                        expires_at: opt_time_at(row, 14)?,
-                    })
+                    token_row(row, 0)
                 })
                 .optional()
         })?;
         Some(found.and_then(|m| m.map(crate::tokens::to_domain).transpose()))
+    }
+
+    /// The application holding `key_hash` (hex), its tenant's settings and, when it is a
+    /// private application, its tenant's live token `token_id`; `None` when the database was
+    /// locked.
+    pub(crate) fn key_and_token(
+        &self,
+        key_hash: &str,
+        token_id: &str,
+        now: OffsetDateTime,
+    ) -> Option<Result<Option<KeyAndToken>, RepoError>> {
+        let now = match bound_time(now) {
+            Ok(now) => now,
+            Err(e) => return Some(Err(e)),
+        };
+        let found = self.with(|conn| {
+            conn.prepare_cached(KEY_AND_TOKEN)?
+                .query_row(params![key_hash, token_id, now], |row| {
+                    let settings = TenantSettings {
+                        fingerprint_tokens: row.get(12)?,
+                        deduplicate_tokens: row.get(13)?,
+                    };
+                    // No token joined: its primary key columns are NULL.
+                    let token = match row.get_ref(15)? {
+                        rusqlite::types::ValueRef::Null => None,
+                        _ => Some(token_row(row, 14)?),
+                    };
+                    Ok((application_row(row)?, settings, token))
+                })
+                .optional()
+        })?;
+        Some(found.and_then(|found| {
+            found
+                .map(|(model, settings, token)| {
+                    Ok((
+                        crate::applications::to_domain(model)?,
+                        settings,
+                        token.map(crate::tokens::to_domain).transpose()?,
+                    ))
+                })
+                .transpose()
+        }))
     }
 }
