@@ -13,6 +13,7 @@ mod m20261127_000007_sessions;
 mod m20261128_000008_audit_log;
 mod m20261129_000009_sqlite_fixed_width_times;
 mod m20261130_000010_tokens_count_index;
+mod m20261201_000011_partial_token_indexes;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000008_audit_log::Migration),
             Box::new(m20261129_000009_sqlite_fixed_width_times::Migration),
             Box::new(m20261130_000010_tokens_count_index::Migration),
+            Box::new(m20261201_000011_partial_token_indexes::Migration),
         ]
     }
 }

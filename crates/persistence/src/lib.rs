@@ -47,7 +47,7 @@ pub use sessions::SeaOrmSessionRepository;
 pub use tenants::SeaOrmTenantRepository;
 pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]
-pub use tokens::explain_list_page;
+pub use tokens::{explain_fingerprint_lookup, explain_list_page};
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]

@@ -244,13 +244,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         fingerprint: &str,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
-        token::Entity::find()
-            .filter(token::Column::TenantId.eq(tenant_id))
-            .filter(token::Column::TokenType.eq(token_type))
-            .filter(token::Column::Container.eq(container))
-            .filter(token::Column::Fingerprint.eq(fingerprint))
-            .filter(live(now))
-            .order_by_asc(token::Column::CreatedAt)
+        fingerprint_lookup(tenant_id, token_type, container, fingerprint, now)
             .one(&self.db)
             .await
             .map_err(repo_err)?
@@ -508,7 +502,7 @@ pub async fn explain_list_page(
     filter: &TokenFilter,
     now: OffsetDateTime,
 ) -> Result<Vec<String>, DbErr> {
-    use sea_orm::{QueryTrait as _, Statement};
+    use sea_orm::QueryTrait as _;
     let backend = db.get_database_backend();
     let condition =
         filter_condition(backend, tenant_id, filter, now).unwrap_or_else(Condition::all);
@@ -526,7 +520,45 @@ pub async fn explain_list_page(
         )
         .into_query(),
     };
-    let built = backend.build(&page);
+    explain(db, backend.build(&page)).await
+}
+
+/// The plan of the lookup a deduplicated create makes (`find_by_fingerprint`), as
+/// [`explain_list_page`] gives it.
+#[cfg(feature = "test-support")]
+pub async fn explain_fingerprint_lookup(
+    db: &DatabaseConnection,
+    tenant_id: Uuid,
+    now: OffsetDateTime,
+) -> Result<Vec<String>, DbErr> {
+    use sea_orm::QueryTrait as _;
+    let query = fingerprint_lookup(tenant_id, "card", "/", "FP", now).limit(1);
+    explain(db, query.build(db.get_database_backend())).await
+}
+
+/// The oldest live token of `tenant_id` with this type, container and fingerprint.
+fn fingerprint_lookup(
+    tenant_id: Uuid,
+    token_type: &str,
+    container: &str,
+    fingerprint: &str,
+    now: OffsetDateTime,
+) -> sea_orm::Select<token::Entity> {
+    token::Entity::find()
+        .filter(token::Column::TenantId.eq(tenant_id))
+        .filter(token::Column::TokenType.eq(token_type))
+        .filter(token::Column::Container.eq(container))
+        .filter(token::Column::Fingerprint.eq(fingerprint))
+        .filter(live(now))
+        .order_by_asc(token::Column::CreatedAt)
+}
+
+/// `built`'s plan: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (after
+/// `ANALYZE`, with sequential scans disabled).
+#[cfg(feature = "test-support")]
+async fn explain(db: &DatabaseConnection, built: sea_orm::Statement) -> Result<Vec<String>, DbErr> {
+    use sea_orm::Statement;
+    let backend = db.get_database_backend();
     if backend == sea_orm::DatabaseBackend::Postgres {
         let txn = db.begin().await?;
         txn.execute_unprepared("ANALYZE tokens; ANALYZE token_associations")

@@ -130,3 +130,33 @@ async fn a_list_by_id_uses_the_primary_key() {
         db.destroy().await;
     }
 }
+
+/// A deduplicated create looks its value up first: the lookup must search the fingerprint
+/// index, never walk the tenant's tokens in creation order (a scan of the whole tenant on every
+/// create of a new value).
+#[tokio::test]
+async fn a_fingerprint_lookup_searches_the_fingerprint_index() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenant_id = tenant(&SeaOrmTenantRepository::new(db.db.clone())).await;
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        for i in 0..50 {
+            let mut t = token(tenant_id, &format!("f-{i}"), "/", now());
+            t.token_type = "card".into();
+            t.fingerprint = Some(format!("FP-{}", i % 5));
+            tokens.insert(&t).await.unwrap();
+        }
+        let plan = tokenvault_persistence::explain_fingerprint_lookup(&db.db, tenant_id, now())
+            .await
+            .unwrap();
+        assert!(
+            plan.iter().any(|l| l.contains("idx_tokens_fingerprint")),
+            "{backend:?}: {plan:#?}"
+        );
+        assert!(
+            !plan.iter().any(|l| l.contains("idx_tokens_tenant_created")),
+            "{backend:?}: {plan:#?}"
+        );
+        db.destroy().await;
+    }
+}
