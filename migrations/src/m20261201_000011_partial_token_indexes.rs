@@ -44,11 +44,15 @@ const INDEXES: [(&str, bool, &str, &str, &str); 3] = [
 
 /// Drops and creates index `name` in one string, so both run on one pooled connection: SQLite
 /// checks a `CREATE INDEX` against the schema the connection last read, and one that did not
-/// see another connection's `DROP INDEX` reports the index as existing.
+/// see another connection's `DROP INDEX` reports the index as existing. `IF EXISTS`: SQLite runs
+/// migrations outside a transaction, and a run stopped between the two statements must not
+/// block the next.
 fn replace(name: &str, unique: bool, columns: &str, partial_on: Option<&str>) -> String {
     let unique = if unique { "UNIQUE " } else { "" };
     let partial = partial_on.map_or(String::new(), |c| format!(" WHERE {c} IS NOT NULL"));
-    format!("DROP INDEX {name}; CREATE {unique}INDEX {name} ON tokens ({columns}){partial}")
+    format!(
+        "DROP INDEX IF EXISTS {name}; CREATE {unique}INDEX {name} ON tokens ({columns}){partial}"
+    )
 }
 
 #[async_trait::async_trait]

@@ -46,6 +46,17 @@ pub struct SeaOrmAuditRepository {
 }
 
 impl SeaOrmAuditRepository {
+    /// On a SQLite file, waits until every append queued on the writer thread before this call
+    /// has run: an append whose caller left still runs (or is skipped, `writer.rs`), and a read
+    /// of the head or the chain must see its outcome, or the next flush would append the same
+    /// entries again (the domain settles such appends by reading the chain).
+    async fn appends_settled(&self) -> Result<(), RepoError> {
+        match &self.sqlite {
+            Some(file) => file.writer().run(|_| Ok(())).await,
+            None => Ok(()),
+        }
+    }
+
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
@@ -187,6 +198,7 @@ fn lost_the_place(err: &DbErr) -> bool {
 #[async_trait]
 impl AuditRepository for SeaOrmAuditRepository {
     async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
+        self.appends_settled().await?;
         Ok(audit_head::Entity::find_by_id(tenant_id)
             .one(&self.db)
             .await
@@ -314,6 +326,7 @@ impl AuditRepository for SeaOrmAuditRepository {
         after: i64,
         limit: u64,
     ) -> Result<Vec<AuditEntry>, RepoError> {
+        self.appends_settled().await?;
         Ok(Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Seq.gt(after))

@@ -53,6 +53,9 @@ fn run(path: &Path, file: &Weak<DirectReads>) {
     let mut failing = false;
     // A last pass queued on the writer and not run yet: no second one meanwhile.
     let queued = Arc::new(AtomicBool::new(false));
+    // The log's size at the last pass queued: an idle log stays that size until the next write
+    // starts it over, and needs no further pass.
+    let mut last_queued = None;
     loop {
         std::thread::sleep(EVERY);
         let Some(file) = file.upgrade() else {
@@ -61,7 +64,11 @@ fn run(path: &Path, file: &Weak<DirectReads>) {
         match passive(&conn) {
             Ok(log) => {
                 failing = false;
-                if log >= RESTART_AT && !queued.swap(true, Ordering::AcqRel) {
+                if log >= RESTART_AT
+                    && last_queued != Some(log)
+                    && !queued.swap(true, Ordering::AcqRel)
+                {
+                    last_queued = Some(log);
                     let done = Arc::clone(&queued);
                     let job = Box::new(move |writer: &Connection| {
                         if let Err(e) = passive(writer) {

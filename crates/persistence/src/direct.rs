@@ -248,10 +248,18 @@ impl DirectReads {
         if let Some(pool) = pools.get(&file.path).and_then(Weak::upgrade) {
             return Some(pool);
         }
+        let writer = match Writer::start(&file) {
+            Ok(writer) => writer,
+            Err(e) => {
+                // Reads and writes then go through SeaORM, as for an in-memory database.
+                tracing::error!(error = %e, "no SQLite writer thread; writing through the pool");
+                return None;
+            }
+        };
         let pool = Arc::new(Self {
             path: file.path.clone(),
             idle: Mutex::new(Vec::new()),
-            writer: Writer::start(&file),
+            writer,
         });
         pools.insert(file.path.clone(), Arc::downgrade(&pool));
         checkpoint::start(file.path, Arc::downgrade(&pool));

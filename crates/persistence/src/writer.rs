@@ -68,20 +68,15 @@ pub(crate) fn stopped() -> RepoError {
 }
 
 impl Writer {
-    /// Starts the writer thread of `file`.
-    pub(crate) fn start(file: &OnDisk) -> Self {
+    /// Opens the writer's connection on `file` and starts its thread; the error when either
+    /// fails (the caller then writes through SeaORM, as on a database without a file).
+    pub(crate) fn start(file: &OnDisk) -> std::io::Result<Self> {
+        let conn = open(file).map_err(std::io::Error::other)?;
         let (queue, rx) = mpsc::channel(QUEUE);
-        let file = file.clone();
-        let spawned = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || match open(&file) {
-                Ok(conn) => run(&conn, rx),
-                Err(e) => tracing::error!(error = %e, "the SQLite writer cannot open the database"),
-            });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "no SQLite writer thread");
-        }
-        Self { queue }
+            .spawn(move || run(&conn, rx))?;
+        Ok(Self { queue })
     }
 
     /// Writes `row` with whatever other rows are waiting; returns after the commit.
@@ -101,6 +96,11 @@ impl Writer {
     ) -> Result<T, RepoError> {
         let (reply, answer) = oneshot::channel();
         let job: Job = Box::new(move |conn| {
+            // A caller that left before its turn (a dropped flush) writes nothing, as a dropped
+            // transaction on the pool would not have.
+            if reply.is_closed() {
+                return;
+            }
             let _ = reply.send(job(conn));
         });
         self.queue
@@ -161,14 +161,16 @@ fn run(conn: &Connection, mut rx: mpsc::Receiver<Message>) {
     }
 }
 
-/// Runs `write`; should it panic, ends the transaction it left open and carries on, so one bad
-/// write does not stop every later one (its callers get an error from their dropped reply).
+/// Runs `write`; should it panic, or return with a transaction still open, ends that
+/// transaction and carries on, so one bad write does not stop every later one (a panicked
+/// write's callers get an error from their dropped reply).
 fn guarded(conn: &Connection, write: impl FnOnce()) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(write)).is_err() {
         tracing::error!("a write on the SQLite writer panicked");
-        if !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
+    }
+    if !conn.is_autocommit() {
+        tracing::error!("a write on the SQLite writer left a transaction open; rolled back");
+        let _ = conn.execute_batch("ROLLBACK");
     }
 }
 
@@ -208,7 +210,8 @@ mod tests {
         let writer = Writer::start(&OnDisk {
             path,
             synchronous_normal: false,
-        });
+        })
+        .unwrap();
         (dir, writer)
     }
 
@@ -248,6 +251,47 @@ mod tests {
             .await;
         assert!(panicked.is_err());
         // The writer carries on, and the panicked write's row was rolled back.
+        let written = writer
+            .run(|conn| {
+                transaction(conn, |conn| conn.execute("INSERT INTO t VALUES (2)", []))
+                    .map_err(backend)?;
+                count(conn)
+            })
+            .await;
+        assert_eq!(written.unwrap(), 1);
+    }
+
+    /// A flush dropped while its append waits in the queue writes nothing (the audit log's
+    /// settling of dropped appends relies on it).
+    #[tokio::test]
+    async fn a_job_whose_caller_left_before_its_turn_writes_nothing() {
+        let (_dir, writer) = scratch();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        assert!(writer.try_queue(Box::new(move |_| {
+            let _ = held.recv();
+        })));
+        let left = writer.run(|conn| {
+            conn.execute("INSERT INTO t VALUES (1)", [])
+                .map_err(backend)
+        });
+        // Queued behind the held job, then dropped.
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(50), left).await;
+        assert!(waited.is_err());
+        release.send(()).unwrap();
+        assert_eq!(writer.run(count).await.unwrap(), 0);
+    }
+
+    /// A write that returns with its transaction open does not leave the writer stuck in it.
+    #[tokio::test]
+    async fn a_transaction_left_open_is_rolled_back() {
+        let (_dir, writer) = scratch();
+        writer
+            .run(|conn| {
+                conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
+                    .map_err(backend)
+            })
+            .await
+            .unwrap();
         let written = writer
             .run(|conn| {
                 transaction(conn, |conn| conn.execute("INSERT INTO t VALUES (2)", []))
