@@ -47,7 +47,7 @@ pub(crate) type Job = Box<dyn FnOnce(&Connection) + Send>;
 
 /// What the writer is asked to do. (Token rows are the common message, so they are not boxed.)
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Message {
+enum Message {
     Token(Pending),
     Job(Job),
 }
@@ -61,9 +61,9 @@ pub(crate) struct Writer {
 /// The writer is gone (it could not open the database, or the process is stopping).
 #[derive(Debug, thiserror::Error)]
 #[error("the SQLite writer stopped")]
-pub(crate) struct WriterStopped;
+struct WriterStopped;
 
-pub(crate) fn stopped() -> RepoError {
+fn stopped() -> RepoError {
     RepoError::Backend(Box::new(WriterStopped))
 }
 
@@ -234,6 +234,19 @@ mod tests {
         }
     }
 
+    /// Writes one more row in a transaction of its own: the writer is not stuck in an earlier
+    /// one. The rows then in the table.
+    async fn write_one_more(writer: &Writer) -> i64 {
+        writer
+            .run(|conn| {
+                transaction(conn, |conn| conn.execute("INSERT INTO t VALUES (2)", []))
+                    .map_err(backend)?;
+                count(conn)
+            })
+            .await
+            .unwrap()
+    }
+
     fn count(conn: &Connection) -> Result<i64, RepoError> {
         conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
             .map_err(backend)
@@ -251,14 +264,7 @@ mod tests {
             .await;
         assert!(panicked.is_err());
         // The writer carries on, and the panicked write's row was rolled back.
-        let written = writer
-            .run(|conn| {
-                transaction(conn, |conn| conn.execute("INSERT INTO t VALUES (2)", []))
-                    .map_err(backend)?;
-                count(conn)
-            })
-            .await;
-        assert_eq!(written.unwrap(), 1);
+        assert_eq!(write_one_more(&writer).await, 1);
     }
 
     /// A flush dropped while its append waits in the queue writes nothing (the audit log's
@@ -292,14 +298,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let written = writer
-            .run(|conn| {
-                transaction(conn, |conn| conn.execute("INSERT INTO t VALUES (2)", []))
-                    .map_err(backend)?;
-                count(conn)
-            })
-            .await;
-        assert_eq!(written.unwrap(), 1);
+        assert_eq!(write_one_more(&writer).await, 1);
     }
 
     #[tokio::test]
