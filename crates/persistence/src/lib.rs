@@ -19,6 +19,7 @@ mod stamp;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
+mod token_count;
 mod token_queries;
 mod tokens;
 mod writer;
@@ -45,6 +46,8 @@ pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 pub use sea_orm::DatabaseConnection;
 pub use sessions::SeaOrmSessionRepository;
 pub use tenants::SeaOrmTenantRepository;
+#[cfg(feature = "test-support")]
+pub use token_count::counted_total;
 pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]
 pub use tokens::{explain_fingerprint_lookup, explain_list_page};

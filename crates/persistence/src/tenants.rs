@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection,
+    EntityTrait, QueryFilter, QuerySelect, Statement, TransactionTrait,
 };
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
@@ -111,11 +111,27 @@ impl TenantRepository for SeaOrmTenantRepository {
 
     async fn delete(&self, id: Uuid) -> Result<bool, RepoError> {
         // Foreign keys cascade (SQLite connections enable them), so one statement removes the
-        // tenant and everything it owns atomically.
+        // tenant and everything it owns; its token counts have no foreign key (migration 12)
+        // and go in the same transaction.
+        let txn = self.db.begin().await.map_err(repo_err)?;
         let result = tenant::Entity::delete_by_id(id)
-            .exec(&self.db)
+            .exec(&txn)
             .await
             .map_err(repo_err)?;
+        let backend = txn.get_database_backend();
+        let placeholder = if backend == DatabaseBackend::Postgres {
+            "$1"
+        } else {
+            "?"
+        };
+        txn.execute_raw(Statement::from_sql_and_values(
+            backend,
+            format!("DELETE FROM token_counts WHERE tenant_id = {placeholder}"),
+            [id.into()],
+        ))
+        .await
+        .map_err(repo_err)?;
+        txn.commit().await.map_err(repo_err)?;
         Ok(result.rows_affected > 0)
     }
 

@@ -21,6 +21,7 @@ use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
+use crate::token_count::{counted_total, drop_empty};
 use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
 
 /// Activity rows per statement (on a SQLite file: per job of the writer thread).
@@ -316,7 +317,10 @@ impl TokenRepository for SeaOrmTokenRepository {
             return self.list_children(tenant_id, parent, condition, page).await;
         }
         let query = token::Entity::find().filter(condition);
-        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
+        let total_items = match counted_total(&self.db, tenant_id, filter, now).await? {
+            Some(n) => n,
+            None => query.clone().count(&self.db).await.map_err(repo_err)?,
+        };
         let items = list_page(backend, query, filter, page.size, page.offset())
             .all(&self.db)
             .await
@@ -337,6 +341,7 @@ impl TokenRepository for SeaOrmTokenRepository {
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
+        drop_empty(&self.db).await?;
         Ok(result.rows_affected)
     }
 

@@ -178,6 +178,23 @@ impl Visibility {
             (a, b) => Self::Both(Box::new(a), Box::new(b)),
         }
     }
+
+    /// Whether every token in `container` is visible; `None` when that depends on more than
+    /// the container (session conditions). A prefix covers the containers that start with it,
+    /// as the query's `LIKE 'prefix%'` does (containers and prefixes are stored lower-case).
+    pub fn admits_container(&self, container: &str) -> Option<bool> {
+        match self {
+            Self::All => Some(true),
+            Self::Prefixes(prefixes) => Some(prefixes.iter().any(|p| container.starts_with(p))),
+            Self::Conditions(_) => None,
+            Self::Both(a, b) => {
+                Some(a.admits_container(container)? && b.admits_container(container)?)
+            }
+            Self::Either(a, b) => {
+                Some(a.admits_container(container)? || b.admits_container(container)?)
+            }
+        }
+    }
 }
 
 /// Filters of a token list; every filter is applied in the query.
@@ -363,3 +380,38 @@ pub use idempotency::{Claim, IdempotencyKey, IdempotencyRepository};
 pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};
 pub use sessions::{AuthorizedSession, SessionRepository};
+
+#[cfg(test)]
+mod tests {
+    use super::Visibility;
+    use crate::access::{ConditionAttribute, ConditionOperator, RuleCondition};
+
+    fn prefixes(p: &[&str]) -> Visibility {
+        Visibility::Prefixes(p.iter().map(|s| (*s).to_string()).collect())
+    }
+
+    #[test]
+    fn a_container_is_admitted_by_prefix_and_undecided_under_conditions() {
+        assert_eq!(Visibility::All.admits_container("/x/"), Some(true));
+        let pci = prefixes(&["/pci/", "/bank/"]);
+        assert_eq!(pci.admits_container("/pci/high/"), Some(true));
+        assert_eq!(pci.admits_container("/pcix/"), Some(false));
+        assert_eq!(prefixes(&[]).admits_container("/"), Some(false));
+        let conditions = Visibility::Conditions(vec![vec![RuleCondition {
+            attribute: ConditionAttribute::Container,
+            operator: ConditionOperator::Equals,
+            value: "/pci/".into(),
+        }]]);
+        assert_eq!(conditions.admits_container("/pci/"), None);
+        let both = Visibility::both(prefixes(&["/pci/"]), conditions.clone());
+        assert_eq!(
+            both.admits_container("/bank/"),
+            Some(false),
+            "false either way"
+        );
+        assert_eq!(both.admits_container("/pci/"), None);
+        let either = Visibility::Either(Box::new(prefixes(&["/a/"])), Box::new(prefixes(&["/b/"])));
+        assert_eq!(either.admits_container("/b/c/"), Some(true));
+        assert_eq!(either.admits_container("/c/"), Some(false));
+    }
+}
