@@ -14,6 +14,7 @@
 //! waits for the detached tasks ([`Detached::drain`]) before actix stops its workers (which
 //! only waits for open connections).
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -131,6 +132,8 @@ pub async fn run_to_completion(
         .app_data::<web::Data<Detached>>()
         .and_then(|detached| detached.slot());
     // What counting a panicked request needs: the request itself is gone with the panic.
+    // Matched here, not read from the resource's label as the trace middleware does: that is
+    // set once routing ran, and holding a clone of the request through routing is not allowed.
     let method = req.method().clone();
     let route = req.resource_map().match_pattern(req.match_info().as_str());
     let metrics = req.app_data::<web::Data<Metrics>>().cloned();
@@ -164,8 +167,8 @@ pub async fn run_to_completion(
             tracing::error!(panic = %message, "the request panicked");
             if let Some(metrics) = metrics {
                 metrics.request(
-                    method.as_str(),
-                    route.as_deref().unwrap_or("unmatched"),
+                    &method,
+                    route.map_or(Cow::Borrowed("unmatched"), Cow::Owned),
                     StatusCode::INTERNAL_SERVER_ERROR.as_u16(),
                     started.elapsed(),
                 );

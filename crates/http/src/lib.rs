@@ -1,6 +1,20 @@
 //! Inbound HTTP adapter (actix-web): routes, DTOs, extractors, problem+json errors, trace ids
 //! and the OpenAPI document. It calls the domain's [`Vault`] and nothing else.
 
+/// `web::resource(path)` carrying its route template for the metrics' label
+/// ([`metrics::RouteLabel`]), so a request is not matched a second time to name its route:
+/// `resource!("/tokens", "/{id}")` inside `web::scope("/tokens")`, `resource!("/logs")` at the
+/// top.
+macro_rules! resource {
+    ($path:literal) => {
+        actix_web::web::resource($path).app_data($crate::metrics::RouteLabel($path))
+    };
+    ($scope:literal, $path:literal) => {
+        actix_web::web::resource($path)
+            .app_data($crate::metrics::RouteLabel(concat!($scope, $path)))
+    };
+}
+
 pub mod complete;
 pub mod dto;
 pub mod extract;
@@ -129,7 +143,7 @@ pub fn server(
             .configure(routes::proxies::configure)
             .configure(routes::sessions::configure)
             .configure(routes::logs::configure)
-            .route("/metrics", web::get().to(metrics::metrics))
+            .service(resource!("/metrics").route(web::get().to(metrics::metrics)))
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()

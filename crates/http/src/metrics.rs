@@ -3,12 +3,14 @@
 //! calls by outcome, and proxy calls by destination status. Labels never carry a raw path, an
 //! id, a key or a tenant (an alias id can show data).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use actix_web::{HttpResponse, web};
+use actix_web::http::Method;
+use actix_web::{HttpRequest, HttpResponse, web};
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -22,12 +24,48 @@ struct Histogram {
     sum: f64,
 }
 
+/// The route template a resource answers (`/tokens/{id}`), set on each resource as app data
+/// (`resource!`): naming the route of a request reads it instead of matching the path again.
+#[derive(Clone, Copy, Debug)]
+pub struct RouteLabel(pub &'static str);
+
+/// The route label of `req`: its resource's template, else the template the router matches
+/// (a resource without a label), else `unmatched`. Never the path: ids and aliases stay out.
+pub fn route_label(req: &HttpRequest) -> Cow<'static, str> {
+    match req.app_data::<RouteLabel>() {
+        Some(label) => Cow::Borrowed(label.0),
+        None => req
+            .match_pattern()
+            .map_or(Cow::Borrowed("unmatched"), Cow::Owned),
+    }
+}
+
+/// The method label: the standard methods by name, any other as `other` (a client can send any
+/// token as a method to `/proxy`, and each would otherwise be a new series kept for good).
+pub fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::PATCH, "PATCH"),
+        (Method::DELETE, "DELETE"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::TRACE, "TRACE"),
+        (Method::CONNECT, "CONNECT"),
+    ];
+    KNOWN
+        .iter()
+        .find(|(m, _)| m == method)
+        .map_or("other", |(_, name)| name)
+}
+
 #[derive(Default)]
 struct Series {
     /// (method, route, status) → requests.
-    requests: BTreeMap<(String, String, u16), u64>,
+    requests: BTreeMap<(&'static str, Cow<'static, str>, u16), u64>,
     /// (method, route) → latency.
-    latency: BTreeMap<(String, String), Histogram>,
+    latency: BTreeMap<(&'static str, Cow<'static, str>), Histogram>,
     /// outcome → code calls.
     code: BTreeMap<&'static str, u64>,
     /// destination status (or `none` when the vault answered itself) → proxy calls.
@@ -56,16 +94,20 @@ impl Metrics {
     }
 
     /// A request finished. `route` is the matched template (`/tokens/{id}`), never the path.
-    pub fn request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+    pub fn request(
+        &self,
+        method: &Method,
+        route: Cow<'static, str>,
+        status: u16,
+        elapsed: Duration,
+    ) {
         let seconds = elapsed.as_secs_f64();
+        let method = method_label(method);
         self.with(|s| {
             *s.requests
-                .entry((method.to_string(), route.to_string(), status))
+                .entry((method, route.clone(), status))
                 .or_default() += 1;
-            let h = s
-                .latency
-                .entry((method.to_string(), route.to_string()))
-                .or_default();
+            let h = s.latency.entry((method, route)).or_default();
             h.count += 1;
             h.sum += seconds;
             for (i, bound) in BUCKETS.iter().enumerate() {
@@ -162,9 +204,26 @@ mod tests {
     #[test]
     fn series_render_as_prometheus_text() {
         let m = Metrics::default();
-        m.request("GET", "/tokens/{id}", 200, Duration::from_millis(3));
-        m.request("GET", "/tokens/{id}", 200, Duration::from_millis(30));
-        m.request("POST", "/we\"ird", 404, Duration::from_millis(1));
+        m.request(
+            &Method::GET,
+            "/tokens/{id}".into(),
+            200,
+            Duration::from_millis(3),
+        );
+        m.request(
+            &Method::GET,
+            "/tokens/{id}".into(),
+            200,
+            Duration::from_millis(30),
+        );
+        m.request(
+            &Method::POST,
+            "/we\"ird".into(),
+            404,
+            Duration::from_millis(1),
+        );
+        let odd = Method::from_bytes(b"BREW").unwrap();
+        m.request(&odd, "/proxy".into(), 200, Duration::from_millis(1));
         m.code_call(true);
         m.code_call(false);
         m.proxy_call(Some(201));
@@ -174,6 +233,11 @@ mod tests {
             "tokenvault_http_requests_total{method=\"GET\",route=\"/tokens/{id}\",status=\"200\"} 2"
         ));
         assert!(text.contains("route=\"/we\\\"ird\""));
+        assert!(text.contains("{method=\"other\",route=\"/proxy\",status=\"200\"} 1"));
+        assert!(
+            !text.contains("BREW"),
+            "a method a client made up is not a label"
+        );
         assert!(text.contains(
             "tokenvault_http_request_duration_seconds_bucket{method=\"GET\",route=\"/tokens/{id}\",le=\"0.005\"} 1"
         ));

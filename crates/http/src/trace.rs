@@ -10,7 +10,7 @@ use actix_web::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use tracing::Instrument;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, route_label};
 use crate::problem::{PROBLEM_JSON, TRACE_ID, TenantResponse, default_detail, problem_response};
 
 /// The trace header, request and response.
@@ -71,11 +71,9 @@ pub async fn trace_requests(
         Err(err) => return Err(err),
     };
     if let Some(metrics) = res.request().app_data::<actix_web::web::Data<Metrics>>() {
-        // The matched template (`/tokens/{id}`), never the path: ids and aliases stay out.
-        let route = res.request().match_pattern();
         metrics.request(
-            res.request().method().as_str(),
-            route.as_deref().unwrap_or("unmatched"),
+            res.request().method(),
+            route_label(res.request()),
             res.status().as_u16(),
             started.elapsed(),
         );

@@ -129,17 +129,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/applications")
             .service(
-                web::resource("")
+                resource!("/applications", "")
                     .route(web::post().to(create))
                     .route(web::get().to(list)),
             )
-            .service(web::resource("/key").route(web::get().to(by_key)))
+            .service(resource!("/applications", "/key").route(web::get().to(by_key)))
             .service(
-                web::resource("/{id}")
+                resource!("/applications", "/{id}")
                     .route(web::get().to(get))
                     .route(web::put().to(update))
                     .route(web::delete().to(delete)),
             )
-            .service(web::resource("/{id}/regenerate").route(web::post().to(regenerate))),
+            .service(
+                resource!("/applications", "/{id}/regenerate").route(web::post().to(regenerate)),
+            ),
     );
 }

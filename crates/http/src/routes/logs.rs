@@ -98,5 +98,5 @@ pub async fn list(
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/logs").route(web::get().to(list)));
+    cfg.service(resource!("/logs").route(web::get().to(list)));
 }

@@ -27,6 +27,6 @@ pub async fn not_found() -> HttpResponse {
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/health", web::get().to(health))
-        .route("/openapi.json", web::get().to(openapi));
+    cfg.service(resource!("/health").route(web::get().to(health)))
+        .service(resource!("/openapi.json").route(web::get().to(openapi)));
 }

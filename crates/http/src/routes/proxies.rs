@@ -361,12 +361,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/proxies")
             .service(
-                web::resource("")
+                resource!("/proxies", "")
                     .route(web::post().to(create))
                     .route(web::get().to(list)),
             )
             .service(
-                web::resource("/{id}")
+                resource!("/proxies", "/{id}")
                     .route(web::get().to(get))
                     .route(web::put().to(update))
                     .route(web::delete().to(delete)),
@@ -374,7 +374,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .service(
         web::scope("/proxy")
-            .service(web::resource("").route(web::route().to(invoke)))
-            .service(web::resource("/{tail:.*}").route(web::route().to(invoke))),
+            .service(resource!("/proxy", "").route(web::route().to(invoke)))
+            .service(resource!("/proxy", "/{tail:.*}").route(web::route().to(invoke))),
     );
 }

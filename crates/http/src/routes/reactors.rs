@@ -482,12 +482,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/reactor-formulas")
             .service(
-                web::resource("")
+                resource!("/reactor-formulas", "")
                     .route(web::post().to(create_formula))
                     .route(web::get().to(list_formulas)),
             )
             .service(
-                web::resource("/{id}")
+                resource!("/reactor-formulas", "/{id}")
                     .route(web::get().to(get_formula))
                     .route(web::put().to(update_formula))
                     .route(web::delete().to(delete_formula)),
@@ -496,13 +496,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(
         web::scope("/reactors")
             .service(
-                web::resource("")
+                resource!("/reactors", "")
                     .route(web::post().to(create))
                     .route(web::get().to(list)),
             )
-            .service(web::resource("/{id}/react").route(web::post().to(react)))
+            .service(resource!("/reactors", "/{id}/react").route(web::post().to(react)))
             .service(
-                web::resource("/{id}")
+                resource!("/reactors", "/{id}")
                     .route(web::get().to(get))
                     .route(web::put().to(update))
                     .route(web::delete().to(delete)),

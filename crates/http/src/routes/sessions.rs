@@ -83,6 +83,6 @@ pub async fn authorize(
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/sessions").route(web::post().to(create)))
-        .service(web::resource("/sessions/authorize").route(web::post().to(authorize)));
+    cfg.service(resource!("/sessions").route(web::post().to(create)))
+        .service(resource!("/sessions/authorize").route(web::post().to(authorize)));
 }

@@ -44,12 +44,12 @@ pub async fn delete(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<H
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/tenants/self")
+        resource!("/tenants/self")
             .route(web::get().to(get))
             .route(web::put().to(update))
             .route(web::delete().to(delete)),
     )
-    .service(web::resource("/tenants/self/reports/usage").route(web::get().to(usage)));
+    .service(resource!("/tenants/self/reports/usage").route(web::get().to(usage)));
 }
 
 /// Included monthly active tokens of the billing plan (configuration).

@@ -398,27 +398,27 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/tokens")
             .service(
-                web::resource("")
+                resource!("/tokens", "")
                     .route(web::post().to(create))
                     .route(web::get().to(list)),
             )
             .service(
-                web::resource("/{id}")
+                resource!("/tokens", "/{id}")
                     .route(web::get().to(get))
                     .route(web::patch().to(update))
                     .route(web::delete().to(delete)),
             )
             .service(
-                web::resource("/{parent_id}/children")
+                resource!("/tokens", "/{parent_id}/children")
                     .route(web::post().to(create_child))
                     .route(web::get().to(children)),
             )
             .service(
-                web::resource("/{parent_id}/children/{child_id}")
+                resource!("/tokens", "/{parent_id}/children/{child_id}")
                     .route(web::post().to(associate))
                     .route(web::delete().to(dissociate)),
             ),
     )
-    .service(web::resource("/tokenize").route(web::post().to(tokenize)))
-    .service(web::resource("/detokenize").route(web::post().to(detokenize)));
+    .service(resource!("/tokenize").route(web::post().to(tokenize)))
+    .service(resource!("/detokenize").route(web::post().to(detokenize)));
 }
