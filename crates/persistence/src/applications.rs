@@ -17,8 +17,11 @@ use tokenvault_domain::ports::{ApplicationRepository, KeyedToken};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
+use sea_orm::{FromQueryResult, IdenStatic, QueryTrait, SelectA, SelectB};
+
 use crate::direct::DirectReads;
 use crate::entity::application::{self, Column, Entity};
+use crate::pg_direct::PgDirect;
 use crate::stamp::{stamp, unstamp};
 use crate::{grants, keyed_read, repo_err};
 
@@ -28,6 +31,8 @@ pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
     /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
+    /// PostgreSQL's key reads outside SeaORM's pool (`pg_direct.rs`); `None` on SQLite.
+    pg: Option<Arc<PgDirect>>,
 }
 
 impl SeaOrmApplicationRepository {
@@ -35,6 +40,7 @@ impl SeaOrmApplicationRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
+            pg: PgDirect::for_connection(&db),
             db,
         }
     }
@@ -132,12 +138,27 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         {
             return found;
         }
-        let found = Entity::find()
+        let query = Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
-            .find_also_related(crate::entity::tenant::Entity)
-            .one(&self.db)
-            .await
-            .map_err(repo_err)?;
+            .find_also_related(crate::entity::tenant::Entity);
+        let found = match &self.pg {
+            Some(pg) => {
+                let statement = query.limit(1).build(DatabaseBackend::Postgres);
+                match pg.query_one(&statement).await.map_err(repo_err)? {
+                    Some(row) => Some((
+                        application::Model::from_query_result(&row, SelectA.as_str())
+                            .map_err(repo_err)?,
+                        crate::entity::tenant::Model::from_query_result_optional(
+                            &row,
+                            SelectB.as_str(),
+                        )
+                        .map_err(repo_err)?,
+                    )),
+                    None => None,
+                }
+            }
+            None => query.one(&self.db).await.map_err(repo_err)?,
+        };
         match found {
             Some((app, Some(tenant))) => Ok(Some((
                 to_domain(app)?,
@@ -154,8 +175,10 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         now: OffsetDateTime,
     ) -> Result<Option<KeyedToken>, RepoError> {
         if self.db.get_database_backend() == DatabaseBackend::Postgres {
-            return keyed_read::key_and_token_postgres(&self.db, hash_hex(hash), token_id, now)
-                .await;
+            let pg = self.pg.as_ref().ok_or_else(|| {
+                RepoError::Backend("no direct PostgreSQL connections for this pool".into())
+            })?;
+            return keyed_read::key_and_token_postgres(pg, hash_hex(hash), token_id, now).await;
         }
         // SQLite: one statement on the calling thread when the file allows (`direct.rs`).
         if let Some(found) = self

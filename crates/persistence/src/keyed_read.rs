@@ -13,16 +13,14 @@
 use std::sync::LazyLock;
 
 use sea_orm::sea_query::Value;
-use sea_orm::{
-    ConnectionTrait, DatabaseBackend, DatabaseConnection, FromQueryResult, Iden, Iterable,
-    Statement,
-};
+use sea_orm::{DatabaseBackend, FromQueryResult, Iden, Iterable, Statement};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::KeyedToken;
 use tokenvault_domain::tenant::TenantSettings;
 
 use crate::entity::{application, token};
+use crate::pg_direct::PgDirect;
 use crate::repo_err;
 use crate::stamp::stamp;
 
@@ -56,12 +54,11 @@ static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
 /// The application holding `key_hash` (hex), its tenant's settings and that tenant's live token
 /// `token_id`, in one PostgreSQL statement.
 pub(crate) async fn key_and_token_postgres(
-    db: &DatabaseConnection,
+    pg: &PgDirect,
     key_hash: String,
     token_id: &str,
     now: OffsetDateTime,
 ) -> Result<Option<KeyedToken>, RepoError> {
-    debug_assert_eq!(db.get_database_backend(), DatabaseBackend::Postgres);
     let statement = Statement::from_sql_and_values(
         DatabaseBackend::Postgres,
         KEY_AND_TOKEN.as_str(),
@@ -71,7 +68,7 @@ pub(crate) async fn key_and_token_postgres(
             Value::from(stamp(now)),
         ],
     );
-    let Some(row) = db.query_one_raw(statement).await.map_err(repo_err)? else {
+    let Some(row) = pg.query_one(&statement).await.map_err(repo_err)? else {
         return Ok(None);
     };
     let app = application::Model::from_query_result(&row, "a_").map_err(repo_err)?;

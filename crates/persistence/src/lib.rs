@@ -11,6 +11,8 @@ mod grants;
 mod group_commit;
 mod idempotency;
 mod keyed_read;
+mod pg_direct;
+mod pg_group;
 mod proxies;
 mod reactors;
 mod search;

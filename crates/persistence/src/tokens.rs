@@ -17,8 +17,11 @@ use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCou
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use sea_orm::{DatabaseBackend, QueryTrait};
+
 use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
+use crate::pg_direct::PgDirect;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};
@@ -34,6 +37,8 @@ pub struct SeaOrmTokenRepository {
     /// SQLite's point reads on the calling thread and its group writer (`direct.rs`); `None` on
     /// PostgreSQL and in-memory SQLite.
     direct: Option<Arc<DirectReads>>,
+    /// PostgreSQL's single inserts outside SeaORM's pool (`pg_direct.rs`); `None` on SQLite.
+    pg: Option<Arc<PgDirect>>,
 }
 
 impl SeaOrmTokenRepository {
@@ -41,6 +46,7 @@ impl SeaOrmTokenRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
+            pg: PgDirect::for_connection(&db),
             db,
         }
     }
@@ -174,6 +180,16 @@ impl TokenRepository for SeaOrmTokenRepository {
     async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
         if let Some(file) = &self.direct {
             return file.insert_token(t.clone()).await;
+        }
+        if let Some(pg) = &self.pg {
+            if let Some(writer) = pg.writer() {
+                return writer.insert(t.clone(), metadata_json(t)).await;
+            }
+            let statement = token::Entity::insert(to_active(t)).build(DatabaseBackend::Postgres);
+            return match pg.execute(&statement).await {
+                Ok(_) => Ok(TokenWrite::Done),
+                Err(e) => write_conflict(e),
+            };
         }
         match token::Entity::insert(to_active(t))
             .exec_without_returning(&self.db)

@@ -239,6 +239,24 @@ async fn concurrent_inserts_each_get_their_own_answer() {
             .await
             .unwrap();
         assert_eq!(stored.total_items, 71);
+        // Rows of a tenant that does not exist (deleted meanwhile) in the same groups: each of
+        // them is answered Missing, the others are stored.
+        let ghost = uuid::Uuid::new_v4();
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..20 {
+            let owner = if i % 2 == 0 { r.tenant } else { ghost };
+            let t = token(owner, &format!("g-{i}"), "/", now());
+            let tokens = r.tokens.clone();
+            tasks.spawn(async move { (i, tokens.insert(&t).await.unwrap()) });
+        }
+        for (i, answer) in tasks.join_all().await {
+            let expected = if i % 2 == 0 {
+                TokenWrite::Done
+            } else {
+                TokenWrite::Missing
+            };
+            assert_eq!(answer, expected, "g-{i}");
+        }
         assert!(
             r.tokens
                 .get(r.tenant, "e-19", now())

@@ -1,0 +1,227 @@
+//! PostgreSQL's hottest statements on connections of the adapter's own, beside SeaORM's pool:
+//! the key's application (every request) and the key-and-token read of `GET /tokens/{id}`.
+//! Single token inserts go to the group writer (`pg_group.rs`, started here, one per
+//! database), or one by one on these connections when its thread could not start.
+//!
+//! Why: sqlx 0.9 pings a connection every time it goes back to its pool, so each pooled
+//! statement cost two round trips to the server (the statement, then a `Sync` on release):
+//! an strace of one tokenize showed the ping after both of its statements. Here a connection
+//! goes back to the idle list as it is once its statement finished, and is dropped (never
+//! reused) when the statement did not finish: an error other than the database's own answer,
+//! or a caller that left half-way, may have left it in the middle of the protocol.
+//!
+//! Statements are built by SeaORM as before and bound by the same binder (`sea-query-sqlx`);
+//! sqlx caches each connection's prepared statements by their text. A read that fails on a
+//! reused connection for any reason but the database's answer is tried once more on a new
+//! one (the server may have closed idle connections); a write is not (it may have committed).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgSeverity};
+use sea_orm::sqlx::{self, Connection};
+use sea_orm::{DatabaseBackend, DatabaseConnection, DbErr, QueryResult, RuntimeErr, Statement};
+use sea_query_sqlx::SqlxValues;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::pg_group::PgWriter;
+
+/// Connections of one database, at most as many as SeaORM's pool may hold.
+pub(crate) struct PgDirect {
+    options: PgConnectOptions,
+    idle: Mutex<Vec<PgConnection>>,
+    permits: Semaphore,
+    /// Single token inserts, committed in groups (`pg_group.rs`); started by the first
+    /// insert, `None` when its thread could not start.
+    writer: OnceLock<Option<PgWriter>>,
+}
+
+impl std::fmt::Debug for PgDirect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDirect").finish_non_exhaustive()
+    }
+}
+
+/// One per database a process talks to (host, port, user, database), shared by the
+/// repositories over it.
+type Key = (String, u16, String, Option<String>);
+static SHARED: Mutex<Option<HashMap<Key, Weak<PgDirect>>>> = Mutex::new(None);
+
+/// A connection taken from the idle list (or opened) for one statement.
+struct Lease<'a> {
+    conn: Option<PgConnection>,
+    home: &'a PgDirect,
+    /// Taken from the idle list, not opened for this statement.
+    reused: bool,
+    /// Whether the statement finished, so the connection may serve another.
+    finished: bool,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Lease<'_> {
+    fn conn(&mut self) -> &mut PgConnection {
+        // Present from `lease` until drop.
+        self.conn
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("a lease holds its connection"))
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.finished
+        {
+            self.home
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(conn);
+        }
+    }
+}
+
+/// Whether the connection is still in step after `e`: the database answered the statement (a
+/// constraint, a bad value), as opposed to the connection or the protocol failing. A `FATAL`
+/// or `PANIC` answer ends the session (`57P01` when an administrator or a shutdown closed it).
+pub(crate) fn answered(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<PgDatabaseError>()
+            .is_some_and(|pg| !matches!(pg.severity(), PgSeverity::Fatal | PgSeverity::Panic)),
+        _ => false,
+    }
+}
+
+fn bound(stmt: &Statement) -> sqlx::query::Query<'_, sqlx::Postgres, SqlxValues> {
+    let values = stmt.values.clone().unwrap_or(sea_orm::Values(Vec::new()));
+    sqlx::query_with(sqlx::AssertSqlSafe(stmt.sql.as_str()), SqlxValues(values))
+}
+
+fn query_err(e: sqlx::Error) -> DbErr {
+    DbErr::Query(RuntimeErr::SqlxError(Arc::new(e)))
+}
+
+fn exec_err(e: sqlx::Error) -> DbErr {
+    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(e)))
+}
+
+impl PgDirect {
+    /// The direct connections of the PostgreSQL database behind `db`; `None` on SQLite.
+    pub(crate) fn for_connection(db: &DatabaseConnection) -> Option<Arc<Self>> {
+        if db.get_database_backend() != DatabaseBackend::Postgres {
+            return None;
+        }
+        let pool = db.get_postgres_connection_pool();
+        let options = pool.connect_options();
+        let key = (
+            options.get_host().to_owned(),
+            options.get_port(),
+            options.get_username().to_owned(),
+            options.get_database().map(str::to_owned),
+        );
+        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        let shared = shared.get_or_insert_with(HashMap::new);
+        shared.retain(|_, direct| direct.strong_count() > 0);
+        if let Some(direct) = shared.get(&key).and_then(Weak::upgrade) {
+            return Some(direct);
+        }
+        let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
+        let direct = Arc::new(Self {
+            options: (*options).clone(),
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(max.max(1)),
+            writer: OnceLock::new(),
+        });
+        shared.insert(key, Arc::downgrade(&direct));
+        Some(direct)
+    }
+
+    /// The group writer of this database (`pg_group.rs`).
+    pub(crate) fn writer(&self) -> Option<&PgWriter> {
+        self.writer
+            .get_or_init(|| match PgWriter::start(self.options.clone()) {
+                Ok(writer) => Some(writer),
+                Err(e) => {
+                    tracing::error!(error = %e, "no PostgreSQL writer thread; inserting one by one");
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// Drops every idle connection (after one failed outside the database's answer).
+    fn forget_idle(&self) {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    async fn lease(&self) -> Result<Lease<'_>, sqlx::Error> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let (conn, reused) = match idle {
+            Some(conn) => (conn, true),
+            None => (PgConnection::connect_with(&self.options).await?, false),
+        };
+        Ok(Lease {
+            conn: Some(conn),
+            home: self,
+            reused,
+            finished: false,
+            _permit: permit,
+        })
+    }
+
+    /// The first row of `stmt`, a read.
+    pub(crate) async fn query_one(&self, stmt: &Statement) -> Result<Option<QueryResult>, DbErr> {
+        let mut retried = false;
+        loop {
+            let mut lease = self.lease().await.map_err(query_err)?;
+            match bound(stmt).fetch_optional(lease.conn()).await {
+                Ok(row) => {
+                    lease.finished = true;
+                    return Ok(row.map(QueryResult::from));
+                }
+                Err(e) if answered(&e) => {
+                    lease.finished = true;
+                    return Err(query_err(e));
+                }
+                Err(e) if lease.reused && !retried => {
+                    // The others waited as long: likely closed by the same restart.
+                    tracing::debug!(error = %e, "an idle PostgreSQL connection failed; trying a new one");
+                    self.forget_idle();
+                    retried = true;
+                }
+                Err(e) => return Err(query_err(e)),
+            }
+        }
+    }
+
+    /// Runs `stmt`, a write; the number of rows it changed.
+    pub(crate) async fn execute(&self, stmt: &Statement) -> Result<u64, DbErr> {
+        let mut lease = self.lease().await.map_err(exec_err)?;
+        match bound(stmt).execute(lease.conn()).await {
+            Ok(done) => {
+                lease.finished = true;
+                Ok(done.rows_affected())
+            }
+            Err(e) => {
+                lease.finished = answered(&e);
+                if !lease.finished {
+                    self.forget_idle();
+                }
+                Err(exec_err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! PostgreSQL's key reads and token inserts run on connections outside SeaORM's pool
+//! (`pg_direct.rs`): they answer as the pool did, and a read survives the server closing the
+//! idle connections (a restart, an administrator's `pg_terminate_backend`); the group writer
+//! checks a connection that sat idle, and never retries a write.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use sea_orm::{ConnectionTrait, Statement};
+use time::Duration;
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::{
+    ApplicationRepository, TenantRepository, TokenRepository, TokenWrite,
+};
+use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
+use tokenvault_persistence::{
+    SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+};
+use uuid::Uuid;
+
+mod common;
+
+use common::{now, token};
+
+/// Closes every other connection to the test's database, as a restart would.
+async fn terminate(db: &TestDatabase) {
+    // The pool's own connections were closed by the last call too: the first tries may meet
+    // one of them (the pool then drops it).
+    for _ in 0..10 {
+        if let Ok(closed) = db
+            .db
+            .execute_raw(Statement::from_string(
+                db.db.get_database_backend(),
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            ))
+            .await
+        {
+            assert!(closed.rows_affected() >= 1);
+            return;
+        }
+    }
+    panic!("no live connection to close the others with");
+}
+
+#[tokio::test]
+async fn key_reads_and_inserts_survive_closed_idle_connections() {
+    for backend in backends() {
+        if backend != Backend::Postgres {
+            continue; // the direct connections exist on PostgreSQL only
+        }
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let tenant = Tenant {
+            id: Uuid::now_v7(),
+            owner_id: Uuid::new_v4(),
+            name: "t".into(),
+            settings: TenantSettings {
+                fingerprint_tokens: true,
+                deduplicate_tokens: false,
+            },
+            created_by: None,
+            created_at: now(),
+            modified_by: None,
+            modified_at: None,
+        };
+        let app = Application {
+            id: Uuid::now_v7(),
+            tenant_id: tenant.id,
+            name: "p".into(),
+            app_type: ApplicationType::Private,
+            permissions: vec![Permission::TokenRead],
+            rules: vec![],
+            created_by: None,
+            created_at: now(),
+            modified_by: None,
+            modified_at: None,
+            expires_at: None,
+        };
+        let hash = KeyHash([7; 32]);
+        tenants
+            .create_with_application(&tenant, &[1, 2, 3], &app, &hash)
+            .await
+            .unwrap();
+
+        let (found, settings) = apps.find_by_key_hash(&hash).await.unwrap().unwrap();
+        assert_eq!((found.id, settings.fingerprint_tokens), (app.id, true));
+        assert!(
+            apps.find_by_key_hash(&KeyHash([8; 32]))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let first = token(tenant.id, "one", "/", now() - Duration::seconds(1));
+        assert_eq!(tokens.insert(&first).await.unwrap(), TokenWrite::Done);
+        assert_eq!(
+            tokens.insert(&first).await.unwrap(),
+            TokenWrite::DuplicateId,
+            "a constraint is still the row's own answer"
+        );
+        let keyed = apps
+            .find_by_key_hash_with_token(&hash, "one", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(keyed.token.unwrap().id, "one");
+
+        // The server closes every other connection of this database, the idle direct ones too.
+        terminate(&db).await;
+        let (again, _) = apps.find_by_key_hash(&hash).await.unwrap().unwrap();
+        assert_eq!(
+            again.id, app.id,
+            "the read is tried once more on a new connection"
+        );
+        let keyed = apps
+            .find_by_key_hash_with_token(&hash, "one", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(keyed.application.id, app.id);
+        // The writer's connection was closed too: idle for over a second, it is checked
+        // before it carries rows, so the insert is not lost to it.
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        let second = token(tenant.id, "two", "/", now());
+        assert_eq!(tokens.insert(&second).await.unwrap(), TokenWrite::Done);
+        // Closed again and used at once: that insert fails (it is never retried, it may have
+        // been committed), and the writer is back on a new connection for the next.
+        terminate(&db).await;
+        let third = token(tenant.id, "three", "/", now());
+        assert!(tokens.insert(&third).await.is_err());
+        assert_eq!(tokens.insert(&third).await.unwrap(), TokenWrite::Done);
+        db.destroy().await;
+    }
+}
