@@ -12,7 +12,9 @@
 //! commit, so the count is split over 16 rows per key, chosen by a hash of the token id (a
 //! token's delete lands on the row its insert did); the triggers are per statement and read
 //! the statement's rows from a transition table, so a bulk insert updates each counter row
-//! once. SQLite has one writer at a time: one row per key, one row trigger per change.
+//! once, taking its counter rows in key order (two statements never wait on each other's rows
+//! in opposite orders). SQLite has one writer at a time: one row per key, one row trigger per
+//! change.
 //!
 //! No foreign key to `tenants`: a tenant's cascade deletes its tokens while the tenant row is
 //! already gone, and the delete trigger's counter write must not fail on it. The repository
@@ -67,6 +69,7 @@ BEGIN
   INSERT INTO token_counts AS c (tenant_id, container, token_type, shard, live)
   SELECT tenant_id, container, token_type, shard, SUM(n) FROM ({rows}) AS changed
   GROUP BY tenant_id, container, token_type, shard HAVING SUM(n) <> 0
+  ORDER BY tenant_id, container, token_type, shard
   ON CONFLICT (tenant_id, container, token_type, shard) DO UPDATE SET live = c.live + EXCLUDED.live;
   RETURN NULL;
 END
@@ -151,6 +154,13 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        if backend == DatabaseBackend::Postgres {
+            // Counted and triggered with no write in between (another instance still on the
+            // old version may be writing): PostgreSQL runs a migration in a transaction, which
+            // holds this lock to its end. SQLite has one writer at a time anyway.
+            db.execute_unprepared("LOCK TABLE tokens IN SHARE ROW EXCLUSIVE MODE")
+                .await?;
+        }
         db.execute_unprepared(
             "INSERT INTO token_counts (tenant_id, container, token_type, shard, live) \
              SELECT tenant_id, container, token_type, 0, COUNT(*) FROM tokens \

@@ -26,7 +26,11 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::pg_group::PgWriter;
 
-/// Connections of one database, at most as many as SeaORM's pool may hold.
+/// How long a statement waits for a connection, as SeaORM's pool does (`connect`).
+const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connections of one database, at most as many as SeaORM's pool may hold (so a server opens
+/// up to twice `TOKENVAULT_DB_MAX_CONNECTIONS`, plus the group writer's one).
 pub(crate) struct PgDirect {
     options: PgConnectOptions,
     idle: Mutex<Vec<PgConnection>>,
@@ -158,7 +162,14 @@ impl PgDirect {
             .clear();
     }
 
+    /// A connection within `ACQUIRE_TIMEOUT` (the pool's own limit), or `PoolTimedOut`.
     async fn lease(&self) -> Result<Lease<'_>, sqlx::Error> {
+        tokio::time::timeout(ACQUIRE_TIMEOUT, self.lease_unbounded())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
+    }
+
+    async fn lease_unbounded(&self) -> Result<Lease<'_>, sqlx::Error> {
         let permit = self
             .permits
             .acquire()

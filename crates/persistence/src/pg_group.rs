@@ -6,10 +6,11 @@
 //! (the insert, its indexes, the count trigger, the WAL flush); a group pays those once.
 //!
 //! One statement for any group size, so it is prepared once: `INSERT … SELECT * FROM UNNEST`
-//! of one array per column, `ON CONFLICT DO NOTHING RETURNING tenant_id, id`. A row that is
-//! not returned hit a unique index (an id taken, a dedup key stored, or a twin in the same
-//! group) and is inserted again alone, which names the index it hits, or stores it when its
-//! twin was the one left out. A group the database refuses as a whole (a tenant deleted
+//! of one array per column, `ON CONFLICT DO NOTHING RETURNING tenant_id, id`. A row whose
+//! (tenant, id) is already in the group is held back and inserted alone after it, so a
+//! returned pair stands for one caller. A row that is not returned hit a unique index (an id
+//! taken, a dedup key stored, or a twin with the same dedup key in the group) and is inserted
+//! again alone, which names the index it hits. A group the database refuses as a whole (a tenant deleted
 //! meanwhile: its foreign key) is inserted row by row, so each caller gets its own answer. A
 //! failure of the connection is every caller's error, never retried (the rows may have been
 //! committed); the connection is then opened anew, and one idle for over a second is pinged
@@ -35,6 +36,9 @@ use crate::stamp::stamp;
 
 /// A connection idle longer is pinged before its next group.
 const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// How long the writer's statements wait for a row lock.
+const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
 
 /// Rows in one statement at most.
 const MAX_GROUP: usize = 256;
@@ -134,7 +138,7 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Pendi
         }
         let live = match conn.as_mut() {
             Some(live) => live,
-            None => match PgConnection::connect_with(&options).await {
+            None => match open(&options).await {
                 Ok(opened) => conn.insert(opened),
                 Err(e) => {
                     answer_all(group, &e);
@@ -157,6 +161,16 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Pendi
     }
 }
 
+/// The writer's connection. Every tenant's inserts wait behind its statement, so it waits at
+/// most `LOCK_TIMEOUT` for a lock (a tenant being deleted holds its row until the cascade
+/// commits): the group then falls back to one row at a time, and only the rows that wait on
+/// that lock fail.
+async fn open(options: &PgConnectOptions) -> Result<PgConnection, sqlx::Error> {
+    let mut conn = PgConnection::connect_with(options).await?;
+    sqlx::query(LOCK_TIMEOUT).execute(&mut conn).await?;
+    Ok(conn)
+}
+
 fn backend(e: &sqlx::Error) -> RepoError {
     RepoError::Backend(format!("token insert: {e}").into())
 }
@@ -169,8 +183,23 @@ fn answer_all(group: Vec<Pending>, e: &sqlx::Error) {
 
 /// Writes `group`; `Err` when the connection failed (every caller has had its answer).
 async fn write_group(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
-    if group.len() == 1 {
-        return write_alone(conn, group).await;
+    // A second row with an id already in the group waits for its own statement after it:
+    // `RETURNING` names a stored row by (tenant, id), which must then stand for one caller.
+    let mut ids = HashSet::new();
+    let (group, twins): (Vec<Pending>, Vec<Pending>) = group
+        .into_iter()
+        .partition(|p| ids.insert((p.row.tenant_id, p.row.id.clone())));
+    if let Err(e) = write_unique(conn, group).await {
+        answer_all(twins, &e);
+        return Err(e);
+    }
+    write_each(conn, twins).await
+}
+
+/// Writes `group`, whose (tenant, id) pairs are distinct.
+async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
+    if group.len() <= 1 {
+        return write_each(conn, group).await;
     }
     let rows: Vec<&StoredToken> = group.iter().map(|p| &p.row).collect();
     let stamped = |f: fn(&StoredToken) -> Option<OffsetDateTime>| -> Vec<Option<OffsetDateTime>> {

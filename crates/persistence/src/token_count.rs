@@ -46,7 +46,11 @@ pub async fn counted_total(
     filter: &TokenFilter,
     now: OffsetDateTime,
 ) -> Result<Option<u64>, RepoError> {
-    if !filter.ids.is_empty() || !filter.metadata.is_empty() || filter.parent.is_some() {
+    if !filter.ids.is_empty()
+        || !filter.metadata.is_empty()
+        || filter.parent.is_some()
+        || !filter.visibility.decided_by_container()
+    {
         return Ok(None);
     }
     let rows = db

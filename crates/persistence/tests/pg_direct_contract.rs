@@ -135,3 +135,43 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
         db.destroy().await;
     }
 }
+
+/// The group writer carries every tenant's inserts; a tenant being deleted (its row locked
+/// until the cascade commits) holds up only its own rows: the writer waits at most its lock
+/// timeout, then writes row by row.
+#[tokio::test]
+async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
+    use sea_orm::sqlx::{Connection, Executor, PgConnection};
+    for backend in backends() {
+        if backend != Backend::Postgres {
+            continue; // the group writer exists on PostgreSQL only
+        }
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let leaving = common::tenant(&tenants).await;
+        let staying = common::tenant(&tenants).await;
+        let options = db.db.get_postgres_connection_pool().connect_options();
+        let mut deleting = PgConnection::connect_with(&options).await.unwrap();
+        deleting.execute("BEGIN").await.unwrap();
+        deleting
+            .execute(sea_orm::sqlx::AssertSqlSafe(format!(
+                "DELETE FROM tenants WHERE id = '{leaving}'"
+            )))
+            .await
+            .unwrap();
+        let (l1, s1) = (
+            token(leaving, "l-1", "/", now()),
+            token(staying, "s-1", "/", now()),
+        );
+        let (theirs, ours) = tokio::join!(tokens.insert(&l1), tokens.insert(&s1));
+        assert_eq!(ours.unwrap(), TokenWrite::Done);
+        assert!(
+            theirs.is_err(),
+            "the row behind the lock fails alone: {theirs:?}"
+        );
+        deleting.execute("ROLLBACK").await.unwrap();
+        drop(deleting);
+        db.destroy().await;
+    }
+}

@@ -190,6 +190,47 @@ async fn times_within_one_second_order_and_expire_as_times() {
     .await;
 }
 
+/// Many concurrent inserts of one id (a client-chosen id, an alias that renders the same): one
+/// is stored and told so, every other is told the id is taken, and the stored data is the
+/// winner's, on both databases (their group writers see twins in one group).
+#[tokio::test]
+async fn one_id_inserted_at_once_is_stored_once() {
+    each_backend(|r| async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..40u8 {
+            let mut t = token(r.tenant, "same", "/", now());
+            t.data = vec![i];
+            let tokens = r.tokens.clone();
+            tasks.spawn(async move { (i, tokens.insert(&t).await.unwrap()) });
+        }
+        let answers = tasks.join_all().await;
+        let winners: Vec<u8> = answers
+            .iter()
+            .filter(|(_, a)| *a == TokenWrite::Done)
+            .map(|(i, _)| *i)
+            .collect();
+        assert_eq!(winners.len(), 1, "{answers:?}");
+        assert!(
+            answers
+                .iter()
+                .all(|(i, a)| *i == winners[0] || *a == TokenWrite::DuplicateId),
+            "{answers:?}"
+        );
+        let stored = r
+            .tokens
+            .get(r.tenant, "same", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            stored.data,
+            vec![winners[0]],
+            "the stored row is the winner's"
+        );
+    })
+    .await;
+}
+
 /// Concurrent single inserts (on SQLite committed together by the group writer) each get their
 /// own answer: a duplicate id or dedup key in the same group fails alone, the rest are stored.
 #[tokio::test]

@@ -179,6 +179,17 @@ impl Visibility {
         }
     }
 
+    /// Whether the container alone decides, for every container (no session conditions).
+    pub fn decided_by_container(&self) -> bool {
+        match self {
+            Self::All | Self::Prefixes(_) => true,
+            Self::Conditions(_) => false,
+            Self::Both(a, b) | Self::Either(a, b) => {
+                a.decided_by_container() && b.decided_by_container()
+            }
+        }
+    }
+
     /// Whether every token in `container` is visible; `None` when that depends on more than
     /// the container (session conditions). A prefix covers the containers that start with it,
     /// as the query's `LIKE 'prefix%'` does (containers and prefixes are stored lower-case).
@@ -403,6 +414,11 @@ mod tests {
             value: "/pci/".into(),
         }]]);
         assert_eq!(conditions.admits_container("/pci/"), None);
+        assert!(!conditions.decided_by_container());
+        assert!(
+            Visibility::Either(Box::new(pci.clone()), Box::new(Visibility::All))
+                .decided_by_container()
+        );
         let both = Visibility::both(prefixes(&["/pci/"]), conditions.clone());
         assert_eq!(
             both.admits_container("/bank/"),
