@@ -7,21 +7,18 @@
 
 use sea_orm::{ConnectionTrait, Statement};
 use time::Duration;
-use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::{
-    ApplicationRepository, TenantRepository, TokenRepository, TokenWrite,
-};
-use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_domain::ports::{ApplicationRepository, TokenRepository, TokenWrite};
+use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
-use uuid::Uuid;
 
 mod common;
 
-use common::{now, token};
+use common::{now, tenant_with, token};
 
 /// Closes every other connection to the test's database, as a restart would.
 async fn terminate(db: &TestDatabase) {
@@ -54,37 +51,13 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let apps = SeaOrmApplicationRepository::new(db.db.clone());
         let tokens = SeaOrmTokenRepository::new(db.db.clone());
-        let tenant = Tenant {
-            id: Uuid::now_v7(),
-            owner_id: Uuid::new_v4(),
-            name: "t".into(),
-            settings: TenantSettings {
-                fingerprint_tokens: true,
-                deduplicate_tokens: false,
-            },
-            created_by: None,
-            created_at: now(),
-            modified_by: None,
-            modified_at: None,
-        };
-        let app = Application {
-            id: Uuid::now_v7(),
-            tenant_id: tenant.id,
-            name: "p".into(),
-            app_type: ApplicationType::Private,
-            permissions: vec![Permission::TokenRead],
-            rules: vec![],
-            created_by: None,
-            created_at: now(),
-            modified_by: None,
-            modified_at: None,
-            expires_at: None,
-        };
         let hash = KeyHash([7; 32]);
-        tenants
-            .create_with_application(&tenant, &[1, 2, 3], &app, &hash)
-            .await
-            .unwrap();
+        let settings = TenantSettings {
+            fingerprint_tokens: true,
+            deduplicate_tokens: false,
+        };
+        let private = (ApplicationType::Private, vec![Permission::TokenRead]);
+        let (tenant_id, app) = tenant_with(&tenants, settings, private, &hash).await;
 
         let (found, settings) = apps.find_by_key_hash(&hash).await.unwrap().unwrap();
         assert_eq!((found.id, settings.fingerprint_tokens), (app.id, true));
@@ -94,7 +67,7 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
                 .unwrap()
                 .is_none()
         );
-        let first = token(tenant.id, "one", "/", now() - Duration::seconds(1));
+        let first = token(tenant_id, "one", "/", now() - Duration::seconds(1));
         assert_eq!(tokens.insert(&first).await.unwrap(), TokenWrite::Done);
         assert_eq!(
             tokens.insert(&first).await.unwrap(),
@@ -124,12 +97,12 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
         // The writer's connection was closed too: idle for over a second, it is checked
         // before it carries rows, so the insert is not lost to it.
         tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-        let second = token(tenant.id, "two", "/", now());
+        let second = token(tenant_id, "two", "/", now());
         assert_eq!(tokens.insert(&second).await.unwrap(), TokenWrite::Done);
         // Closed again and used at once: that insert fails (it is never retried, it may have
         // been committed), and the writer is back on a new connection for the next.
         terminate(&db).await;
-        let third = token(tenant.id, "three", "/", now());
+        let third = token(tenant_id, "three", "/", now());
         assert!(tokens.insert(&third).await.is_err());
         assert_eq!(tokens.insert(&third).await.unwrap(), TokenWrite::Done);
         db.destroy().await;

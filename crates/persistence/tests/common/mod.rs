@@ -23,11 +23,27 @@ pub fn now() -> OffsetDateTime {
 
 /// A new tenant with one management application; its id.
 pub async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
+    let mut h = [0u8; 32];
+    h[..16].copy_from_slice(Uuid::new_v4().as_bytes());
+    let management = (ApplicationType::Management, vec![Permission::TenantRead]);
+    tenant_with(repo, TenantSettings::default(), management, &KeyHash(h))
+        .await
+        .0
+}
+
+/// A new tenant with `settings` and one application of the given type and permissions under
+/// key hash `hash`: the tenant's id and the application.
+pub async fn tenant_with(
+    repo: &SeaOrmTenantRepository,
+    settings: TenantSettings,
+    (app_type, permissions): (ApplicationType, Vec<Permission>),
+    hash: &KeyHash,
+) -> (Uuid, Application) {
     let t = Tenant {
         id: Uuid::now_v7(),
         owner_id: Uuid::new_v4(),
         name: "t".into(),
-        settings: TenantSettings::default(),
+        settings,
         created_by: None,
         created_at: now(),
         modified_by: None,
@@ -37,8 +53,8 @@ pub async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
         id: Uuid::now_v7(),
         tenant_id: t.id,
         name: "m".into(),
-        app_type: ApplicationType::Management,
-        permissions: vec![Permission::TenantRead],
+        app_type,
+        permissions,
         rules: vec![],
         created_by: None,
         created_at: now(),
@@ -46,12 +62,10 @@ pub async fn tenant(repo: &SeaOrmTenantRepository) -> Uuid {
         modified_at: None,
         expires_at: None,
     };
-    let mut h = [0u8; 32];
-    h[..16].copy_from_slice(Uuid::new_v4().as_bytes());
-    repo.create_with_application(&t, &[1, 2, 3], &app, &KeyHash(h))
+    repo.create_with_application(&t, &[1, 2, 3], &app, hash)
         .await
         .unwrap();
-    t.id
+    (t.id, app)
 }
 
 /// A stored token (fake ciphertext) of type `token`.
