@@ -174,10 +174,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         token_id: &str,
         now: OffsetDateTime,
     ) -> Result<Option<KeyedToken>, RepoError> {
-        if self.db.get_database_backend() == DatabaseBackend::Postgres {
-            let pg = self.pg.as_ref().ok_or_else(|| {
-                RepoError::Backend("no direct PostgreSQL connections for this pool".into())
-            })?;
+        if let Some(pg) = &self.pg {
             return keyed_read::key_and_token_postgres(pg, hash_hex(hash), token_id, now).await;
         }
         // SQLite: one statement on the calling thread when the file allows (`direct.rs`).

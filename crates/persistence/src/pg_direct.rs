@@ -1,7 +1,7 @@
 //! PostgreSQL's hottest statements on connections of the adapter's own, beside SeaORM's pool:
 //! the key's application (every request) and the key-and-token read of `GET /tokens/{id}`.
 //! Single token inserts go to the group writer (`pg_group.rs`, started here, one per
-//! database), or one by one on these connections when its thread could not start.
+//! database), or through SeaORM's pool when its thread could not start.
 //!
 //! Why: sqlx 0.9 pings a connection every time it goes back to its pool, so each pooled
 //! statement cost two round trips to the server (the statement, then a `Sync` on release):
@@ -13,7 +13,7 @@
 //! Statements are built by SeaORM as before and bound by the same binder (`sea-query-sqlx`);
 //! sqlx caches each connection's prepared statements by their text. A read that fails on a
 //! reused connection for any reason but the database's answer is tried once more on a new
-//! one (the server may have closed idle connections); a write is not (it may have committed).
+//! one (the server may have closed idle connections).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
@@ -106,10 +106,6 @@ fn query_err(e: sqlx::Error) -> DbErr {
     DbErr::Query(RuntimeErr::SqlxError(Arc::new(e)))
 }
 
-fn exec_err(e: sqlx::Error) -> DbErr {
-    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(e)))
-}
-
 impl PgDirect {
     /// The direct connections of the PostgreSQL database behind `db`; `None` on SQLite.
     pub(crate) fn for_connection(db: &DatabaseConnection) -> Option<Arc<Self>> {
@@ -147,7 +143,7 @@ impl PgDirect {
             .get_or_init(|| match PgWriter::start(self.options.clone()) {
                 Ok(writer) => Some(writer),
                 Err(e) => {
-                    tracing::error!(error = %e, "no PostgreSQL writer thread; inserting one by one");
+                    tracing::error!(error = %e, "no PostgreSQL writer thread; inserting through the pool");
                     None
                 }
             })
@@ -214,24 +210,6 @@ impl PgDirect {
                     retried = true;
                 }
                 Err(e) => return Err(query_err(e)),
-            }
-        }
-    }
-
-    /// Runs `stmt`, a write; the number of rows it changed.
-    pub(crate) async fn execute(&self, stmt: &Statement) -> Result<u64, DbErr> {
-        let mut lease = self.lease().await.map_err(exec_err)?;
-        match bound(stmt).execute(lease.conn()).await {
-            Ok(done) => {
-                lease.finished = true;
-                Ok(done.rows_affected())
-            }
-            Err(e) => {
-                lease.finished = answered(&e);
-                if !lease.finished {
-                    self.forget_idle();
-                }
-                Err(exec_err(e))
             }
         }
     }

@@ -19,11 +19,12 @@
 //! Rows whose caller has left before their turn are not written.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sea_orm::sqlx::error::ErrorKind;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use sea_orm::sqlx::{self, Connection};
+use sea_orm::{DbErr, RuntimeErr};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
@@ -33,6 +34,7 @@ use uuid::Uuid;
 
 use crate::pg_direct::answered;
 use crate::stamp::stamp;
+use crate::tokens::write_conflict;
 
 /// A connection idle longer is pinged before its next group.
 const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
@@ -260,7 +262,7 @@ async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<()
 async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
     let mut group = group.into_iter();
     while let Some(p) = group.next() {
-        if let Err(e) = write_alone(conn, vec![p]).await {
+        if let Err(e) = write_alone(conn, p).await {
             answer_all(group.collect(), &e);
             return Err(e);
         }
@@ -269,10 +271,7 @@ async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), 
 }
 
 /// One row in its own statement, answered with the index it hits.
-async fn write_alone(conn: &mut PgConnection, mut one: Vec<Pending>) -> Result<(), sqlx::Error> {
-    let Some(p) = one.pop() else {
-        return Ok(());
-    };
+async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Error> {
     let t = &p.row;
     let result = sqlx::query(sqlx::AssertSqlSafe(single_sql()))
         .bind(t.tenant_id)
@@ -298,27 +297,14 @@ async fn write_alone(conn: &mut PgConnection, mut one: Vec<Pending>) -> Result<(
             Ok(())
         }
         Err(e) if answered(&e) => {
-            let _ = p.reply.send(classify(&e));
+            // The same translation as every other token write (`tokens.rs`).
+            let answer = write_conflict(DbErr::Exec(RuntimeErr::SqlxError(Arc::new(e))));
+            let _ = p.reply.send(answer);
             Ok(())
         }
         Err(e) => {
             let _ = p.reply.send(Err(backend(&e)));
             Err(e)
         }
-    }
-}
-
-/// The outcome of a row the database refused: the unique index or foreign key it hit.
-fn classify(e: &sqlx::Error) -> Result<TokenWrite, RepoError> {
-    let sqlx::Error::Database(db) = e else {
-        return Err(backend(e));
-    };
-    match db.kind() {
-        ErrorKind::UniqueViolation if db.constraint().is_some_and(|c| c.contains("dedup")) => {
-            Ok(TokenWrite::DuplicateFingerprint)
-        }
-        ErrorKind::UniqueViolation => Ok(TokenWrite::DuplicateId),
-        ErrorKind::ForeignKeyViolation => Ok(TokenWrite::Missing),
-        _ => Err(backend(e)),
     }
 }

@@ -1,10 +1,10 @@
 //! [`TenantRepository`] on SeaORM.
 
 use async_trait::async_trait;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection,
-    EntityTrait, QueryFilter, QuerySelect, Statement, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QuerySelect, TransactionTrait,
 };
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
@@ -118,19 +118,11 @@ impl TenantRepository for SeaOrmTenantRepository {
             .exec(&txn)
             .await
             .map_err(repo_err)?;
-        let backend = txn.get_database_backend();
-        let placeholder = if backend == DatabaseBackend::Postgres {
-            "$1"
-        } else {
-            "?"
-        };
-        txn.execute_raw(Statement::from_sql_and_values(
-            backend,
-            format!("DELETE FROM token_counts WHERE tenant_id = {placeholder}"),
-            [id.into()],
-        ))
-        .await
-        .map_err(repo_err)?;
+        let counts = Query::delete()
+            .from_table(Alias::new("token_counts"))
+            .and_where(Expr::col(Alias::new("tenant_id")).eq(id))
+            .to_owned();
+        txn.execute(&counts).await.map_err(repo_err)?;
         txn.commit().await.map_err(repo_err)?;
         Ok(result.rows_affected > 0)
     }

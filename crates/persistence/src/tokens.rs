@@ -17,8 +17,6 @@ use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCou
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use sea_orm::{DatabaseBackend, QueryTrait};
-
 use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
 use crate::pg_direct::PgDirect;
@@ -37,7 +35,8 @@ pub struct SeaOrmTokenRepository {
     /// SQLite's point reads on the calling thread and its group writer (`direct.rs`); `None` on
     /// PostgreSQL and in-memory SQLite.
     direct: Option<Arc<DirectReads>>,
-    /// PostgreSQL's single inserts outside SeaORM's pool (`pg_direct.rs`); `None` on SQLite.
+    /// PostgreSQL's group writer of single inserts (`pg_group.rs`, through `pg_direct.rs`);
+    /// `None` on SQLite.
     pg: Option<Arc<PgDirect>>,
 }
 
@@ -53,7 +52,7 @@ impl SeaOrmTokenRepository {
 }
 
 /// A unique violation, told apart by the index it hit; other errors are backend failures.
-fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
+pub(crate) fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(what)) if what.contains("dedup") => {
             Ok(TokenWrite::DuplicateFingerprint)
@@ -181,15 +180,8 @@ impl TokenRepository for SeaOrmTokenRepository {
         if let Some(file) = &self.direct {
             return file.insert_token(t.clone()).await;
         }
-        if let Some(pg) = &self.pg {
-            if let Some(writer) = pg.writer() {
-                return writer.insert(t.clone(), metadata_json(t)).await;
-            }
-            let statement = token::Entity::insert(to_active(t)).build(DatabaseBackend::Postgres);
-            return match pg.execute(&statement).await {
-                Ok(_) => Ok(TokenWrite::Done),
-                Err(e) => write_conflict(e),
-            };
+        if let Some(writer) = self.pg.as_ref().and_then(|pg| pg.writer()) {
+            return writer.insert(t.clone(), metadata_json(t)).await;
         }
         match token::Entity::insert(to_active(t))
             .exec_without_returning(&self.db)
