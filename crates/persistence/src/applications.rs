@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseBackend, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -17,11 +17,9 @@ use tokenvault_domain::ports::{ApplicationRepository, KeyedToken};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
-use sea_orm::{FromQueryResult, IdenStatic, QueryTrait, SelectA, SelectB};
-
 use crate::direct::DirectReads;
 use crate::entity::application::{self, Column, Entity};
-use crate::pg_direct::PgDirect;
+use crate::reads::Reads;
 use crate::stamp::{stamp, unstamp};
 use crate::{grants, keyed_read, repo_err};
 
@@ -31,8 +29,8 @@ pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
     /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
-    /// PostgreSQL's key reads outside SeaORM's pool (`pg_direct.rs`); `None` on SQLite.
-    pg: Option<Arc<PgDirect>>,
+    /// Reads outside transactions (`reads.rs`: PostgreSQL's own connections).
+    reads: Reads,
 }
 
 impl SeaOrmApplicationRepository {
@@ -40,7 +38,7 @@ impl SeaOrmApplicationRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
-            pg: PgDirect::for_connection(&db),
+            reads: Reads::of(&db),
             db,
         }
     }
@@ -141,24 +139,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         let query = Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
             .find_also_related(crate::entity::tenant::Entity);
-        let found = match &self.pg {
-            Some(pg) => {
-                let statement = query.limit(1).build(DatabaseBackend::Postgres);
-                match pg.query_one(&statement).await.map_err(repo_err)? {
-                    Some(row) => Some((
-                        application::Model::from_query_result(&row, SelectA.as_str())
-                            .map_err(repo_err)?,
-                        crate::entity::tenant::Model::from_query_result_optional(
-                            &row,
-                            SelectB.as_str(),
-                        )
-                        .map_err(repo_err)?,
-                    )),
-                    None => None,
-                }
-            }
-            None => query.one(&self.db).await.map_err(repo_err)?,
-        };
+        let found = query.one(&self.reads).await.map_err(repo_err)?;
         match found {
             Some((app, Some(tenant))) => Ok(Some((
                 to_domain(app)?,
@@ -174,7 +155,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         token_id: &str,
         now: OffsetDateTime,
     ) -> Result<Option<KeyedToken>, RepoError> {
-        if let Some(pg) = &self.pg {
+        if let Some(pg) = self.reads.pg() {
             return keyed_read::key_and_token_postgres(pg, hash_hex(hash), token_id, now).await;
         }
         // SQLite: one statement on the calling thread when the file allows (`direct.rs`).
@@ -204,7 +185,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         {
             found?
         } else {
-            crate::tokens::live_token(&self.db, application.tenant_id, token_id, now).await?
+            crate::tokens::live_token(&self.reads, application.tenant_id, token_id, now).await?
         };
         Ok(Some(KeyedToken {
             application,
@@ -224,7 +205,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Id.eq(id))
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(to_domain)

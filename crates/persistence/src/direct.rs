@@ -385,6 +385,35 @@ impl DirectReads {
         Some(found.and_then(|m| m.map(crate::tokens::to_domain).transpose()))
     }
 
+    /// The live tokens of `tenant_id` among `ids` (each once), on one connection; `None` when
+    /// the database was locked.
+    pub(crate) fn live_tokens(
+        &self,
+        tenant_id: Uuid,
+        ids: &[String],
+        now: OffsetDateTime,
+    ) -> Option<Result<Vec<StoredToken>, RepoError>> {
+        let now = match bound_time(now) {
+            Ok(now) => now,
+            Err(e) => return Some(Err(e)),
+        };
+        let ids: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        let found = self.with(|conn| {
+            let mut statement = conn.prepare_cached(LIVE_TOKEN)?;
+            let mut found = Vec::with_capacity(ids.len());
+            for id in &ids {
+                let row = statement
+                    .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
+                        token_row(row, 0)
+                    })
+                    .optional()?;
+                found.extend(row);
+            }
+            Ok(found)
+        })?;
+        Some(found.and_then(|models| models.into_iter().map(crate::tokens::to_domain).collect()))
+    }
+
     /// The application holding `key_hash` (hex), its tenant's settings and, when it is a
     /// private application, its tenant's live token `token_id`; `None` when the database was
     /// locked.

@@ -15,6 +15,7 @@ mod pg_direct;
 mod pg_group;
 mod proxies;
 mod reactors;
+mod reads;
 mod search;
 mod sessions;
 mod stamp;

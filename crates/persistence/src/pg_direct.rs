@@ -1,7 +1,8 @@
-//! PostgreSQL's hottest statements on connections of the adapter's own, beside SeaORM's pool:
-//! the key's application (every request) and the key-and-token read of `GET /tokens/{id}`.
-//! Single token inserts go to the group writer (`pg_group.rs`, started here, one per
-//! database), or through SeaORM's pool when its thread could not start.
+//! PostgreSQL's statements on connections of the adapter's own, beside SeaORM's pool: the
+//! repositories' reads outside transactions (`reads.rs`), among them the key's application
+//! (every request) and the key-and-token read of `GET /tokens/{id}`. Single token inserts go
+//! to the group writer (`pg_group.rs`, started here, one per database), or through SeaORM's
+//! pool when its thread could not start.
 //!
 //! Why: sqlx 0.9 pings a connection every time it goes back to its pool, so each pooled
 //! statement cost two round trips to the server (the statement, then a `Sync` on release):
@@ -191,13 +192,31 @@ impl PgDirect {
 
     /// The first row of `stmt`, a read.
     pub(crate) async fn query_one(&self, stmt: &Statement) -> Result<Option<QueryResult>, DbErr> {
+        Ok(self.fetch(stmt, false).await?.pop())
+    }
+
+    /// Every row of `stmt`, a read.
+    pub(crate) async fn query_all(&self, stmt: &Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.fetch(stmt, true).await
+    }
+
+    /// The rows of the read `stmt`: all of them, or the first (at most one row back).
+    async fn fetch(&self, stmt: &Statement, all: bool) -> Result<Vec<QueryResult>, DbErr> {
         let mut retried = false;
         loop {
             let mut lease = self.lease().await.map_err(query_err)?;
-            match bound(stmt).fetch_optional(lease.conn()).await {
-                Ok(row) => {
+            let rows = if all {
+                bound(stmt).fetch_all(lease.conn()).await
+            } else {
+                bound(stmt)
+                    .fetch_optional(lease.conn())
+                    .await
+                    .map(|row| row.into_iter().collect())
+            };
+            match rows {
+                Ok(rows) => {
                     lease.finished = true;
-                    return Ok(row.map(QueryResult::from));
+                    return Ok(rows.into_iter().map(QueryResult::from).collect());
                 }
                 Err(e) if answered(&e) => {
                     lease.finished = true;

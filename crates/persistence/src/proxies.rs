@@ -22,6 +22,7 @@ use uuid::Uuid;
 use crate::applications::{hash_from_hex, hash_hex};
 use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::proxy::{self, Column, Entity};
+use crate::reads::Reads;
 use crate::repo_err;
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
@@ -32,6 +33,8 @@ pub struct SeaOrmProxyRepository {
     db: DatabaseConnection,
     /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
+    /// Reads outside transactions (`reads.rs`: PostgreSQL's own connections).
+    reads: Reads,
 }
 
 impl SeaOrmProxyRepository {
@@ -39,6 +42,7 @@ impl SeaOrmProxyRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
+            reads: Reads::of(&db),
             db,
         }
     }
@@ -155,7 +159,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
         Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Id.eq(id))
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(to_domain)
@@ -172,7 +176,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
         }
         Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(to_domain)

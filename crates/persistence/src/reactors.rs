@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::{formula, reactor};
+use crate::reads::Reads;
 use crate::repo_err;
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
@@ -32,6 +33,8 @@ pub struct SeaOrmFormulaRepository {
     db: DatabaseConnection,
     /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
+    /// Reads outside transactions (`reads.rs`: PostgreSQL's own connections).
+    reads: Reads,
 }
 
 impl SeaOrmFormulaRepository {
@@ -39,6 +42,7 @@ impl SeaOrmFormulaRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
+            reads: Reads::of(&db),
             db,
         }
     }
@@ -50,6 +54,8 @@ pub struct SeaOrmReactorRepository {
     db: DatabaseConnection,
     /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
+    /// Reads outside transactions (`reads.rs`: PostgreSQL's own connections).
+    reads: Reads,
 }
 
 impl SeaOrmReactorRepository {
@@ -57,6 +63,7 @@ impl SeaOrmReactorRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
+            reads: Reads::of(&db),
             db,
         }
     }
@@ -278,7 +285,7 @@ impl FormulaRepository for SeaOrmFormulaRepository {
         formula::Entity::find()
             .filter(formula::Column::TenantId.eq(tenant_id))
             .filter(formula::Column::Id.eq(id))
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(formula_to_domain)
@@ -420,7 +427,7 @@ impl ReactorRepository for SeaOrmReactorRepository {
         reactor::Entity::find()
             .filter(reactor::Column::TenantId.eq(tenant_id))
             .filter(reactor::Column::Id.eq(id))
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(reactor_to_domain)

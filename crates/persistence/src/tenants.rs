@@ -1,6 +1,9 @@
 //! [`TenantRepository`] on SeaORM.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use rusqlite::Row;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
@@ -13,7 +16,9 @@ use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use uuid::Uuid;
 
 use crate::applications::to_active;
+use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::{application, tenant};
+use crate::reads::Reads;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
 
@@ -21,13 +26,39 @@ use crate::stamp::{stamp, unstamp};
 #[derive(Clone, Debug)]
 pub struct SeaOrmTenantRepository {
     db: DatabaseConnection,
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    direct: Option<Arc<DirectReads>>,
+    /// Reads outside transactions (`reads.rs`: PostgreSQL's own connections).
+    reads: Reads,
 }
 
 impl SeaOrmTenantRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+        Self {
+            direct: DirectReads::for_connection(&db),
+            reads: Reads::of(&db),
+            db,
+        }
     }
+}
+
+const TENANT_BY_ID: &str = "SELECT id, owner_id, name, fingerprint_tokens, deduplicate_tokens, \
+     created_by, created_at, modified_by, modified_at, data_key FROM tenants WHERE id = ?1";
+
+fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
+    Ok(tenant::Model {
+        id: uuid_at(row, 0)?,
+        owner_id: uuid_at(row, 1)?,
+        name: row.get(2)?,
+        fingerprint_tokens: row.get(3)?,
+        deduplicate_tokens: row.get(4)?,
+        created_by: opt_uuid_at(row, 5)?,
+        created_at: time_at(row, 6)?,
+        modified_by: opt_uuid_at(row, 7)?,
+        modified_at: opt_time_at(row, 8)?,
+        data_key: row.get(9)?,
+    })
 }
 
 pub(crate) fn to_domain(model: tenant::Model) -> Tenant {
@@ -79,8 +110,15 @@ impl TenantRepository for SeaOrmTenantRepository {
     }
 
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.one(TENANT_BY_ID, [id.as_bytes().to_vec()], tenant_row))
+        {
+            return Ok(found?.map(to_domain));
+        }
         Ok(tenant::Entity::find_by_id(id)
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(to_domain))

@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
-use crate::pg_direct::PgDirect;
+use crate::reads::Reads;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};
@@ -35,9 +35,9 @@ pub struct SeaOrmTokenRepository {
     /// SQLite's point reads on the calling thread and its group writer (`direct.rs`); `None` on
     /// PostgreSQL and in-memory SQLite.
     direct: Option<Arc<DirectReads>>,
-    /// PostgreSQL's group writer of single inserts (`pg_group.rs`, through `pg_direct.rs`);
-    /// `None` on SQLite.
-    pg: Option<Arc<PgDirect>>,
+    /// Reads outside transactions (`reads.rs`); on PostgreSQL also the group writer of single
+    /// inserts (`pg_group.rs`, through `pg_direct.rs`).
+    reads: Reads,
 }
 
 impl SeaOrmTokenRepository {
@@ -45,7 +45,7 @@ impl SeaOrmTokenRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             direct: DirectReads::for_connection(&db),
-            pg: PgDirect::for_connection(&db),
+            reads: Reads::of(&db),
             db,
         }
     }
@@ -111,7 +111,7 @@ pub(crate) fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
 
 /// The tenant's token `id` unless it has expired at `now`, through SeaORM.
 pub(crate) async fn live_token(
-    db: &DatabaseConnection,
+    db: &impl ConnectionTrait,
     tenant_id: Uuid,
     id: &str,
     now: OffsetDateTime,
@@ -149,7 +149,7 @@ impl SeaOrmTokenRepository {
             .from_subquery(query.clone(), Alias::new("children"))
             .to_owned();
         let total: i64 = self
-            .db
+            .reads
             .query_one_raw(backend.build(&count))
             .await
             .map_err(repo_err)?
@@ -160,7 +160,7 @@ impl SeaOrmTokenRepository {
         let items = newest_first(query, table, page.size, page.offset());
         let items = token::Entity::find()
             .from_raw_sql(backend.build(&items))
-            .all(&self.db)
+            .all(&self.reads)
             .await
             .map_err(repo_err)?
             .into_iter()
@@ -180,7 +180,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         if let Some(file) = &self.direct {
             return file.insert_token(t.clone()).await;
         }
-        if let Some(writer) = self.pg.as_ref().and_then(|pg| pg.writer()) {
+        if let Some(writer) = self.reads.pg().and_then(|pg| pg.writer()) {
             return writer.insert(t.clone(), metadata_json(t)).await;
         }
         match token::Entity::insert(to_active(t))
@@ -224,7 +224,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         {
             return found;
         }
-        live_token(&self.db, tenant_id, id, now).await
+        live_token(&self.reads, tenant_id, id, now).await
     }
 
     async fn get_many(
@@ -233,11 +233,18 @@ impl TokenRepository for SeaOrmTokenRepository {
         ids: &[String],
         now: OffsetDateTime,
     ) -> Result<Vec<StoredToken>, RepoError> {
+        if let Some(found) = self
+            .direct
+            .as_ref()
+            .and_then(|d| d.live_tokens(tenant_id, ids, now))
+        {
+            return found;
+        }
         token::Entity::find()
             .filter(token::Column::TenantId.eq(tenant_id))
             .filter(token::Column::Id.is_in(ids.iter().cloned()))
             .filter(live(now))
-            .all(&self.db)
+            .all(&self.reads)
             .await
             .map_err(repo_err)?
             .into_iter()
@@ -254,7 +261,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
         fingerprint_lookup(tenant_id, token_type, container, fingerprint, now)
-            .one(&self.db)
+            .one(&self.reads)
             .await
             .map_err(repo_err)?
             .map(to_domain)
@@ -325,12 +332,12 @@ impl TokenRepository for SeaOrmTokenRepository {
             return self.list_children(tenant_id, parent, condition, page).await;
         }
         let query = token::Entity::find().filter(condition);
-        let total_items = match counted_total(&self.db, tenant_id, filter, now).await? {
+        let total_items = match counted_total(&self.reads, tenant_id, filter, now).await? {
             Some(n) => n,
-            None => query.clone().count(&self.db).await.map_err(repo_err)?,
+            None => query.clone().count(&self.reads).await.map_err(repo_err)?,
         };
         let items = list_page(backend, query, filter, page.size, page.offset())
-            .all(&self.db)
+            .all(&self.reads)
             .await
             .map_err(repo_err)?
             .into_iter()

@@ -1,5 +1,5 @@
-//! PostgreSQL's key reads and token inserts run on connections outside SeaORM's pool
-//! (`pg_direct.rs`): they answer as the pool did, and a read survives the server closing the
+//! PostgreSQL's reads outside transactions and token inserts run on connections outside
+//! SeaORM's pool (`pg_direct.rs`, `reads.rs`): they answer as the pool did, and a read survives the server closing the
 //! idle connections (a restart, an administrator's `pg_terminate_backend`); the group writer
 //! checks a connection that sat idle, and never retries a write.
 
@@ -9,7 +9,9 @@ use sea_orm::{ConnectionTrait, Statement};
 use time::Duration;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::{ApplicationRepository, TokenRepository, TokenWrite};
+use tokenvault_domain::ports::{
+    ApplicationRepository, TenantRepository, TokenRepository, TokenWrite,
+};
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
 use tokenvault_persistence::{
@@ -94,6 +96,19 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
             .unwrap()
             .unwrap();
         assert_eq!(keyed.application.id, app.id);
+        // Every read outside a transaction runs there (`reads.rs`): one and many rows.
+        terminate(&db).await;
+        let tenant = tenants.get(tenant_id).await.unwrap().unwrap();
+        assert!(tenant.settings.fingerprint_tokens);
+        let many = tokens
+            .get_many(tenant_id, &["one".into(), "none".into()], now())
+            .await
+            .unwrap();
+        assert_eq!(many.len(), 1);
+        assert_eq!(
+            apps.get(tenant_id, app.id).await.unwrap().unwrap().id,
+            app.id
+        );
         // The writer's connection was closed too: idle for over a second, it is checked
         // before it carries rows, so the insert is not lost to it.
         tokio::time::sleep(std::time::Duration::from_millis(1100)).await;

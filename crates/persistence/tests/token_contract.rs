@@ -5,6 +5,7 @@
 use time::Duration;
 use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::ports::{TenantRepository, TokenFilter, TokenRepository, TokenWrite};
+use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 mod common;
@@ -602,6 +603,51 @@ async fn point_read_decodes_every_field_like_the_list_reads() {
                 .await
                 .unwrap()
                 .is_none()
+        );
+    })
+    .await;
+}
+
+/// `get_many` (on SQLite point reads on the calling thread, on PostgreSQL the adapter's own
+/// connections) returns each asked-for live token of the tenant once: not another tenant's,
+/// not one expired at `now`, not twice for an id asked twice.
+#[tokio::test]
+async fn get_many_reads_each_live_token_of_the_tenant_once() {
+    each_backend(|r| async move {
+        let created = now();
+        let mut expiring = token(r.tenant, "expiring", "/", created);
+        expiring.expires_at = Some(created + Duration::seconds(60));
+        for t in [token(r.tenant, "kept", "/", created), expiring.clone()] {
+            assert_eq!(r.tokens.insert(&t).await.unwrap(), TokenWrite::Done);
+        }
+        let other = tenant(&r.tenants).await;
+        let theirs = token(other, "theirs", "/", created);
+        assert_eq!(r.tokens.insert(&theirs).await.unwrap(), TokenWrite::Done);
+        let sorted = |found: Vec<StoredToken>| {
+            let mut ids: Vec<String> = found.into_iter().map(|t| t.id).collect();
+            ids.sort();
+            ids
+        };
+        let asked: Vec<String> = ["kept", "expiring", "theirs", "kept", "none"]
+            .map(String::from)
+            .to_vec();
+        let before = r.tokens.get_many(r.tenant, &asked, created).await.unwrap();
+        assert_eq!(sorted(before), ["expiring", "kept"]);
+        let at_expiry = expiring.expires_at.unwrap();
+        let after = r
+            .tokens
+            .get_many(r.tenant, &asked, at_expiry)
+            .await
+            .unwrap();
+        assert_eq!(sorted(after), ["kept"]);
+        let mine = r.tokens.get_many(other, &asked, created).await.unwrap();
+        assert_eq!(mine, vec![theirs]);
+        assert!(
+            r.tokens
+                .get_many(r.tenant, &[], created)
+                .await
+                .unwrap()
+                .is_empty()
         );
     })
     .await;
