@@ -3,9 +3,10 @@
 //!
 //! The server runs on a fresh database (a temporary SQLite file, or a new PostgreSQL database
 //! next to `TOKENVAULT_TEST_DATABASE_URL`), is seeded over HTTP (an application with a reveal
-//! rule, a token, a parent with 20 children, a trivial reactor, a proxy whose destination is
-//! the server's own `/health`), and is driven by `wrk` from a separate process (installed with
-//! apt when missing). Prints one table and writes it as JSON under `target/bench/`.
+//! rule, a token, a parent with 20 children, a trivial reactor, a proxy whose destination is a
+//! local server of the bench's own, `destination.rs`), and is driven by `wrk` from a separate
+//! process (installed with apt when missing). Prints one table and writes it as JSON under
+//! `target/bench/`.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use crate::destination;
 use crate::wrk::{Measured, Target, ensure_wrk, run_wrk_at};
 use crate::{DEFAULT_TEST_POSTGRES, cargo, root};
 
@@ -22,7 +24,8 @@ const BOOTSTRAP_KEY: &str = "key_benchbenchbenchbenchbenchbench12";
 const HEALTH: &str = "GET /health (ceiling)";
 const TOKENIZE: &str = "POST /tokens (tokenize)";
 const DETOKENIZE: &str = "GET /tokens/{id} reveal (detokenize)";
-const PROXY: &str = "GET /proxy → /health (round trip)";
+const PROXY: &str = "POST /proxy → destination (round trip)";
+const DESTINATION: &str = "POST destination, direct (proxy's baseline)";
 const CHILDREN: &str = "GET /tokens/{id}/children (20)";
 const LIST: &str = "GET /tokens?size=20 (list page)";
 
@@ -230,7 +233,8 @@ fn fill(server: &Server, count: u64) -> anyhow::Result<()> {
 /// 1,000 tokens in the tenant and again with N more, and the ratio of each.
 async fn scale(db: &str, o: &Options, n: u64) -> anyhow::Result<Value> {
     let server = start(db).await?;
-    let mut targets = seed(&server)?;
+    let destination = destination::start()?;
+    let mut targets = seed(&server, &destination.base)?;
     targets.retain(|t| [DETOKENIZE, CHILDREN].contains(&t.name));
     let key = targets
         .first()
@@ -240,6 +244,7 @@ async fn scale(db: &str, o: &Options, n: u64) -> anyhow::Result<Value> {
         0,
         Target {
             name: LIST,
+            base: None,
             method: "GET",
             path: "/tokens?size=20".into(),
             key: Some(key.clone()),
@@ -327,7 +332,7 @@ fn text(v: &Value, field: &str) -> anyhow::Result<String> {
 }
 
 /// What the load runs use: (name, method, path, key, body).
-fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
+fn seed(server: &Server, destination: &str) -> anyhow::Result<Vec<Target>> {
     let m = Some(BOOTSTRAP_KEY);
     let all = ["token:create", "token:read", "token:use", "token:update"];
     let app = curl(
@@ -393,13 +398,14 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
         "/proxies",
         m,
         Some(&json!({
-        "name": "bench", "destination_url": format!("{}/health", server.base),
+        "name": "bench", "destination_url": format!("{destination}/destination"),
         "application": {"id": app_id}, "require_auth": true})),
     )?;
     let json_body = json!({"card": format!("{{{{ {token_id} }}}}"), "note": "x".repeat(900)});
     Ok(vec![
         Target {
             name: HEALTH,
+            base: None,
             method: "GET",
             path: "/health".into(),
             key: None,
@@ -408,6 +414,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
         },
         Target {
             name: TOKENIZE,
+            base: None,
             method: "POST",
             path: "/tokens".into(),
             key: Some(key.clone()),
@@ -416,6 +423,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
         },
         Target {
             name: DETOKENIZE,
+            base: None,
             method: "GET",
             path: format!("/tokens/{token_id}"),
             key: Some(key.clone()),
@@ -424,6 +432,7 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
         },
         Target {
             name: CHILDREN,
+            base: None,
             method: "GET",
             path: format!("/tokens/{parent}/children?size=20"),
             key: Some(key.clone()),
@@ -432,19 +441,29 @@ fn seed(server: &Server) -> anyhow::Result<Vec<Target>> {
         },
         Target {
             name: "POST /reactors/{id}/react (warm)",
+            base: None,
             method: "POST",
             path: format!("/reactors/{}/react", text(&reactor, "id")?),
             key: Some(key.clone()),
             headers: vec![],
             body: Some(json!({"args": {"card": format!("{{{{ {token_id} }}}}")}})),
         },
-        // GET with a JSON body: the destination (`/health`) answers GET only.
         Target {
             name: PROXY,
-            method: "GET",
+            base: None,
+            method: "POST",
             path: "/proxy".into(),
             key: Some(key.clone()),
             headers: vec![("SVC-PROXY-KEY", text(&proxy, "key")?)],
+            body: Some(json_body.clone()),
+        },
+        Target {
+            name: DESTINATION,
+            base: Some(destination.to_owned()),
+            method: "POST",
+            path: "/destination".into(),
+            key: None,
+            headers: vec![],
             body: Some(json_body),
         },
     ])
@@ -473,10 +492,11 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
             &[],
         )?;
     }
+    let destination = destination::start()?;
     let mut report = Vec::new();
     for db in &o.dbs {
         let server = start(db).await?;
-        let targets = seed(&server)?;
+        let targets = seed(&server, &destination.base)?;
         let mut rows = Vec::new();
         let mut ceiling = 0.0;
         for target in &targets {
@@ -524,8 +544,8 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
                 .context("a seeded target")?;
             run_wrk_at(&server.base, target, 1, o.duration)
         };
-        let (proxy_alone, health_alone) = (alone(PROXY)?, alone(HEALTH)?);
-        let added_alone = proxy_alone.p50_ms - health_alone.p50_ms;
+        let (proxy_alone, direct_alone) = (alone(PROXY)?, alone(DESTINATION)?);
+        let added_alone = proxy_alone.p50_ms - direct_alone.p50_ms;
         drop(server);
         let ceiling = ceilings(db, &o).await?;
         let rate = |field: &str| ceiling[field].as_f64().unwrap_or(f64::NAN);
@@ -562,11 +582,11 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
             "AES-256-GCM encrypt+decrypt, 64 B",
             rate("encrypt_decrypt_per_s")
         );
-        let added = p50(PROXY) - p50(HEALTH);
+        let added = p50(PROXY) - p50(DESTINATION);
         println!(
-            "  proxy added latency at p50 (proxy − direct /health): {added:.2} ms at {} \
-             connections, {added_alone:.3} ms at 1 ({:.3} − {:.3})",
-            o.connections, proxy_alone.p50_ms, health_alone.p50_ms
+            "  proxy added latency at p50 (proxy − direct call of the destination): {added:.2} ms \
+             at {} connections, {added_alone:.3} ms at 1 ({:.3} − {:.3})",
+            o.connections, proxy_alone.p50_ms, direct_alone.p50_ms
         );
         let at_scale = match o.scale {
             Some(n) => scale(db, &o, n).await?,

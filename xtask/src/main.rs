@@ -17,6 +17,7 @@ use sea_orm_migration::sea_orm::Database;
 use tokenvault_migrations::Migrator;
 
 mod bench;
+mod destination;
 mod wrk;
 
 const DEFAULT_TEST_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";

@@ -10,6 +10,8 @@ use serde_json::Value;
 /// One path to drive: method, path, key, extra headers and JSON body.
 pub(crate) struct Target {
     pub(crate) name: &'static str,
+    /// Another server than the vault (`http://host:port`); `None` for the vault.
+    pub(crate) base: Option<String>,
     pub(crate) method: &'static str,
     pub(crate) path: String,
     pub(crate) key: Option<String>,
@@ -98,7 +100,11 @@ pub(crate) fn run_wrk_at(
             "-s",
         ])
         .arg(&script)
-        .arg(format!("{base}{}", target.path))
+        .arg(format!(
+            "{}{}",
+            target.base.as_deref().unwrap_or(base),
+            target.path
+        ))
         .output()
         .context("run wrk")?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -385,8 +385,9 @@ impl DirectReads {
         Some(found.and_then(|m| m.map(crate::tokens::to_domain).transpose()))
     }
 
-    /// The live tokens of `tenant_id` among `ids` (each once), on one connection; `None` when
-    /// the database was locked.
+    /// The live tokens of `tenant_id` among `ids` (each once); `None` when the database was
+    /// locked. One point read per id, each seeing what was committed when it ran (not one
+    /// snapshot for all: each token is whole on its own, which is what a detokenize needs).
     pub(crate) fn live_tokens(
         &self,
         tenant_id: Uuid,

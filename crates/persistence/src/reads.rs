@@ -1,12 +1,18 @@
-//! Where a repository's reads outside a transaction run: on PostgreSQL, the adapter's own
-//! connections (`pg_direct.rs`), which go back to their idle list without the `Sync` round trip
-//! sqlx 0.9 sends every time a pooled connection is released; elsewhere SeaORM's pool.
+//! Where a repository's point reads run: on PostgreSQL, the adapter's own connections
+//! (`pg_direct.rs`), which go back to their idle list without the `Sync` round trip sqlx 0.9
+//! sends every time a pooled connection is released; elsewhere SeaORM's pool.
 //!
 //! [`Reads`] is a SeaORM connection, so a query reads `.one(&self.reads)` as it read
-//! `.one(&self.db)`. Only reads go to the direct connections: whatever executes (a write)
-//! goes to the pool, as do transactions, which are begun on the pool and never on this.
-//! Each direct statement sees what was committed before it started (read committed), so a
-//! read after a write the caller was told about sees that write, as on the pool.
+//! `.one(&self.db)`. Only plain `SELECT`s go to the direct connections, where a statement that
+//! failed on a reused connection is tried again: anything else (an `INSERT … RETURNING`, which
+//! SeaORM sends as a query, or a locking read) goes to the pool, as do executes and
+//! transactions, which are begun on the pool and never on this. Each direct statement sees what
+//! was committed before it started (read committed), so a read after a write the caller was
+//! told about sees that write, as on the pool.
+//!
+//! For point reads only (a row by its key, at most the 100 tokens of one detokenize): the
+//! direct connections are as many as the pool's and every request's key read waits for one, so
+//! lists, pages and counts, whose time grows with a tenant's data, stay on the pool.
 
 use std::sync::Arc;
 
@@ -37,6 +43,23 @@ impl Reads {
     pub(crate) fn pg(&self) -> Option<&Arc<PgDirect>> {
         self.pg.as_ref()
     }
+
+    /// The direct connections when `stmt` may run (and be tried again) there.
+    fn direct_for(&self, stmt: &Statement) -> Option<&PgDirect> {
+        self.pg.as_deref().filter(|_| plain_select(&stmt.sql))
+    }
+}
+
+/// A `SELECT` that neither writes nor locks: safe to run twice.
+fn plain_select(sql: &str) -> bool {
+    let upper = sql.trim_start().get(..6).map(str::to_ascii_uppercase);
+    upper.as_deref() == Some("SELECT") && {
+        let text = sql.to_ascii_uppercase();
+        !text.contains(" FOR UPDATE")
+            && !text.contains(" FOR SHARE")
+            && !text.contains(" FOR NO KEY UPDATE")
+            && !text.contains(" FOR KEY SHARE")
+    }
 }
 
 #[async_trait]
@@ -54,16 +77,42 @@ impl ConnectionTrait for Reads {
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
-        match &self.pg {
+        match self.direct_for(&stmt) {
             Some(pg) => pg.query_one(&stmt).await,
             None => self.db.query_one_raw(stmt).await,
         }
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        match &self.pg {
+        match self.direct_for(&stmt) {
             Some(pg) => pg.query_all(&stmt).await,
             None => self.db.query_all_raw(stmt).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_select;
+
+    #[test]
+    fn only_plain_selects_go_to_the_direct_connections() {
+        assert!(plain_select(
+            r#"SELECT "tokens"."id" FROM "tokens" WHERE "id" = $1 LIMIT $2"#
+        ));
+        assert!(plain_select("  select 1"));
+        for not in [
+            r#"INSERT INTO "tokens" ("id") VALUES ($1) RETURNING "id""#,
+            r#"UPDATE "tokens" SET "data" = $1 RETURNING "id""#,
+            r#"DELETE FROM "tokens" RETURNING "id""#,
+            r#"SELECT "id" FROM "tokens" WHERE "id" = $1 FOR UPDATE"#,
+            r#"SELECT "id" FROM "tokens" FOR SHARE"#,
+            r#"SELECT "id" FROM "tokens" FOR NO KEY UPDATE"#,
+            "WITH x AS (DELETE FROM tokens RETURNING id) SELECT * FROM x",
+            "SEL",
+            "",
+        ] {
+            assert!(!plain_select(not), "{not}");
         }
     }
 }

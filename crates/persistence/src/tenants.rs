@@ -43,8 +43,9 @@ impl SeaOrmTenantRepository {
     }
 }
 
+/// The wrapped data key is not read: `get` does not return it (`data_key` does).
 const TENANT_BY_ID: &str = "SELECT id, owner_id, name, fingerprint_tokens, deduplicate_tokens, \
-     created_by, created_at, modified_by, modified_at, data_key FROM tenants WHERE id = ?1";
+     created_by, created_at, modified_by, modified_at FROM tenants WHERE id = ?1";
 
 fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
     Ok(tenant::Model {
@@ -57,7 +58,7 @@ fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
         created_at: time_at(row, 6)?,
         modified_by: opt_uuid_at(row, 7)?,
         modified_at: opt_time_at(row, 8)?,
-        data_key: row.get(9)?,
+        data_key: None,
     })
 }
 

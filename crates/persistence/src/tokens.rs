@@ -35,8 +35,8 @@ pub struct SeaOrmTokenRepository {
     /// SQLite's point reads on the calling thread and its group writer (`direct.rs`); `None` on
     /// PostgreSQL and in-memory SQLite.
     direct: Option<Arc<DirectReads>>,
-    /// Reads outside transactions (`reads.rs`); on PostgreSQL also the group writer of single
-    /// inserts (`pg_group.rs`, through `pg_direct.rs`).
+    /// Point reads (`reads.rs`); on PostgreSQL also the group writer of single inserts
+    /// (`pg_group.rs`, through `pg_direct.rs`). Lists, pages and counts stay on the pool.
     reads: Reads,
 }
 
@@ -149,7 +149,7 @@ impl SeaOrmTokenRepository {
             .from_subquery(query.clone(), Alias::new("children"))
             .to_owned();
         let total: i64 = self
-            .reads
+            .db
             .query_one_raw(backend.build(&count))
             .await
             .map_err(repo_err)?
@@ -160,7 +160,7 @@ impl SeaOrmTokenRepository {
         let items = newest_first(query, table, page.size, page.offset());
         let items = token::Entity::find()
             .from_raw_sql(backend.build(&items))
-            .all(&self.reads)
+            .all(&self.db)
             .await
             .map_err(repo_err)?
             .into_iter()
@@ -332,12 +332,12 @@ impl TokenRepository for SeaOrmTokenRepository {
             return self.list_children(tenant_id, parent, condition, page).await;
         }
         let query = token::Entity::find().filter(condition);
-        let total_items = match counted_total(&self.reads, tenant_id, filter, now).await? {
+        let total_items = match counted_total(&self.db, tenant_id, filter, now).await? {
             Some(n) => n,
-            None => query.clone().count(&self.reads).await.map_err(repo_err)?,
+            None => query.clone().count(&self.db).await.map_err(repo_err)?,
         };
         let items = list_page(backend, query, filter, page.size, page.offset())
-            .all(&self.reads)
+            .all(&self.db)
             .await
             .map_err(repo_err)?
             .into_iter()

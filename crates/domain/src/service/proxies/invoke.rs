@@ -6,6 +6,7 @@
 //! `proxy_error`); the destination's own answer, whatever its status, is a [`ProxyReply`].
 
 use crate::audit::ActorType;
+use futures_util::future::join;
 use serde_json::{Map, Value, json};
 
 use super::super::reactors::code_error;
@@ -169,9 +170,18 @@ impl Vault {
             .await?
             .ok_or(Error::Unauthenticated)?
             .proxy;
-        let application = self.proxy_application(&proxy).await?;
-        let detokenizer = if proxy.require_auth {
-            let mut caller = self.authenticate(call.api_key.as_deref()).await?;
+        // The caller's key and the proxy's application are read side by side: on PostgreSQL
+        // each read is a round trip, and a proxy adds what its reads wait for in a row.
+        let application = self.proxy_application(&proxy);
+        let (application, caller) = if proxy.require_auth {
+            let (application, caller) =
+                join(application, self.authenticate(call.api_key.as_deref())).await;
+            (application?, Some(caller))
+        } else {
+            (application.await?, None)
+        };
+        let detokenizer = if let Some(caller) = caller {
+            let mut caller = caller?;
             caller.trace_id.clone_from(&call.trace_id);
             if caller.tenant_id != proxy.tenant_id {
                 return Err(Error::Unauthenticated);
@@ -324,20 +334,19 @@ impl Vault {
         let Some(id) = proxy.application_id else {
             return Ok(None);
         };
-        let Some(app) = self.ports.applications.get(proxy.tenant_id, id).await? else {
+        let (app, tenant) = join(
+            self.ports.applications.get(proxy.tenant_id, id),
+            self.ports.tenants.get(proxy.tenant_id),
+        )
+        .await;
+        let Some(app) = app? else {
             return Ok(None);
         };
         // An expired application acts no more, even before the sweep deletes it.
         if app.is_expired(self.ports.clock.now()) {
             return Ok(None);
         }
-        let settings = self
-            .ports
-            .tenants
-            .get(proxy.tenant_id)
-            .await?
-            .ok_or(Error::Unauthenticated)?
-            .settings;
+        let settings = tenant?.ok_or(Error::Unauthenticated)?.settings;
         Ok(Some(Principal::of_application(app, settings)))
     }
 
