@@ -29,7 +29,7 @@ pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
     /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
-    /// Reads outside transactions (`reads.rs`: PostgreSQL's own connections).
+    /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,
 }
 

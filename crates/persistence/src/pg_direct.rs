@@ -1,6 +1,6 @@
 //! PostgreSQL's statements on connections of the adapter's own, beside SeaORM's pool: the
-//! repositories' reads outside transactions (`reads.rs`), among them the key's application
-//! (every request) and the key-and-token read of `GET /tokens/{id}`. Single token inserts go
+//! repositories' point reads (`reads.rs`), among them the key's application (every request),
+//! and the key-and-token read of `GET /tokens/{id}`. Single token inserts go
 //! to the group writer (`pg_group.rs`, started here, one per database), or through SeaORM's
 //! pool when its thread could not start.
 //!

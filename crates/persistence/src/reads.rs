@@ -50,16 +50,25 @@ impl Reads {
     }
 }
 
-/// A `SELECT` that neither writes nor locks: safe to run twice.
+/// A `SELECT` that neither writes nor locks: safe to run twice. Runs on every point read, so
+/// it compares in place instead of upper-casing the statement.
 fn plain_select(sql: &str) -> bool {
-    let upper = sql.trim_start().get(..6).map(str::to_ascii_uppercase);
-    upper.as_deref() == Some("SELECT") && {
-        let text = sql.to_ascii_uppercase();
-        !text.contains(" FOR UPDATE")
-            && !text.contains(" FOR SHARE")
-            && !text.contains(" FOR NO KEY UPDATE")
-            && !text.contains(" FOR KEY SHARE")
-    }
+    let has = |needle: &str| {
+        sql.as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+    };
+    sql.trim_start()
+        .get(..6)
+        .is_some_and(|head| head.eq_ignore_ascii_case("SELECT"))
+        && ![
+            " FOR UPDATE",
+            " FOR SHARE",
+            " FOR NO KEY UPDATE",
+            " FOR KEY SHARE",
+        ]
+        .into_iter()
+        .any(has)
 }
 
 #[async_trait]

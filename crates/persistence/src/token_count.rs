@@ -7,7 +7,7 @@
 //! filter, and a visibility that each container answers on its own (no session conditions).
 //! Any other list counts in SQL as before.
 
-use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, Statement, Value};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenFilter;
@@ -41,7 +41,7 @@ fn statement(backend: DatabaseBackend, tenant_id: Uuid, now: OffsetDateTime) -> 
 /// `None` when the filter needs more than container and type to decide (count in SQL then).
 /// Public for the contract tests (`test-support`), which check it is taken and exact.
 pub async fn counted_total(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     tenant_id: Uuid,
     filter: &TokenFilter,
     now: OffsetDateTime,
