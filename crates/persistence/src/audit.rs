@@ -13,6 +13,8 @@
 //! driver's own RFC 3339 text drops trailing zeros, and `…05Z` would then sort after
 //! `…05.5Z`.
 
+use std::sync::{Arc, OnceLock};
+
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
@@ -27,6 +29,7 @@ use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
 
+use crate::audit_copy::AuditWriter;
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
 use crate::repo_err;
@@ -35,7 +38,7 @@ use crate::repo_err;
 const INSERT_CHUNK: usize = 500;
 
 /// The name of the unique (tenant, seq) index, as PostgreSQL reports a violation of it.
-const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
+pub(crate) const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
 
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]
@@ -43,17 +46,45 @@ pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
     /// On a SQLite file, its writer thread, which appends (`audit_append.rs`).
     sqlite: Option<std::sync::Arc<crate::direct::DirectReads>>,
+    /// On PostgreSQL, the appender thread (`audit_copy.rs`), started by the first append;
+    /// `None` inside when it could not start (appends then go through SeaORM's pool).
+    pg: Option<Arc<PgAppender>>,
+}
+
+/// The connection options of a PostgreSQL database and its appender thread, once started.
+#[derive(Debug)]
+struct PgAppender {
+    options: sea_orm::sqlx::postgres::PgConnectOptions,
+    writer: OnceLock<Option<AuditWriter>>,
+}
+
+impl PgAppender {
+    fn writer(&self) -> Option<&AuditWriter> {
+        self.writer
+            .get_or_init(|| match AuditWriter::start(self.options.clone()) {
+                Ok(writer) => Some(writer),
+                Err(e) => {
+                    tracing::error!(error = %e, "no PostgreSQL audit thread; appending through the pool");
+                    None
+                }
+            })
+            .as_ref()
+    }
 }
 
 impl SeaOrmAuditRepository {
-    /// On a SQLite file, waits until every append queued on the writer thread before this call
-    /// has run: an append whose caller left still runs (or is skipped, `writer.rs`), and a read
+    /// Waits until every append queued on the appending thread (a SQLite file's writer,
+    /// PostgreSQL's appender) before this call has run: an append whose caller left still runs (or is skipped, `writer.rs`), and a read
     /// of the head or the chain must see its outcome, or the next flush would append the same
     /// entries again (the domain settles such appends by reading the chain).
     async fn appends_settled(&self) -> Result<(), RepoError> {
-        match &self.sqlite {
-            Some(file) => file.writer().run(|_| Ok(())).await,
-            None => Ok(()),
+        if let Some(file) = &self.sqlite {
+            return file.writer().run(|_| Ok(())).await;
+        }
+        // Only a started appender can have appends in flight.
+        match self.pg.as_ref().and_then(|pg| pg.writer.get()) {
+            Some(Some(writer)) => writer.settled().await,
+            _ => Ok(()),
         }
     }
 
@@ -61,6 +92,12 @@ impl SeaOrmAuditRepository {
     pub fn new(db: DatabaseConnection) -> Self {
         Self {
             sqlite: crate::direct::DirectReads::for_connection(&db),
+            pg: (db.get_database_backend() == DatabaseBackend::Postgres).then(|| {
+                Arc::new(PgAppender {
+                    options: (*db.get_postgres_connection_pool().connect_options()).clone(),
+                    writer: OnceLock::new(),
+                })
+            }),
             db,
         }
     }
@@ -76,7 +113,7 @@ fn timestamp(backend: DatabaseBackend, t: OffsetDateTime) -> Value {
 }
 
 /// `t` in UTC, whole microseconds.
-fn micros(t: OffsetDateTime) -> OffsetDateTime {
+pub(crate) fn micros(t: OffsetDateTime) -> OffsetDateTime {
     let t = t.to_offset(UtcOffset::UTC);
     t - time::Duration::nanoseconds(i64::from(t.nanosecond() % 1_000))
 }
@@ -227,6 +264,9 @@ impl AuditRepository for SeaOrmAuditRepository {
                     crate::audit_append::append(conn, tenant_id, expected.as_ref(), &entries)
                 })
                 .await;
+        }
+        if let Some(writer) = self.pg.as_ref().and_then(|pg| pg.writer()) {
+            return writer.append(tenant_id, expected.cloned(), entries).await;
         }
         let backend = self.db.get_database_backend();
         let txn = self.db.begin().await.map_err(repo_err)?;

@@ -6,8 +6,6 @@
 //! SQLite the two point reads run on the calling thread (`direct.rs`), which costs less than
 //! any statement through the driver's worker. The token is read only for a private
 //! application's key, the only type that may hold `token:read` (decisions §4): a public or
-//! management key never makes the server read a token's ciphertext. The token is read only for a private
-//! application's key, the only type that may hold `token:read` (decisions §4): a public or
 //! management key never makes the server read a token's ciphertext.
 
 use std::sync::LazyLock;

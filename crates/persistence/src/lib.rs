@@ -4,6 +4,7 @@
 mod applications;
 mod audit;
 mod audit_append;
+mod audit_copy;
 mod checkpoint;
 mod direct;
 mod entity;

@@ -226,6 +226,52 @@ async fn a_large_batch_is_appended_whole() {
     .await;
 }
 
+#[tokio::test]
+async fn any_text_round_trips_and_a_refused_append_leaves_the_log_writable() {
+    each_backend(|r| async move {
+        let t = r.tenant;
+        // Characters a text encoding would have to escape, in the fields a caller can shape.
+        let mut first = entries(t, 1, 2);
+        first[0].event.entity_id = "a\tb\nc\\N\r'\"|,;\u{7f}💳".into();
+        first[0].event.trace_id = Some("\\.\n\\N\t".into());
+        first[1].event.entity_id = "\\".into();
+        first[1].event.trace_id = Some(String::new());
+        assert!(r.audit.append(t, None, &first).await.unwrap());
+        assert_eq!(whole_chain(&r.audit, t).await, first);
+
+        // Refusals of every kind (a duplicate id, a value over its column's length where the
+        // database checks lengths, a lost place), each followed by an append that lands:
+        // nothing of the refused ones stays behind.
+        let checks_lengths = r.db.get_database_backend() == sea_orm::DatabaseBackend::Postgres;
+        let mut chain = first.clone();
+        for round in (0..3_i64).filter(|&round| round != 1 || checks_lengths) {
+            let head = head_of(&chain);
+            let next = chain.last().unwrap().seq + 1;
+            let mut refused = entries(t, next, next + 1);
+            match round {
+                0 => refused[1].event.id = chain[0].event.id,
+                1 => refused[0].event.entity_id = "x".repeat(401),
+                _ => {
+                    let stale = AuditHead {
+                        seq: head.seq,
+                        hash: "another".into(),
+                    };
+                    assert!(!r.audit.append(t, Some(&stale), &refused).await.unwrap());
+                }
+            }
+            if round < 2 {
+                assert!(r.audit.append(t, Some(&head), &refused).await.is_err());
+            }
+            assert_eq!(r.audit.head(t).await.unwrap(), Some(head.clone()));
+            let landed = entries(t, next, next + 2);
+            assert!(r.audit.append(t, Some(&head), &landed).await.unwrap());
+            chain.extend(landed);
+            assert_eq!(whole_chain(&r.audit, t).await, chain);
+        }
+    })
+    .await;
+}
+
 /// A whole second, so that entries within it test sub-second comparisons.
 const T0: OffsetDateTime = datetime!(2030-01-01 12:00:05 UTC);
 

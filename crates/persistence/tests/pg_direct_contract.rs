@@ -1,21 +1,26 @@
 //! PostgreSQL's reads outside transactions and token inserts run on connections outside
 //! SeaORM's pool (`pg_direct.rs`, `reads.rs`): they answer as the pool did, and a read survives the server closing the
 //! idle connections (a restart, an administrator's `pg_terminate_backend`); the group writer
-//! checks a connection that sat idle, and never retries a write.
+//! checks a connection that sat idle, and never retries a write. The audit appender's
+//! connection (`audit_copy.rs`) belongs to its own thread: appends from runtimes that have
+//! stopped, and after the server closed it, still land.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use sea_orm::{ConnectionTrait, Statement};
 use time::Duration;
 use tokenvault_domain::application::KeyHash;
+use tokenvault_domain::audit::{AuditEntry, AuditHead, StoredEvent};
 use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::AuditRepository;
 use tokenvault_domain::ports::{
     ApplicationRepository, TenantRepository, TokenRepository, TokenWrite,
 };
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
 use tokenvault_persistence::{
-    SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+    SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmTenantRepository,
+    SeaOrmTokenRepository,
 };
 
 mod common;
@@ -161,6 +166,91 @@ async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
         );
         deleting.execute("ROLLBACK").await.unwrap();
         drop(deleting);
+        db.destroy().await;
+    }
+}
+
+/// Entry `seq` of `tenant_id`'s chain.
+fn audit_entry(tenant_id: uuid::Uuid, seq: i64) -> AuditEntry {
+    AuditEntry {
+        event: StoredEvent {
+            id: uuid::Uuid::now_v7(),
+            tenant_id,
+            actor_type: "application".into(),
+            actor_id: None,
+            operation: "read".into(),
+            entity_type: "token".into(),
+            entity_id: format!("tok-{seq}"),
+            trace_id: None,
+            created_at: now(),
+        },
+        seq,
+        hash: format!("h{seq}"),
+    }
+}
+
+#[tokio::test]
+async fn audit_appends_outlive_the_runtimes_that_made_them_and_closed_connections() {
+    for backend in backends() {
+        if backend != Backend::Postgres {
+            continue; // the appender thread exists on PostgreSQL only
+        }
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let t = common::tenant(&tenants).await;
+        let audit = SeaOrmAuditRepository::new(db.db.clone());
+        let head = |seq: i64| AuditHead {
+            seq,
+            hash: format!("h{seq}"),
+        };
+
+        // The first append runs from a runtime that then stops, as an HTTP worker's does at
+        // shutdown; the next, from another runtime, still lands.
+        let elsewhere = audit.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            assert!(
+                runtime
+                    .block_on(elsewhere.append(t, None, &[audit_entry(t, 1)]))
+                    .unwrap()
+            );
+        })
+        .join()
+        .unwrap();
+        assert!(
+            audit
+                .append(t, Some(&head(1)), &[audit_entry(t, 2)])
+                .await
+                .unwrap()
+        );
+
+        // The server closes the appender's connection: the next append, which had sent
+        // nothing yet, goes in on a new one.
+        terminate(&db).await;
+        assert!(
+            audit
+                .append(t, Some(&head(2)), &[audit_entry(t, 3)])
+                .await
+                .unwrap()
+        );
+        // SeaORM's pool lost its connections too; its first reads may meet one of them.
+        let mut chain = Err(tokenvault_domain::RepoError::Conflict(String::new()));
+        for _ in 0..10 {
+            chain = audit.chain(t, 0, 10).await;
+            if chain.is_ok() {
+                break;
+            }
+        }
+        let chain = chain.unwrap();
+        assert_eq!(audit.head(t).await.unwrap(), Some(head(3)));
+        assert_eq!(
+            chain.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [1, 2, 3],
+            "each entry once"
+        );
         db.destroy().await;
     }
 }
