@@ -454,6 +454,111 @@ async fn bodies_are_detokenized_with_token_use_on_each_container() {
 }
 
 #[tokio::test]
+async fn tokens_named_in_the_body_stay_unseen_until_the_caller_may_use_them() {
+    // A proxy reads its caller's key beside the proxy, and the tokens a body names beside the
+    // proxy's application: whatever the key, the answer is the one it got when each read
+    // waited for the one before, and nothing goes out before it is allowed.
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let p = simple(app, &dest.url).await;
+        let key = p["key"].as_str().unwrap();
+        let owner = full(app).await;
+        let mut open = Vec::new();
+        for i in 0..12 {
+            let id = token(
+                &owner,
+                json!({"type": "token", "data": format!("v{i}"), "containers": ["/open/"]}),
+            )
+            .await;
+            open.push(id);
+        }
+        let body = json!({"v": format!("{{{{ {} }}}}", open[0])});
+        assert_proxy_error(
+            invoke(app, None, key, Method::POST, "", Some(&body)).await,
+            401,
+        )
+        .await;
+        let (_, other) = app.new_tenant("other").await;
+        let res = app
+            .request_as(Some(&other), Method::POST, "/applications")
+            .json(&json!({"name": "u", "type": "private", "permissions": ["token:use"]}))
+            .send()
+            .await
+            .unwrap();
+        let stranger: Value = res.json().await.unwrap();
+        let res = invoke(
+            app,
+            stranger["key"].as_str(),
+            key,
+            Method::POST,
+            "",
+            Some(&body),
+        )
+        .await;
+        assert_proxy_error(res, 401).await;
+        let reader = with(app, &["token:read"], json!([])).await;
+        let res = invoke(app, Some(&reader.key), key, Method::POST, "", Some(&body)).await;
+        assert_proxy_error(res, 403).await;
+        let elsewhere = with(
+            app,
+            &[],
+            json!([rule(1, "/hidden/", "reveal", &["token:use"])]),
+        )
+        .await;
+        let res = invoke(
+            app,
+            Some(&elsewhere.key),
+            key,
+            Method::POST,
+            "",
+            Some(&body),
+        )
+        .await;
+        assert_proxy_error(res, 403).await;
+        assert!(dest.received().is_empty());
+
+        // Allowed: a few tokens, and more than are read ahead, are replaced alike; an unknown
+        // one among known ones is still named.
+        let caller = with(
+            app,
+            &[],
+            json!([rule(1, "/open/", "reveal", &["token:use"])]),
+        )
+        .await;
+        for n in [2, 12] {
+            let body: serde_json::Map<String, Value> = open[..n]
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (format!("k{i}"), json!(format!("{{{{ {id} }}}}"))))
+                .collect();
+            let res = invoke(
+                app,
+                Some(&caller.key),
+                key,
+                Method::POST,
+                "",
+                Some(&Value::Object(body)),
+            )
+            .await;
+            assert_eq!(res.status(), 200);
+            let sent = dest.last().json();
+            for i in 0..n {
+                assert_eq!(sent[format!("k{i}")], json!(format!("v{i}")), "{n} tokens");
+            }
+        }
+        let body = json!({"a": format!("{{{{ {} }}}}", open[1]), "b": "{{ 0123456789abcdef }}"});
+        let problem = assert_proxy_error(
+            invoke(app, Some(&caller.key), key, Method::POST, "", Some(&body)).await,
+            400,
+        )
+        .await;
+        assert!(problem["errors"]["body"].is_array(), "{problem}");
+        assert_eq!(dest.received().len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn transforms_rewrite_the_request_and_2xx_responses_only() {
     on_each_backend_with(loopback, async |app| {
         let dest = Destination::start("127.0.0.1").await;

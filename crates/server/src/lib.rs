@@ -334,10 +334,18 @@ async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    if let Err(e) = vault.flush_activity().await {
-        tracing::warn!(error = %e, "final activity flush failed");
+    for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
+        match vault.flush_activity().await {
+            Ok(_) => break,
+            Err(e) => tracing::warn!(error = %e, attempt, "final activity flush failed"),
+        }
     }
 }
+
+/// How many times the last flush at stop is tried. A failed flush keeps its events, and the
+/// pool may hand the last one a connection opened by an HTTP worker that has stopped (its
+/// runtime gone, it fails once and is dropped): a second try gets another.
+const FINAL_FLUSH_ATTEMPTS: u32 = 3;
 
 /// Appends buffered audit events to their tenants' chains every 200 ms, or as soon as
 /// [`AUDIT_BATCH`] are waiting, and once more at stop (a crash loses at most the last 200 ms of
@@ -359,8 +367,11 @@ async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    if let Err(e) = vault.flush_audit().await {
-        tracing::warn!(error = %e, "final audit flush failed");
+    for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
+        match vault.flush_audit().await {
+            Ok(_) => break,
+            Err(e) => tracing::warn!(error = %e, attempt, "final audit flush failed"),
+        }
     }
 }
 

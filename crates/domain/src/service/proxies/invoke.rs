@@ -163,25 +163,27 @@ impl Vault {
             ));
         };
         let key = ProxyKey::parse(raw_key).ok_or(Error::Unauthenticated)?;
-        let proxy = self
-            .ports
-            .proxies
-            .find_by_key_hash(&self.ports.keys.hash_proxy_key(&key))
-            .await?
-            .ok_or(Error::Unauthenticated)?
-            .proxy;
-        // The caller's key and the proxy's application are read side by side: on PostgreSQL
-        // each read is a round trip, and a proxy adds what its reads wait for in a row.
-        let application = self.proxy_application(&proxy);
-        let (application, caller) = if proxy.require_auth {
-            let (application, caller) =
-                join(application, self.authenticate(call.api_key.as_deref())).await;
-            (application?, Some(caller))
-        } else {
-            (application.await?, None)
+        // The reads run side by side where they do not depend on each other: on PostgreSQL
+        // each is a round trip, and a proxy adds what its reads wait for in a row. First the
+        // proxy and the caller's key (when the call carries one; looked at only if the proxy
+        // requires auth); then, once the caller is known, the proxy's application and the
+        // tokens the body names.
+        let caller = async {
+            match call.api_key.as_deref() {
+                Some(api_key) => Some(self.authenticate(Some(api_key)).await),
+                None => None,
+            }
         };
-        let detokenizer = if let Some(caller) = caller {
-            let mut caller = caller?;
+        let (proxy, caller) = join(
+            self.ports
+                .proxies
+                .find_by_key_hash(&self.ports.keys.hash_proxy_key(&key)),
+            caller,
+        )
+        .await;
+        let proxy = proxy?.ok_or(Error::Unauthenticated)?.proxy;
+        let caller = if proxy.require_auth {
+            let mut caller = caller.unwrap_or(Err(Error::Unauthenticated))?;
             caller.trace_id.clone_from(&call.trace_id);
             if caller.tenant_id != proxy.tenant_id {
                 return Err(Error::Unauthenticated);
@@ -190,26 +192,38 @@ impl Vault {
             caller.require(Permission::TokenUse)?;
             Some(caller)
         } else {
-            application.clone()
+            None
         };
-        check_tail(&call.tail)?;
+        // Whether the body is detokenized, by the caller (`require_auth`) or by the proxy's
+        // application (binary bodies never are).
         let json = is_json(&call.headers);
+        let mut parsed = ((proxy.require_auth || proxy.application_id.is_some())
+            && !call.body.is_empty()
+            && std::str::from_utf8(&call.body).is_ok())
+        .then(|| body_value(&call.body, json));
+        let ahead = async {
+            match &parsed {
+                Some(value) => self.read_ahead(proxy.tenant_id, value, true).await,
+                None => None,
+            }
+        };
+        let (application, ahead) = join(self.proxy_application(&proxy), ahead).await;
+        let application = application?;
+        let detokenizer = caller.or_else(|| application.clone());
+        check_tail(&call.tail)?;
         // The body goes out byte for byte unless an expression was replaced or a transform
-        // rewrote it (binary bodies are never detokenized).
+        // rewrote it.
         let mut body: Option<Value> = None;
         let mut used_tokens = std::collections::BTreeSet::new();
         if let Some(acting) = &detokenizer
-            && !call.body.is_empty()
-            && std::str::from_utf8(&call.body).is_ok()
+            && let Some(value) = parsed.take()
         {
             let how = DetokenizeAs {
                 permission: Permission::TokenUse,
                 field: "body",
                 with_filters: true,
             };
-            let (replaced, used) = self
-                .detokenize_value(acting, body_value(&call.body, json), how)
-                .await?;
+            let (replaced, used) = self.detokenize_value(acting, value, how, ahead).await?;
             if !used.is_empty() {
                 self.record_active(acting.tenant_id, used.iter().map(String::as_str));
                 used_tokens = used;

@@ -49,7 +49,7 @@ impl Vault {
             field: "args",
             with_filters: false,
         };
-        let (args, used) = self.detokenize_value(caller, args, how).await?;
+        let (args, used) = self.detokenize_value(caller, args, how, None).await?;
         let bound =
             bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;
         let acting = self.acting_as(caller, &reactor).await?;

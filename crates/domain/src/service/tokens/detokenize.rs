@@ -11,8 +11,28 @@ use crate::mask::json_len;
 use crate::permission::Permission;
 use crate::service::Vault;
 use crate::template::{collect_all, substitute_all};
+use crate::token::StoredToken;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use uuid::Uuid;
+
+/// Tokens read beside another read (a proxy reads them beside its application, each read being
+/// a round trip on PostgreSQL). Nothing is looked at until [`Vault::detokenize_value`] has the
+/// acting principal: they stand only for the tenant and the ids they were read for, and every
+/// one is then authorized as any read is.
+pub(crate) struct ReadAhead {
+    tenant_id: Uuid,
+    wanted: Vec<String>,
+    found: Vec<StoredToken>,
+}
+
+/// The distinct token ids of `body`'s expressions, in order.
+fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
+    let mut expressions = Vec::new();
+    collect_all(body, with_filters, &mut expressions);
+    let unique: BTreeSet<String> = expressions.into_iter().map(|e| e.id).collect();
+    unique.into_iter().collect()
+}
 
 /// How one detokenization is done.
 #[derive(Clone, Copy, Debug)]
@@ -62,20 +82,49 @@ impl Vault {
             field: "body",
             with_filters: false,
         };
-        let (body, used) = self.detokenize_value(caller, body, how).await?;
+        let (body, used) = self.detokenize_value(caller, body, how, None).await?;
         self.record_active(caller.tenant_id, used.iter().map(String::as_str));
         self.audit(caller, "use", "token", used.iter().map(String::as_str));
         Ok(body)
     }
 
+    /// Reads `tenant_id`'s tokens that `body`'s expressions name, for a detokenization whose
+    /// caller's rights are not looked at yet; `None` when there are none, too many, or the read
+    /// failed (the detokenization then reads, and answers, as usual).
+    pub(crate) async fn read_ahead(
+        &self,
+        tenant_id: Uuid,
+        body: &Value,
+        with_filters: bool,
+    ) -> Option<ReadAhead> {
+        let wanted = wanted_ids(body, with_filters);
+        if wanted.is_empty() || wanted.len() > MAX_DETOKENIZE {
+            return None;
+        }
+        let now = self.ports.clock.now();
+        let found = self
+            .ports
+            .tokens
+            .get_many(tenant_id, &wanted, now)
+            .await
+            .ok()?;
+        Some(ReadAhead {
+            tenant_id,
+            wanted,
+            found,
+        })
+    }
+
     /// Replaces the expressions in `body`: at most [`MAX_DETOKENIZE`] distinct tokens, every one
     /// authorized for `how.permission` before any is decrypted, the answer bounded by
-    /// [`MAX_DETOKENIZED_BYTES`]. Returns the body and the ids of the tokens used.
+    /// [`MAX_DETOKENIZED_BYTES`]. Returns the body and the ids of the tokens used. `ahead` is
+    /// used only when it was read for the caller's tenant and these very ids.
     pub(crate) async fn detokenize_value(
         &self,
         caller: &Principal,
         body: Value,
         how: DetokenizeAs<'_>,
+        ahead: Option<ReadAhead>,
     ) -> Result<(Value, BTreeSet<String>), Error> {
         let mut expressions = Vec::new();
         collect_all(&body, how.with_filters, &mut expressions);
@@ -90,11 +139,17 @@ impl Vault {
             return Ok((body, unique));
         }
         let wanted: Vec<String> = unique.iter().cloned().collect();
-        let found = self
-            .ports
-            .tokens
-            .get_many(caller.tenant_id, &wanted, self.ports.clock.now())
-            .await?;
+        let found = match ahead {
+            Some(ahead) if ahead.tenant_id == caller.tenant_id && ahead.wanted == wanted => {
+                ahead.found
+            }
+            _ => {
+                self.ports
+                    .tokens
+                    .get_many(caller.tenant_id, &wanted, self.ports.clock.now())
+                    .await?
+            }
+        };
         if found.len() != wanted.len() {
             let have: HashSet<&str> = found.iter().map(|t| t.id.as_str()).collect();
             let mut errors = ValidationErrors::new();
