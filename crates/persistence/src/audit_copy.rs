@@ -13,8 +13,9 @@
 //! fails once that worker stops: a shared connection cut the final flush at shutdown. Here the
 //! connection lives and dies with the thread's runtime. A failure of the connection before the
 //! `COMMIT` was sent cannot have written anything, so that append is tried once more on a new
-//! connection; a failure during the `COMMIT` is the caller's error (it may have committed; the
-//! head's compare-and-swap keeps a retry from writing the entries twice).
+//! connection. A failure during the `COMMIT`, or an append that outlived [`DEADLINE`], may have
+//! committed: it is the caller's error, and the domain looks in the chain before writing those
+//! entries again (`settle` in `domain/service/audit.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +44,10 @@ const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 /// A connection idle longer is pinged before its next append.
 const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// The longest a connect, a ping or one append may take: a database that stops answering
+/// (dropped packets) must not hold the thread, and every read of the head behind it, forever.
+const DEADLINE: Duration = Duration::from_secs(30);
 
 /// One append, as the thread runs it.
 struct Append {
@@ -140,7 +145,10 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
         // administrator may have closed it.
         if idle_since.elapsed() > CHECK_AFTER_IDLE
             && let Some(live) = conn.as_mut()
-            && live.ping().await.is_err()
+            && !matches!(
+                tokio::time::timeout(DEADLINE, live.ping()).await,
+                Ok(Ok(()))
+            )
         {
             conn = None;
         }
@@ -148,7 +156,10 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
         for _attempt in 0..2 {
             let live = match conn.as_mut() {
                 Some(live) => live,
-                None => match PgConnection::connect_with(&options).await {
+                None => match tokio::time::timeout(DEADLINE, PgConnection::connect_with(&options))
+                    .await
+                    .unwrap_or_else(|_| Err(timed_out()))
+                {
                     Ok(opened) => conn.insert(opened),
                     Err(e) => {
                         outcome = Err(Failed::Before(e));
@@ -156,7 +167,10 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
                     }
                 },
             };
-            outcome = write(live, &append).await;
+            // Past the deadline the transaction may be anywhere, its `COMMIT` included.
+            outcome = tokio::time::timeout(DEADLINE, write(live, &append))
+                .await
+                .unwrap_or_else(|_| Err(Failed::AtCommit(timed_out())));
             match &outcome {
                 Err(Failed::Before(e) | Failed::AtCommit(e)) if !answered(e) => {
                     conn = None;
@@ -175,6 +189,13 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
             .map_err(|(Failed::Before(e) | Failed::AtCommit(e))| RepoError::Backend(Box::new(e)));
         let _ = append.reply.send(result);
     }
+}
+
+fn timed_out() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the PostgreSQL audit connection did not answer in time",
+    ))
 }
 
 /// How an append failed.

@@ -31,7 +31,8 @@ use crate::pg_group::PgWriter;
 const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Connections of one database, at most as many as SeaORM's pool may hold (so a server opens
-/// up to twice `TOKENVAULT_DB_MAX_CONNECTIONS`, plus the group writer's one).
+/// up to twice `TOKENVAULT_DB_MAX_CONNECTIONS`, plus the group writer's one and the audit
+/// appender's one, `audit_copy.rs`).
 pub(crate) struct PgDirect {
     options: PgConnectOptions,
     idle: Mutex<Vec<PgConnection>>,

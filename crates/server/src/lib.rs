@@ -334,11 +334,20 @@ async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
-        match vault.flush_activity().await {
-            Ok(_) => break,
-            Err(e) => tracing::warn!(error = %e, attempt, "final activity flush failed"),
+    let last = async {
+        for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
+            match vault.flush_activity().await {
+                Ok(_) => return,
+                Err(e) => tracing::warn!(error = %e, attempt, "final activity flush failed"),
+            }
+            tokio::time::sleep(FINAL_FLUSH_PAUSE).await;
         }
+    };
+    if tokio::time::timeout(FINAL_FLUSH_DEADLINE, last)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the final activity flush did not finish in time; its events are lost");
     }
 }
 
@@ -346,6 +355,10 @@ async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
 /// pool may hand the last one a connection opened by an HTTP worker that has stopped (its
 /// runtime gone, it fails once and is dropped): a second try gets another.
 const FINAL_FLUSH_ATTEMPTS: u32 = 3;
+/// The pause between two of those tries.
+const FINAL_FLUSH_PAUSE: Duration = Duration::from_millis(100);
+/// The longest the last flushes may hold up the stop (a database that is down).
+const FINAL_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Appends buffered audit events to their tenants' chains every 200 ms, or as soon as
 /// [`AUDIT_BATCH`] are waiting, and once more at stop (a crash loses at most the last 200 ms of
@@ -367,11 +380,20 @@ async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
-        match vault.flush_audit().await {
-            Ok(_) => break,
-            Err(e) => tracing::warn!(error = %e, attempt, "final audit flush failed"),
+    let last = async {
+        for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
+            match vault.flush_audit().await {
+                Ok(_) => return,
+                Err(e) => tracing::warn!(error = %e, attempt, "final audit flush failed"),
+            }
+            tokio::time::sleep(FINAL_FLUSH_PAUSE).await;
         }
+    };
+    if tokio::time::timeout(FINAL_FLUSH_DEADLINE, last)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the final audit flush did not finish in time; its events are lost");
     }
 }
 

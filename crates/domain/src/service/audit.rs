@@ -348,7 +348,21 @@ impl Vault {
                 .append(tenant_id, head.as_ref(), &entries)
                 .await;
             unwritten.appending = None;
-            if appended? {
+            let appended = match appended {
+                Ok(appended) => appended,
+                Err(e) => {
+                    // The append may have committed before it failed (a connection lost during
+                    // its `COMMIT`): the next flush looks in the chain before writing these
+                    // events again, as after a dropped flush.
+                    let ids = events.iter().map(|e| e.id).collect();
+                    let after = head.as_ref().map_or(0, |h| h.seq);
+                    self.audit_buffer
+                        .unsure()
+                        .insert(tenant_id, Unsure { after, ids });
+                    return Err(e.into());
+                }
+            };
+            if appended {
                 self.audit_buffer
                     .written
                     .lock()

@@ -166,8 +166,9 @@ impl Vault {
         // The reads run side by side where they do not depend on each other: on PostgreSQL
         // each is a round trip, and a proxy adds what its reads wait for in a row. First the
         // proxy and the caller's key (when the call carries one; looked at only if the proxy
-        // requires auth); then, once the caller is known, the proxy's application and the
-        // tokens the body names.
+        // requires auth: a call with a made-up proxy key and API key costs the key's reads
+        // beside the proxy's, as any endpoint's authentication does); then, once the caller
+        // is known, the proxy's application and the tokens the body names.
         let caller = async {
             match call.api_key.as_deref() {
                 Some(api_key) => Some(self.authenticate(Some(api_key)).await),
@@ -197,7 +198,10 @@ impl Vault {
         // Whether the body is detokenized, by the caller (`require_auth`) or by the proxy's
         // application (binary bodies never are).
         let json = is_json(&call.headers);
+        // A bad tail is answered where it always was, but nothing is parsed or read for it.
+        let tail = check_tail(&call.tail);
         let mut parsed = ((proxy.require_auth || proxy.application_id.is_some())
+            && tail.is_ok()
             && !call.body.is_empty()
             && std::str::from_utf8(&call.body).is_ok())
         .then(|| body_value(&call.body, json));
@@ -210,7 +214,7 @@ impl Vault {
         let (application, ahead) = join(self.proxy_application(&proxy), ahead).await;
         let application = application?;
         let detokenizer = caller.or_else(|| application.clone());
-        check_tail(&call.tail)?;
+        tail?;
         // The body goes out byte for byte unless an expression was replaced or a transform
         // rewrote it.
         let mut body: Option<Value> = None;

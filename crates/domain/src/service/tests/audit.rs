@@ -172,6 +172,8 @@ async fn a_tenant_whose_head_was_deleted_is_still_verified() {
 const APPEND: u8 = 0;
 const HANG_BEFORE_WRITING: u8 = 1;
 const HANG_AFTER_WRITING: u8 = 2;
+const FAIL_AFTER_WRITING: u8 = 3;
+const FAIL_BEFORE_WRITING: u8 = 4;
 
 /// The in-memory log whose `append` can hang (a database that never answers), before or after
 /// it committed.
@@ -210,9 +212,16 @@ impl AuditRepository for Stuck {
     ) -> Result<bool, RepoError> {
         match self.mode.load(std::sync::atomic::Ordering::SeqCst) {
             HANG_BEFORE_WRITING => std::future::pending().await,
+            FAIL_BEFORE_WRITING => Err(RepoError::Backend("the database is gone".into())),
             HANG_AFTER_WRITING => {
                 self.store.append(tenant_id, expected, entries).await?;
                 std::future::pending().await
+            }
+            FAIL_AFTER_WRITING => {
+                self.store.append(tenant_id, expected, entries).await?;
+                Err(RepoError::Backend(
+                    "the connection was lost during COMMIT".into(),
+                ))
             }
             _ => self.store.append(tenant_id, expected, entries).await,
         }
@@ -304,4 +313,38 @@ async fn a_flush_dropped_after_its_append_committed_writes_nothing_twice() {
     let report = vault.verify_audit(Some(a)).await.unwrap();
     assert_eq!(report[0].broken, None);
     assert_eq!(report[0].entries, 3);
+}
+
+#[tokio::test]
+async fn an_append_that_failed_after_it_committed_writes_nothing_twice() {
+    let store = Arc::new(Stuck::default());
+    let vault = vault_over(store.clone());
+    record(&vault, 100, "a1");
+    record(&vault, 100, "a2");
+    // The append reports a failure (a connection lost during its COMMIT) though it committed.
+    store.set(FAIL_AFTER_WRITING);
+    assert!(vault.flush_audit().await.is_err());
+    record(&vault, 100, "a3");
+    store.set(APPEND);
+    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    let a = Uuid::from_u128(100);
+    assert_eq!(
+        store.written(),
+        [
+            (a, 1, "a1".into()),
+            (a, 2, "a2".into()),
+            (a, 3, "a3".into())
+        ],
+        "the committed events are found in the chain, not appended again"
+    );
+    // An append that failed without committing is written by the next flush.
+    record(&vault, 100, "a4");
+    store.set(FAIL_BEFORE_WRITING);
+    assert!(vault.flush_audit().await.is_err());
+    store.set(APPEND);
+    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    assert_eq!(store.written().len(), 4);
+    let report = vault.verify_audit(Some(a)).await.unwrap();
+    assert_eq!(report[0].broken, None);
+    assert_eq!(report[0].entries, 4);
 }
