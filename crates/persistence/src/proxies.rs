@@ -1,27 +1,31 @@
 //! [`ProxyRepository`] on SeaORM. The key is stored as its hex SHA-256 (unique, for the lookup)
 //! and as ciphertext; `configuration` as JSON text. Every query but the key lookup is confined
-//! to one tenant.
+//! to one tenant; the tokens read with a key (`find_by_key_hash_with_tokens`) to the tenant of
+//! the proxy holding it, in SQL.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use rusqlite::Row;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect,
 };
+use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{ProxyRepository, StoredProxy};
 use tokenvault_domain::proxy::Proxy;
+use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::applications::{hash_from_hex, hash_hex};
 use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::proxy::{self, Column, Entity};
+use crate::entity::token;
 use crate::reads::Reads;
 use crate::repo_err;
 use crate::search::list_condition;
@@ -181,6 +185,60 @@ impl ProxyRepository for SeaOrmProxyRepository {
             .map_err(repo_err)?
             .map(to_domain)
             .transpose()
+    }
+
+    async fn find_by_key_hash_with_tokens(
+        &self,
+        hash: &KeyHash,
+        token_ids: &[String],
+        now: OffsetDateTime,
+    ) -> Result<Option<(StoredProxy, Vec<StoredToken>)>, RepoError> {
+        if self.reads.pg().is_none() || token_ids.is_empty() {
+            // SQLite's point reads take microseconds on the calling thread: one after the
+            // other, the tokens read for the tenant the proxy names.
+            let Some(proxy) = self.find_by_key_hash(hash).await? else {
+                return Ok(None);
+            };
+            let tenant_id = proxy.proxy.tenant_id;
+            let direct = self
+                .direct
+                .as_ref()
+                .filter(|_| !token_ids.is_empty())
+                .and_then(|d| d.live_tokens(tenant_id, token_ids, now));
+            let tokens = match direct {
+                _ if token_ids.is_empty() => Vec::new(),
+                Some(found) => found?,
+                None => crate::tokens::live_tokens(&self.reads, tenant_id, token_ids, now).await?,
+            };
+            return Ok(Some((proxy, tokens)));
+        }
+        // PostgreSQL: both statements at once, on two of the adapter's connections; the
+        // tokens' tenant is the one of the proxy holding this key, found in SQL.
+        let owner = Query::select()
+            .column(Column::TenantId)
+            .from(Entity)
+            .and_where(Column::KeyHash.eq(hash_hex(hash)))
+            .to_owned();
+        let tokens = token::Entity::find()
+            .filter(token::Column::TenantId.in_subquery(owner))
+            .filter(token::Column::Id.is_in(token_ids.iter().cloned()))
+            .filter(crate::tokens::live(now))
+            .all(&self.reads);
+        let (proxy, tokens) = tokio::join!(self.find_by_key_hash(hash), tokens);
+        let Some(proxy) = proxy? else {
+            return Ok(None);
+        };
+        let tokens = tokens
+            .map_err(repo_err)?
+            .into_iter()
+            .map(crate::tokens::to_domain)
+            // The key may have moved between the two statements: only the proxy's tenant.
+            .filter(|t| {
+                t.as_ref()
+                    .map_or(true, |t| t.tenant_id == proxy.proxy.tenant_id)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some((proxy, tokens)))
     }
 
     async fn list(

@@ -127,6 +127,25 @@ pub(crate) async fn live_token(
         .transpose()
 }
 
+/// The tenant's live tokens among `ids`, through SeaORM.
+pub(crate) async fn live_tokens(
+    db: &impl ConnectionTrait,
+    tenant_id: Uuid,
+    ids: &[String],
+    now: OffsetDateTime,
+) -> Result<Vec<StoredToken>, RepoError> {
+    token::Entity::find()
+        .filter(token::Column::TenantId.eq(tenant_id))
+        .filter(token::Column::Id.is_in(ids.iter().cloned()))
+        .filter(live(now))
+        .all(db)
+        .await
+        .map_err(repo_err)?
+        .into_iter()
+        .map(to_domain)
+        .collect()
+}
+
 /// Not expired at `now`.
 pub(crate) fn live(now: OffsetDateTime) -> Condition {
     Condition::any()
@@ -240,16 +259,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         {
             return found;
         }
-        token::Entity::find()
-            .filter(token::Column::TenantId.eq(tenant_id))
-            .filter(token::Column::Id.is_in(ids.iter().cloned()))
-            .filter(live(now))
-            .all(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(to_domain)
-            .collect()
+        live_tokens(&self.reads, tenant_id, ids, now).await
     }
 
     async fn find_by_fingerprint(

@@ -8,15 +8,17 @@ use time::{Duration, OffsetDateTime};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{ProxyRepository, StoredProxy, TenantRepository};
+use tokenvault_domain::ports::{ProxyRepository, StoredProxy, TenantRepository, TokenRepository};
 use tokenvault_domain::proxy::Proxy;
 use tokenvault_persistence::testing::{TestDatabase, backends};
-use tokenvault_persistence::{SeaOrmProxyRepository, SeaOrmTenantRepository};
+use tokenvault_persistence::{
+    SeaOrmProxyRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+};
 use uuid::Uuid;
 
 mod common;
 
-use common::{now, tenant};
+use common::{now, tenant, token};
 
 struct Repos {
     tenants: SeaOrmTenantRepository,
@@ -573,4 +575,65 @@ async fn a_proxy_needs_an_existing_tenant() {
         );
     })
     .await;
+}
+
+#[tokio::test]
+async fn the_key_finds_its_proxy_with_the_live_tokens_of_its_own_tenant() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let proxies = SeaOrmProxyRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let (mine, theirs) = (tenant(&tenants).await, tenant(&tenants).await);
+        let p = proxy(mine, "p", now());
+        proxies.insert(&p).await.unwrap();
+        proxies.insert(&proxy(theirs, "q", now())).await.unwrap();
+        // "shared" exists in both tenants; "gone" expired; "elsewhere" is the other tenant's.
+        for (tenant_id, id) in [
+            (mine, "one"),
+            (mine, "shared"),
+            (theirs, "shared"),
+            (theirs, "elsewhere"),
+        ] {
+            tokens
+                .insert(&token(tenant_id, id, "/", now()))
+                .await
+                .unwrap();
+        }
+        let mut gone = token(mine, "gone", "/", now());
+        gone.expires_at = Some(now() - Duration::seconds(1));
+        tokens.insert(&gone).await.unwrap();
+
+        let ids: Vec<String> = ["elsewhere", "gone", "missing", "one", "shared"]
+            .map(String::from)
+            .to_vec();
+        let (found, read) = proxies
+            .find_by_key_hash_with_tokens(&p.key_hash, &ids, now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_same(&found, &p);
+        let mut read: Vec<(Uuid, String)> = read.into_iter().map(|t| (t.tenant_id, t.id)).collect();
+        read.sort();
+        assert_eq!(
+            read,
+            [(mine, "one".to_string()), (mine, "shared".to_string())],
+            "{backend:?}: the proxy's tenant's live tokens only"
+        );
+        let (_, none) = proxies
+            .find_by_key_hash_with_tokens(&p.key_hash, &[], now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(none.is_empty());
+        assert!(
+            proxies
+                .find_by_key_hash_with_tokens(&key_hash(), &ids, now())
+                .await
+                .unwrap()
+                .is_none(),
+            "an unknown key finds nothing"
+        );
+        db.destroy().await;
+    }
 }

@@ -1,12 +1,14 @@
 //! Storage of proxies. Every read and write but the key lookup is confined to one tenant.
 
 use async_trait::async_trait;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::application::KeyHash;
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
 use crate::proxy::Proxy;
+use crate::token::StoredToken;
 
 /// A proxy as stored: its key only as a hash (for the lookup) and as ciphertext under the
 /// tenant's data key (to show it again).
@@ -32,6 +34,17 @@ pub trait ProxyRepository: Send + Sync {
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError>;
     /// The proxy whose key has this hash, in any tenant (invocation).
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError>;
+
+    /// What [`Self::find_by_key_hash`] finds and, in the same round trip, the live tokens
+    /// among `token_ids` of that proxy's tenant (the tenant taken from the proxy's row, never
+    /// from a caller): a proxy call pays one round trip for its proxy and the tokens its body
+    /// names.
+    async fn find_by_key_hash_with_tokens(
+        &self,
+        hash: &KeyHash,
+        token_ids: &[String],
+        now: OffsetDateTime,
+    ) -> Result<Option<(StoredProxy, Vec<StoredToken>)>, RepoError>;
     /// A page of the tenant's proxies, newest first, optionally only these ids and only names
     /// containing `name` (case-insensitive).
     async fn list(

@@ -17,7 +17,11 @@ use crate::forward::{ForwardError, OutboundRequest};
 use crate::permission::Permission;
 use crate::proxy::{Proxy, ProxyKey, destination_of, forwardable};
 use crate::service::Vault;
-use crate::service::tokens::DetokenizeAs;
+use crate::service::tokens::{DetokenizeAs, ReadAhead, wanted_ids};
+
+/// The most tokens a proxy body may name to have them read with the proxy itself, before the
+/// caller is known (a body naming more has them read once the caller is).
+const MAX_EARLY_TOKENS: usize = 10;
 
 /// A call to `/proxy/{tail}` as it arrived.
 #[derive(Clone)]
@@ -165,24 +169,38 @@ impl Vault {
         let key = ProxyKey::parse(raw_key).ok_or(Error::Unauthenticated)?;
         // The reads run side by side where they do not depend on each other: on PostgreSQL
         // each is a round trip, and a proxy adds what its reads wait for in a row. First the
-        // proxy and the caller's key (when the call carries one; looked at only if the proxy
-        // requires auth: a call with a made-up proxy key and API key costs the key's reads
-        // beside the proxy's, as any endpoint's authentication does); then, once the caller
-        // is known, the proxy's application and the tokens the body names.
+        // proxy with the few tokens its body names (read for the tenant that proxy belongs to)
+        // and the caller's key (when the call carries one; looked at only if the proxy
+        // requires auth); then, once the caller is known, the proxy's application when it is
+        // used, and the tokens of a body that names more. A call with a made-up proxy key and
+        // API key costs the key's reads beside the proxy's, as any endpoint's authentication
+        // does; one with a real proxy key and no valid API key, at most a point read of
+        // [`MAX_EARLY_TOKENS`] tokens that nothing looks at.
+        let json = is_json(&call.headers);
+        let mut parsed = (!call.body.is_empty() && std::str::from_utf8(&call.body).is_ok())
+            .then(|| body_value(&call.body, json));
+        let early_ids = parsed
+            .as_ref()
+            .map(|value| wanted_ids(value, true))
+            .filter(|ids| ids.len() <= MAX_EARLY_TOKENS)
+            .unwrap_or_default();
         let caller = async {
             match call.api_key.as_deref() {
                 Some(api_key) => Some(self.authenticate(Some(api_key)).await),
                 None => None,
             }
         };
-        let (proxy, caller) = join(
-            self.ports
-                .proxies
-                .find_by_key_hash(&self.ports.keys.hash_proxy_key(&key)),
+        let (found, caller) = join(
+            self.ports.proxies.find_by_key_hash_with_tokens(
+                &self.ports.keys.hash_proxy_key(&key),
+                &early_ids,
+                self.ports.clock.now(),
+            ),
             caller,
         )
         .await;
-        let proxy = proxy?.ok_or(Error::Unauthenticated)?.proxy;
+        let (stored, early_tokens) = found?.ok_or(Error::Unauthenticated)?;
+        let proxy = stored.proxy;
         let caller = if proxy.require_auth {
             let mut caller = caller.unwrap_or(Err(Error::Unauthenticated))?;
             caller.trace_id.clone_from(&call.trace_id);
@@ -195,23 +213,35 @@ impl Vault {
         } else {
             None
         };
+        // A bad tail is answered where it always was, but nothing more is read for it.
+        let tail = check_tail(&call.tail);
         // Whether the body is detokenized, by the caller (`require_auth`) or by the proxy's
         // application (binary bodies never are).
-        let json = is_json(&call.headers);
-        // A bad tail is answered where it always was, but nothing is parsed or read for it.
-        let tail = check_tail(&call.tail);
-        let mut parsed = ((proxy.require_auth || proxy.application_id.is_some())
-            && tail.is_ok()
-            && !call.body.is_empty()
-            && std::str::from_utf8(&call.body).is_ok())
-        .then(|| body_value(&call.body, json));
+        if !((proxy.require_auth || proxy.application_id.is_some()) && tail.is_ok()) {
+            parsed = None;
+        }
+        let early = (!early_ids.is_empty())
+            .then(|| ReadAhead::new(proxy.tenant_id, early_ids, early_tokens));
         let ahead = async {
-            match &parsed {
-                Some(value) => self.read_ahead(proxy.tenant_id, value, true).await,
-                None => None,
+            match (&parsed, early) {
+                (Some(value), None) => self.read_ahead(proxy.tenant_id, value, true).await,
+                (_, early) => early,
             }
         };
-        let (application, ahead) = join(self.proxy_application(&proxy), ahead).await;
+        // The proxy's application acts when the proxy requires no auth, and lends its rights to
+        // the transforms' `svc`; a proxy that requires auth and has no transform never uses it,
+        // so it is not read.
+        let uses_application = !proxy.require_auth
+            || proxy.request_transform.is_some()
+            || proxy.response_transform.is_some();
+        let application = async {
+            if uses_application {
+                self.proxy_application(&proxy).await
+            } else {
+                Ok(None)
+            }
+        };
+        let (application, ahead) = join(application, ahead).await;
         let application = application?;
         let detokenizer = caller.or_else(|| application.clone());
         tail?;

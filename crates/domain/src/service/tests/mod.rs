@@ -239,6 +239,14 @@ impl ProxyRepository for NoProxies {
     async fn find_by_key_hash(&self, _: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
         Ok(None)
     }
+    async fn find_by_key_hash_with_tokens(
+        &self,
+        _: &KeyHash,
+        _: &[String],
+        _: OffsetDateTime,
+    ) -> Result<Option<(StoredProxy, Vec<StoredToken>)>, RepoError> {
+        Ok(None)
+    }
     async fn list(
         &self,
         _: Uuid,

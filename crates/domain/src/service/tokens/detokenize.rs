@@ -26,8 +26,20 @@ pub(crate) struct ReadAhead {
     found: Vec<StoredToken>,
 }
 
+impl ReadAhead {
+    /// `found`: the live tokens among `wanted` (distinct, in order, as [`wanted_ids`] gives
+    /// them) of `tenant_id`.
+    pub(crate) fn new(tenant_id: Uuid, wanted: Vec<String>, found: Vec<StoredToken>) -> Self {
+        Self {
+            tenant_id,
+            wanted,
+            found,
+        }
+    }
+}
+
 /// The distinct token ids of `body`'s expressions, in order.
-fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
+pub(crate) fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
     let mut expressions = Vec::new();
     collect_all(body, with_filters, &mut expressions);
     let unique: BTreeSet<String> = expressions.into_iter().map(|e| e.id).collect();
