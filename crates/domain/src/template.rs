@@ -32,31 +32,53 @@ impl Expression {
 
 /// Parses the expressions of a string; `with_filters` also accepts `{{ id | filters }}`.
 pub fn parse_expressions(s: &str, with_filters: bool) -> Vec<Expression> {
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(open) = s[from..].find("{{").map(|i| i + from) {
-        let Some(close) = s[open + 2..].find("}}").map(|i| i + open + 2) else {
-            break;
-        };
-        let inner = s[open + 2..close].trim();
-        let (id, filter) = match inner.split_once('|') {
-            Some((id, filter)) if with_filters && !filter.trim().is_empty() => {
-                (id.trim(), Some(filter.trim().to_string()))
-            }
-            Some(_) => ("", None),
-            None => (inner, None),
-        };
-        if !id.is_empty() && check_literal_id(id).is_ok() {
-            out.push(Expression {
-                start: open,
-                end: close + 2,
-                id: id.to_string(),
-                filter,
-            });
+    expressions(s, with_filters).collect()
+}
+
+/// The distinct ids of the expressions in `text` read as one string (a request body before it
+/// is parsed as JSON: an escaped character inside an expression makes the ids differ from the
+/// parsed body's, never the expressions of one string span two); `None` past `limit` ids.
+pub fn ids_in_text(
+    text: &str,
+    with_filters: bool,
+    limit: usize,
+) -> Option<std::collections::BTreeSet<String>> {
+    let mut ids = std::collections::BTreeSet::new();
+    for e in expressions(text, with_filters) {
+        ids.insert(e.id);
+        if ids.len() > limit {
+            return None;
         }
-        from = close + 2;
     }
-    out
+    Some(ids)
+}
+
+/// The expressions of a string, one at a time.
+fn expressions(s: &str, with_filters: bool) -> impl Iterator<Item = Expression> + '_ {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while let Some(open) = s[from..].find("{{").map(|i| i + from) {
+            let close = s[open + 2..].find("}}").map(|i| i + open + 2)?;
+            from = close + 2;
+            let inner = s[open + 2..close].trim();
+            let (id, filter) = match inner.split_once('|') {
+                Some((id, filter)) if with_filters && !filter.trim().is_empty() => {
+                    (id.trim(), Some(filter.trim().to_string()))
+                }
+                Some(_) => ("", None),
+                None => (inner, None),
+            };
+            if !id.is_empty() && check_literal_id(id).is_ok() {
+                return Some(Expression {
+                    start: open,
+                    end: close + 2,
+                    id: id.to_string(),
+                    filter,
+                });
+            }
+        }
+        None
+    })
 }
 
 /// Every expression in any string of `v`, in document order.
@@ -118,6 +140,26 @@ pub fn substitute_all(v: Value, with_filters: bool, values: &BTreeMap<String, Va
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_raw_body_names_the_ids_its_parsed_strings_do_up_to_a_limit() {
+        let body =
+            json!({"a": "{{ tok_1 }}", "b": ["x {{tok_2|json: '$.n'}} y", "{{ tok_1 }}"], "c": 5});
+        let text = body.to_string();
+        let mut parsed = Vec::new();
+        collect_all(&body, true, &mut parsed);
+        let parsed: std::collections::BTreeSet<String> = parsed.into_iter().map(|e| e.id).collect();
+        assert_eq!(ids_in_text(&text, true, 10), Some(parsed));
+        assert_eq!(
+            ids_in_text(&text, true, 1),
+            None,
+            "two ids past a limit of one"
+        );
+        assert_eq!(
+            ids_in_text("{{ tok_1 }} {{", true, 10).map(|ids| ids.len()),
+            Some(1)
+        );
+    }
 
     #[test]
     fn expressions_are_found_and_substituted() {

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use rusqlite::Row;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -25,7 +25,7 @@ use uuid::Uuid;
 use crate::applications::{hash_from_hex, hash_hex};
 use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::entity::proxy::{self, Column, Entity};
-use crate::entity::token;
+use crate::entity::{application, token};
 use crate::reads::Reads;
 use crate::repo_err;
 use crate::search::list_condition;
@@ -190,34 +190,49 @@ impl ProxyRepository for SeaOrmProxyRepository {
     async fn find_by_key_hash_with_tokens(
         &self,
         hash: &KeyHash,
+        caller_key: Option<&KeyHash>,
         token_ids: &[String],
         now: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Vec<StoredToken>)>, RepoError> {
+    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError> {
         if self.reads.pg().is_none() || token_ids.is_empty() {
-            // SQLite's point reads take microseconds on the calling thread: one after the
-            // other, the tokens read for the tenant the proxy names.
-            let Some(proxy) = self.find_by_key_hash(hash).await? else {
-                return Ok(None);
-            };
-            let tenant_id = proxy.proxy.tenant_id;
-            let direct = self
-                .direct
-                .as_ref()
-                .filter(|_| !token_ids.is_empty())
-                .and_then(|d| d.live_tokens(tenant_id, token_ids, now));
-            let tokens = match direct {
-                _ if token_ids.is_empty() => Vec::new(),
-                Some(found) => found?,
-                None => crate::tokens::live_tokens(&self.reads, tenant_id, token_ids, now).await?,
-            };
-            return Ok(Some((proxy, tokens)));
+            // SQLite: the proxy alone. Its point reads take microseconds on the calling
+            // thread, so the tokens are read once the caller is authorized.
+            return Ok(self.find_by_key_hash(hash).await?.map(|p| (p, None)));
         }
-        // PostgreSQL: both statements at once, on two of the adapter's connections; the
-        // tokens' tenant is the one of the proxy holding this key, found in SQL.
+        // PostgreSQL: both statements at once, on two of the adapter's connections. The
+        // tokens' tenant is the one of the proxy holding this key, and only where they may be
+        // used, both decided in SQL: a proxy without auth that has an application, or one
+        // with auth called with the key of a live private application of its tenant.
+        // One subquery yields the tenant (or none), so the tokens are found by their primary
+        // key; an `OR` of subqueries on `tenant_id` made PostgreSQL scan the tenant's tokens.
+        let mut usable = Condition::any().add(
+            Condition::all()
+                .add(Column::RequireAuth.eq(false))
+                .add(Column::ApplicationId.is_not_null()),
+        );
+        if let Some(caller_key) = caller_key {
+            let callers_tenant = Query::select()
+                .column(application::Column::TenantId)
+                .from(application::Entity)
+                .and_where(application::Column::KeyHash.eq(hash_hex(caller_key)))
+                .and_where(application::Column::AppType.eq("private"))
+                .cond_where(
+                    Condition::any()
+                        .add(application::Column::ExpiresAt.is_null())
+                        .add(application::Column::ExpiresAt.gt(stamp(now))),
+                )
+                .to_owned();
+            usable = usable.add(
+                Condition::all()
+                    .add(Column::RequireAuth.eq(true))
+                    .add(Column::TenantId.in_subquery(callers_tenant)),
+            );
+        }
         let owner = Query::select()
             .column(Column::TenantId)
             .from(Entity)
             .and_where(Column::KeyHash.eq(hash_hex(hash)))
+            .cond_where(usable)
             .to_owned();
         let tokens = token::Entity::find()
             .filter(token::Column::TenantId.in_subquery(owner))
@@ -228,16 +243,21 @@ impl ProxyRepository for SeaOrmProxyRepository {
         let Some(proxy) = proxy? else {
             return Ok(None);
         };
-        let tokens = tokens
-            .map_err(repo_err)?
-            .into_iter()
-            .map(crate::tokens::to_domain)
-            // The key may have moved between the two statements: only the proxy's tenant.
-            .filter(|t| {
-                t.as_ref()
-                    .map_or(true, |t| t.tenant_id == proxy.proxy.tenant_id)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // The key may have moved between the two statements: only the proxy's tenant. A
+        // failed read is no error here: the caller reads the tokens again once authorized.
+        let tenant_id = proxy.proxy.tenant_id;
+        let tokens = match tokens {
+            Ok(rows) => rows
+                .into_iter()
+                .filter(|row| row.tenant_id == tenant_id)
+                .map(crate::tokens::to_domain)
+                .collect::<Result<Vec<_>, _>>()
+                .ok(),
+            Err(e) => {
+                tracing::debug!(error = %e, "the tokens read with a proxy failed");
+                None
+            }
+        };
         Ok(Some((proxy, tokens)))
     }
 

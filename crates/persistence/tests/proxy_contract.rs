@@ -578,16 +578,34 @@ async fn a_proxy_needs_an_existing_tenant() {
 }
 
 #[tokio::test]
-async fn the_key_finds_its_proxy_with_the_live_tokens_of_its_own_tenant() {
+async fn the_key_finds_its_proxy_with_the_tokens_its_caller_may_use_of_its_own_tenant() {
+    use tokenvault_domain::permission::{ApplicationType, Permission};
+    use tokenvault_domain::tenant::TenantSettings;
     for backend in backends() {
         let db = TestDatabase::create(backend).await;
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let proxies = SeaOrmProxyRepository::new(db.db.clone());
         let tokens = SeaOrmTokenRepository::new(db.db.clone());
-        let (mine, theirs) = (tenant(&tenants).await, tenant(&tenants).await);
-        let p = proxy(mine, "p", now());
-        proxies.insert(&p).await.unwrap();
-        proxies.insert(&proxy(theirs, "q", now())).await.unwrap();
+        let private = || (ApplicationType::Private, vec![Permission::TokenUse]);
+        let (my_key, their_key, manager_key) = (key_hash(), key_hash(), key_hash());
+        let (mine, _) =
+            common::tenant_with(&tenants, TenantSettings::default(), private(), &my_key).await;
+        let (theirs, _) =
+            common::tenant_with(&tenants, TenantSettings::default(), private(), &their_key).await;
+        common::tenant_with(
+            &tenants,
+            TenantSettings::default(),
+            (ApplicationType::Management, vec![Permission::TokenUse]),
+            &manager_key,
+        )
+        .await;
+        let with_auth = proxy(mine, "p", now());
+        let mut lending = bare_proxy(mine, "lending", now());
+        lending.proxy.application_id = Some(Uuid::now_v7());
+        let bare = bare_proxy(mine, "bare", now());
+        for p in [&with_auth, &lending, &bare, &proxy(theirs, "q", now())] {
+            proxies.insert(p).await.unwrap();
+        }
         // "shared" exists in both tenants; "gone" expired; "elsewhere" is the other tenant's.
         for (tenant_id, id) in [
             (mine, "one"),
@@ -607,28 +625,51 @@ async fn the_key_finds_its_proxy_with_the_live_tokens_of_its_own_tenant() {
         let ids: Vec<String> = ["elsewhere", "gone", "missing", "one", "shared"]
             .map(String::from)
             .to_vec();
-        let (found, read) = proxies
-            .find_by_key_hash_with_tokens(&p.key_hash, &ids, now())
-            .await
-            .unwrap()
-            .unwrap();
-        assert_same(&found, &p);
-        let mut read: Vec<(Uuid, String)> = read.into_iter().map(|t| (t.tenant_id, t.id)).collect();
-        read.sort();
-        assert_eq!(
-            read,
-            [(mine, "one".to_string()), (mine, "shared".to_string())],
-            "{backend:?}: the proxy's tenant's live tokens only"
-        );
+        let read = |p: &StoredProxy, caller: Option<KeyHash>| {
+            let (proxies, ids, hash) = (&proxies, ids.clone(), p.key_hash);
+            async move {
+                let (found, tokens) = proxies
+                    .find_by_key_hash_with_tokens(&hash, caller.as_ref(), &ids, now())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(found.key_hash, hash);
+                tokens.map(|tokens| {
+                    let mut read: Vec<(Uuid, String)> =
+                        tokens.into_iter().map(|t| (t.tenant_id, t.id)).collect();
+                    read.sort();
+                    read
+                })
+            }
+        };
+        let usable = vec![(mine, "one".to_string()), (mine, "shared".to_string())];
+        if backend == tokenvault_persistence::testing::Backend::Postgres {
+            // Read with the proxy where they may be used, the live ones of its tenant only.
+            assert_eq!(read(&with_auth, Some(my_key)).await, Some(usable.clone()));
+            assert_eq!(read(&lending, None).await, Some(usable));
+            // Nothing where they may not: no caller key, another tenant's, a management key,
+            // a proxy without auth and without an application.
+            for (p, caller) in [
+                (&with_auth, None),
+                (&with_auth, Some(their_key)),
+                (&with_auth, Some(manager_key)),
+                (&bare, Some(my_key)),
+            ] {
+                assert_eq!(read(p, caller).await, Some(vec![]), "{}", p.proxy.name);
+            }
+        } else {
+            // SQLite reads the tokens once the caller is authorized.
+            assert_eq!(read(&with_auth, Some(my_key)).await, None);
+        }
         let (_, none) = proxies
-            .find_by_key_hash_with_tokens(&p.key_hash, &[], now())
+            .find_by_key_hash_with_tokens(&with_auth.key_hash, Some(&my_key), &[], now())
             .await
             .unwrap()
             .unwrap();
-        assert!(none.is_empty());
+        assert!(none.is_none(), "no ids, no read");
         assert!(
             proxies
-                .find_by_key_hash_with_tokens(&key_hash(), &ids, now())
+                .find_by_key_hash_with_tokens(&key_hash(), Some(&my_key), &ids, now())
                 .await
                 .unwrap()
                 .is_none(),

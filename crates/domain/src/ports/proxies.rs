@@ -36,15 +36,19 @@ pub trait ProxyRepository: Send + Sync {
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError>;
 
     /// What [`Self::find_by_key_hash`] finds and, in the same round trip, the live tokens
-    /// among `token_ids` of that proxy's tenant (the tenant taken from the proxy's row, never
-    /// from a caller): a proxy call pays one round trip for its proxy and the tokens its body
-    /// names.
+    /// among `token_ids` of that proxy's tenant (the tenant taken from the proxy's row), read
+    /// only where they may be used: the proxy requires no auth and has an application, or it
+    /// requires auth and `caller_key` is the key of a live private application of its tenant.
+    /// The list holds no token where they may not be used, so a caller relies on it only when
+    /// it holds every id; `None` when it was not read or the read failed. Either way the
+    /// caller reads the tokens again once authorized.
     async fn find_by_key_hash_with_tokens(
         &self,
         hash: &KeyHash,
+        caller_key: Option<&KeyHash>,
         token_ids: &[String],
         now: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Vec<StoredToken>)>, RepoError>;
+    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError>;
     /// A page of the tenant's proxies, newest first, optionally only these ids and only names
     /// containing `name` (case-insensitive).
     async fn list(

@@ -10,6 +10,7 @@ use futures_util::future::join;
 use serde_json::{Map, Value, json};
 
 use super::super::reactors::code_error;
+use crate::application::ApiKey;
 use crate::auth::Principal;
 use crate::code::CodeCall;
 use crate::error::Error;
@@ -17,10 +18,11 @@ use crate::forward::{ForwardError, OutboundRequest};
 use crate::permission::Permission;
 use crate::proxy::{Proxy, ProxyKey, destination_of, forwardable};
 use crate::service::Vault;
-use crate::service::tokens::{DetokenizeAs, ReadAhead, wanted_ids};
+use crate::service::tokens::{DetokenizeAs, ReadAhead};
+use crate::template::ids_in_text;
 
-/// The most tokens a proxy body may name to have them read with the proxy itself, before the
-/// caller is known (a body naming more has them read once the caller is).
+/// The most tokens a proxy body may name to have them read with the proxy itself (a body
+/// naming more has them read once the caller is known).
 const MAX_EARLY_TOKENS: usize = 10;
 
 /// A call to `/proxy/{tail}` as it arrived.
@@ -169,21 +171,24 @@ impl Vault {
         let key = ProxyKey::parse(raw_key).ok_or(Error::Unauthenticated)?;
         // The reads run side by side where they do not depend on each other: on PostgreSQL
         // each is a round trip, and a proxy adds what its reads wait for in a row. First the
-        // proxy with the few tokens its body names (read for the tenant that proxy belongs to)
-        // and the caller's key (when the call carries one; looked at only if the proxy
-        // requires auth); then, once the caller is known, the proxy's application when it is
-        // used, and the tokens of a body that names more. A call with a made-up proxy key and
-        // API key costs the key's reads beside the proxy's, as any endpoint's authentication
-        // does; one with a real proxy key and no valid API key, at most a point read of
-        // [`MAX_EARLY_TOKENS`] tokens that nothing looks at.
-        let json = is_json(&call.headers);
-        let mut parsed = (!call.body.is_empty() && std::str::from_utf8(&call.body).is_ok())
-            .then(|| body_value(&call.body, json));
-        let early_ids = parsed
-            .as_ref()
-            .map(|value| wanted_ids(value, true))
-            .filter(|ids| ids.len() <= MAX_EARLY_TOKENS)
+        // proxy, the caller's key (when the call carries one; looked at only if the proxy
+        // requires auth) and the few tokens the body names, read for the proxy's tenant only
+        // where they may be used (the repository decides it from the proxy and the caller's
+        // key); then, once the caller is known, the proxy's application when it is used, and
+        // the tokens when they were not read yet. The body is only scanned for `{{ … }}` here
+        // (bounded); it is parsed once the caller is known. A call with a made-up proxy key
+        // and API key costs the key's reads beside the proxy's, as any endpoint's
+        // authentication does.
+        let early_ids: Vec<String> = std::str::from_utf8(&call.body)
+            .ok()
+            .and_then(|text| ids_in_text(text, true, MAX_EARLY_TOKENS))
+            .map(|ids| ids.into_iter().collect())
             .unwrap_or_default();
+        let caller_key = call
+            .api_key
+            .as_deref()
+            .and_then(ApiKey::parse)
+            .map(|key| self.ports.keys.hash(&key));
         let caller = async {
             match call.api_key.as_deref() {
                 Some(api_key) => Some(self.authenticate(Some(api_key)).await),
@@ -193,6 +198,7 @@ impl Vault {
         let (found, caller) = join(
             self.ports.proxies.find_by_key_hash_with_tokens(
                 &self.ports.keys.hash_proxy_key(&key),
+                caller_key.as_ref(),
                 &early_ids,
                 self.ports.clock.now(),
             ),
@@ -217,11 +223,20 @@ impl Vault {
         let tail = check_tail(&call.tail);
         // Whether the body is detokenized, by the caller (`require_auth`) or by the proxy's
         // application (binary bodies never are).
-        if !((proxy.require_auth || proxy.application_id.is_some()) && tail.is_ok()) {
-            parsed = None;
-        }
-        let early = (!early_ids.is_empty())
-            .then(|| ReadAhead::new(proxy.tenant_id, early_ids, early_tokens));
+        let json = is_json(&call.headers);
+        let mut parsed = ((proxy.require_auth || proxy.application_id.is_some())
+            && tail.is_ok()
+            && !call.body.is_empty()
+            && std::str::from_utf8(&call.body).is_ok())
+        .then(|| body_value(&call.body, json));
+        // Relied on only when every id was found: a missing one may not exist, or the tokens
+        // may not have been for this caller to read.
+        let early = match early_tokens {
+            Some(found) if !early_ids.is_empty() && found.len() == early_ids.len() => {
+                Some(ReadAhead::new(proxy.tenant_id, early_ids, found))
+            }
+            _ => None,
+        };
         let ahead = async {
             match (&parsed, early) {
                 (Some(value), None) => self.read_ahead(proxy.tenant_id, value, true).await,

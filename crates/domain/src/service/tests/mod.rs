@@ -242,9 +242,10 @@ impl ProxyRepository for NoProxies {
     async fn find_by_key_hash_with_tokens(
         &self,
         _: &KeyHash,
+        _: Option<&KeyHash>,
         _: &[String],
         _: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Vec<StoredToken>)>, RepoError> {
+    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError> {
         Ok(None)
     }
     async fn list(

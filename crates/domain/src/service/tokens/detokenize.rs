@@ -39,7 +39,7 @@ impl ReadAhead {
 }
 
 /// The distinct token ids of `body`'s expressions, in order.
-pub(crate) fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
+fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
     let mut expressions = Vec::new();
     collect_all(body, with_filters, &mut expressions);
     let unique: BTreeSet<String> = expressions.into_iter().map(|e| e.id).collect();

@@ -61,5 +61,5 @@ mod sealing;
 mod tokenize;
 mod update;
 
-pub(crate) use detokenize::{DetokenizeAs, ReadAhead, wanted_ids};
+pub(crate) use detokenize::{DetokenizeAs, ReadAhead};
 pub use read::MAX_ID_FILTERS;
