@@ -36,8 +36,9 @@ pub fn parse_expressions(s: &str, with_filters: bool) -> Vec<Expression> {
 }
 
 /// The distinct ids of the expressions in `text` read as one string (a request body before it
-/// is parsed as JSON: an escaped character inside an expression makes the ids differ from the
-/// parsed body's, never the expressions of one string span two); `None` past `limit` ids.
+/// is parsed as JSON); `None` past `limit` ids. They may differ from the parsed body's (an
+/// escaped character inside an expression, a `{{` in one string closed in another), so a
+/// caller compares the two before relying on what it read for them.
 pub fn ids_in_text(
     text: &str,
     with_filters: bool,

@@ -254,7 +254,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
                 .collect::<Result<Vec<_>, _>>()
                 .ok(),
             Err(e) => {
-                tracing::debug!(error = %e, "the tokens read with a proxy failed");
+                tracing::warn!(error = %e, "the tokens read with a proxy failed; read again once the caller is known");
                 None
             }
         };
