@@ -81,6 +81,19 @@ async fn raw_get(app: &TestApp, target: &str, api_key: &str, proxy_key: &str) ->
     (status, body)
 }
 
+/// The key of a private application with `token:use` in a tenant of its own.
+async fn stranger(app: &TestApp) -> String {
+    let (_, other) = app.new_tenant("other").await;
+    let res = app
+        .request_as(Some(&other), Method::POST, "/applications")
+        .json(&json!({"name": "u", "type": "private", "permissions": ["token:use"]}))
+        .send()
+        .await
+        .unwrap();
+    let stranger: Value = res.json().await.unwrap();
+    stranger["key"].as_str().unwrap().to_string()
+}
+
 async fn token(c: &Client<'_>, body: Value) -> String {
     let res = c.post("/tokens", &body).await;
     assert_eq!(res.status(), 201, "create token");
@@ -273,17 +286,10 @@ async fn callers_need_a_key_of_the_tenant_holding_token_use() {
             403,
         )
         .await;
-        let (_, other) = app.new_tenant("other").await;
-        let res = app
-            .request_as(Some(&other), Method::POST, "/applications")
-            .json(&json!({"name": "u", "type": "private", "permissions": ["token:use"]}))
-            .send()
-            .await
-            .unwrap();
-        let stranger: Value = res.json().await.unwrap();
+        let stranger = stranger(app).await;
         let res = invoke(
             app,
-            stranger["key"].as_str(),
+            Some(&stranger),
             key,
             Method::POST,
             "",
@@ -478,23 +484,8 @@ async fn tokens_named_in_the_body_stay_unseen_until_the_caller_may_use_them() {
             401,
         )
         .await;
-        let (_, other) = app.new_tenant("other").await;
-        let res = app
-            .request_as(Some(&other), Method::POST, "/applications")
-            .json(&json!({"name": "u", "type": "private", "permissions": ["token:use"]}))
-            .send()
-            .await
-            .unwrap();
-        let stranger: Value = res.json().await.unwrap();
-        let res = invoke(
-            app,
-            stranger["key"].as_str(),
-            key,
-            Method::POST,
-            "",
-            Some(&body),
-        )
-        .await;
+        let stranger = stranger(app).await;
+        let res = invoke(app, Some(&stranger), key, Method::POST, "", Some(&body)).await;
         assert_proxy_error(res, 401).await;
         let reader = with(app, &["token:read"], json!([])).await;
         let res = invoke(app, Some(&reader.key), key, Method::POST, "", Some(&body)).await;

@@ -334,21 +334,7 @@ async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    let last = async {
-        for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
-            match vault.flush_activity().await {
-                Ok(_) => return,
-                Err(e) => tracing::warn!(error = %e, attempt, "final activity flush failed"),
-            }
-            tokio::time::sleep(FINAL_FLUSH_PAUSE).await;
-        }
-    };
-    if tokio::time::timeout(FINAL_FLUSH_DEADLINE, last)
-        .await
-        .is_err()
-    {
-        tracing::warn!("the final activity flush did not finish in time; its events are lost");
-    }
+    last_flush("activity", || vault.flush_activity()).await;
 }
 
 /// How many times the last flush at stop is tried. A failed flush keeps its events, and the
@@ -359,6 +345,32 @@ const FINAL_FLUSH_ATTEMPTS: u32 = 3;
 const FINAL_FLUSH_PAUSE: Duration = Duration::from_millis(100);
 /// The longest the last flushes may hold up the stop (a database that is down).
 const FINAL_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The last `what` flush at stop: up to [`FINAL_FLUSH_ATTEMPTS`] tries, [`FINAL_FLUSH_PAUSE`]
+/// apart, within [`FINAL_FLUSH_DEADLINE`].
+async fn last_flush<T, F: Future<Output = Result<T, tokenvault_domain::Error>>>(
+    what: &str,
+    flush: impl Fn() -> F,
+) {
+    let tries = async {
+        for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
+            match flush().await {
+                Ok(_) => return,
+                Err(e) => tracing::warn!(error = %e, attempt, what, "final flush failed"),
+            }
+            tokio::time::sleep(FINAL_FLUSH_PAUSE).await;
+        }
+    };
+    if tokio::time::timeout(FINAL_FLUSH_DEADLINE, tries)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            what,
+            "the final flush did not finish in time; its events are lost"
+        );
+    }
+}
 
 /// Appends buffered audit events to their tenants' chains every 200 ms, or as soon as
 /// [`AUDIT_BATCH`] are waiting, and once more at stop (a crash loses at most the last 200 ms of
@@ -380,21 +392,7 @@ async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => break,
         }
     }
-    let last = async {
-        for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
-            match vault.flush_audit().await {
-                Ok(_) => return,
-                Err(e) => tracing::warn!(error = %e, attempt, "final audit flush failed"),
-            }
-            tokio::time::sleep(FINAL_FLUSH_PAUSE).await;
-        }
-    };
-    if tokio::time::timeout(FINAL_FLUSH_DEADLINE, last)
-        .await
-        .is_err()
-    {
-        tracing::warn!("the final audit flush did not finish in time; its events are lost");
-    }
+    last_flush("audit", || vault.flush_audit()).await;
 }
 
 /// The longest an audit event waits in memory before its flush starts.
