@@ -74,9 +74,10 @@ impl PgAppender {
 
 impl SeaOrmAuditRepository {
     /// Waits until every append queued on the appending thread (a SQLite file's writer,
-    /// PostgreSQL's appender) before this call has run: an append whose caller left still runs (or is skipped, `writer.rs`), and a read
-    /// of the head or the chain must see its outcome, or the next flush would append the same
-    /// entries again (the domain settles such appends by reading the chain).
+    /// PostgreSQL's appender) before this call has run: an append whose caller left still runs
+    /// (or is skipped), and a read of the head or the chain must see its outcome, or the next
+    /// flush would append the same entries again (the domain settles such appends by reading
+    /// the chain).
     async fn appends_settled(&self) -> Result<(), RepoError> {
         if let Some(file) = &self.sqlite {
             return file.writer().run(|_| Ok(())).await;

@@ -35,15 +35,19 @@ impl Vault {
     /// sessions). Missing, malformed, unknown and expired keys, a session not yet authorized and
     /// a session whose authorizer has expired are all `Unauthenticated`.
     pub async fn authenticate(&self, key: Option<&str>) -> Result<Principal, Error> {
-        let hash = self.key_hash(key)?;
+        self.authenticate_hash(&self.key_hash(key)?).await
+    }
+
+    /// [`Self::authenticate`] of a key already hashed ([`Self::key_hash`]).
+    pub(super) async fn authenticate_hash(&self, hash: &KeyHash) -> Result<Principal, Error> {
         let now = self.ports.clock.now();
-        if let Some((app, settings)) = self.ports.applications.find_by_key_hash(&hash).await? {
+        if let Some((app, settings)) = self.ports.applications.find_by_key_hash(hash).await? {
             if app.is_expired(now) {
                 return Err(Error::Unauthenticated);
             }
             return Ok(Principal::of_application(app, settings));
         }
-        self.authenticate_session(&hash).await
+        self.authenticate_session(hash).await
     }
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's token `token_id` read
@@ -80,7 +84,8 @@ impl Vault {
         Ok((self.authenticate_session(&hash).await?, None))
     }
 
-    fn key_hash(&self, key: Option<&str>) -> Result<KeyHash, Error> {
+    /// The hash of a well-formed key; `Unauthenticated` for a missing or malformed one.
+    pub(super) fn key_hash(&self, key: Option<&str>) -> Result<KeyHash, Error> {
         let key = key.and_then(ApiKey::parse).ok_or(Error::Unauthenticated)?;
         Ok(self.ports.keys.hash(&key))
     }

@@ -10,7 +10,6 @@ use futures_util::future::join;
 use serde_json::{Map, Value, json};
 
 use super::super::reactors::code_error;
-use crate::application::ApiKey;
 use crate::auth::Principal;
 use crate::code::CodeCall;
 use crate::error::Error;
@@ -179,26 +178,26 @@ impl Vault {
         // (bounded); it is parsed once the caller is known. A call with a made-up proxy key
         // and API key costs the key's reads beside the proxy's, as any endpoint's
         // authentication does.
-        let early_ids: Vec<String> = std::str::from_utf8(&call.body)
+        // Binary bodies are never detokenized.
+        let text = std::str::from_utf8(&call.body)
             .ok()
+            .filter(|text| !text.is_empty());
+        let early_ids: Vec<String> = text
             .and_then(|text| ids_in_text(text, true, MAX_EARLY_TOKENS))
             .map(|ids| ids.into_iter().collect())
             .unwrap_or_default();
-        let caller_key = call
-            .api_key
-            .as_deref()
-            .and_then(ApiKey::parse)
-            .map(|key| self.ports.keys.hash(&key));
+        let caller_key = call.api_key.as_deref().map(|k| self.key_hash(Some(k)));
         let caller = async {
-            match call.api_key.as_deref() {
-                Some(api_key) => Some(self.authenticate(Some(api_key)).await),
+            match &caller_key {
+                Some(Ok(hash)) => Some(self.authenticate_hash(hash).await),
+                Some(Err(_)) => Some(Err(Error::Unauthenticated)),
                 None => None,
             }
         };
         let (found, caller) = join(
             self.ports.proxies.find_by_key_hash_with_tokens(
                 &self.ports.keys.hash_proxy_key(&key),
-                caller_key.as_ref(),
+                caller_key.as_ref().and_then(|hash| hash.as_ref().ok()),
                 &early_ids,
                 self.ports.clock.now(),
             ),
@@ -222,12 +221,11 @@ impl Vault {
         // A bad tail is answered where it always was, but nothing more is read for it.
         let tail = check_tail(&call.tail);
         // Whether the body is detokenized, by the caller (`require_auth`) or by the proxy's
-        // application (binary bodies never are).
+        // application.
         let json = is_json(&call.headers);
         let mut parsed = ((proxy.require_auth || proxy.application_id.is_some())
             && tail.is_ok()
-            && !call.body.is_empty()
-            && std::str::from_utf8(&call.body).is_ok())
+            && text.is_some())
         .then(|| body_value(&call.body, json));
         // Relied on only when every id was found: a missing one may not exist, or the tokens
         // may not have been for this caller to read.
