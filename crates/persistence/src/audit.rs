@@ -37,6 +37,11 @@ use crate::repo_err;
 /// Entries per `INSERT`: 11 parameters each stays well under SQLite's bound-parameter limit.
 const INSERT_CHUNK: usize = 500;
 
+/// Taken first by an append on PostgreSQL: a tenant's delete locks its row and then, through
+/// its cascade, the head, so an append that moved the head first and then waited on the tenant
+/// row for its entries' foreign key deadlocked with it.
+pub(crate) const LOCK_TENANT: &str = "SELECT 1 FROM tenants WHERE id = $1 FOR KEY SHARE";
+
 /// The name of the unique (tenant, seq) index, as PostgreSQL reports a violation of it.
 pub(crate) const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
 
@@ -271,6 +276,19 @@ impl AuditRepository for SeaOrmAuditRepository {
         }
         let backend = self.db.get_database_backend();
         let txn = self.db.begin().await.map_err(repo_err)?;
+        if backend == DatabaseBackend::Postgres {
+            let locked = txn
+                .query_one_raw(sea_orm::Statement::from_sql_and_values(
+                    backend,
+                    LOCK_TENANT,
+                    [tenant_id.into()],
+                ))
+                .await
+                .map_err(repo_err)?;
+            if locked.is_none() {
+                return Err(RepoError::Backend("the tenant is gone".into()));
+            }
+        }
         let moved = match expected {
             None => match audit_head::Entity::insert(audit_head::ActiveModel {
                 tenant_id: Set(tenant_id),

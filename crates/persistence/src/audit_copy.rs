@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::audit::{SEQ_INDEX, micros};
-use crate::pg_direct::answered;
+use crate::pg_direct::answered as database_answered;
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
      ON CONFLICT (tenant_id) DO NOTHING";
@@ -191,6 +191,12 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
     }
 }
 
+/// Whether the connection is still in step after `e`: the database answered (a constraint, a
+/// bad value), or the tenant was found gone.
+fn answered(e: &sqlx::Error) -> bool {
+    database_answered(e) || matches!(e, sqlx::Error::RowNotFound)
+}
+
 fn timed_out() -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::new(
         std::io::ErrorKind::TimedOut,
@@ -239,6 +245,16 @@ async fn rollback(conn: &mut PgConnection) -> Result<(), Failed> {
 
 /// Moves the head, then copies the entries: `Ok(false)` when another appender took the place.
 async fn moved_and_copied(conn: &mut PgConnection, a: &Append) -> Result<bool, sqlx::Error> {
+    // The tenant's row first (`audit::LOCK_TENANT`). A tenant already gone is an error, and
+    // the domain then drops its events.
+    if sqlx::query(crate::audit::LOCK_TENANT)
+        .bind(a.tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .is_none()
+    {
+        return Err(sqlx::Error::RowNotFound);
+    }
     let moved = match &a.expected {
         None => sqlx::query(FIRST_HEAD)
             .bind(a.tenant_id)

@@ -496,3 +496,25 @@ async fn deleting_the_tenant_removes_its_log() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_tenant_deleted_while_its_log_is_appended_to_is_deleted() {
+    // An append took the head's row lock, then waited on the tenant's row for its entries'
+    // foreign key, while the tenant's delete held that row and waited on the head: a deadlock
+    // that failed the delete. Appends now take the tenant's row first.
+    each_backend(|r| async move {
+        for _ in 0..20 {
+            let t = tenant(&r.tenants).await;
+            let first = entries(t, 1, 2);
+            assert!(r.audit.append(t, None, &first).await.unwrap());
+            let (head, next) = (head_of(&first), entries(t, 3, 40));
+            let (appended, deleted) =
+                tokio::join!(r.audit.append(t, Some(&head), &next), r.tenants.delete(t));
+            assert!(deleted.unwrap(), "the delete goes through");
+            let _ = appended; // before the delete (then deleted with it) or refused
+            assert_eq!(r.audit.head(t).await.unwrap(), None);
+            assert!(whole_chain(&r.audit, t).await.is_empty());
+        }
+    })
+    .await;
+}
