@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use crate::audit::{SEQ_INDEX, micros};
 use crate::pg_direct::answered as database_answered;
+use crate::supervise::{self, DEADLINE, timed_out};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
      ON CONFLICT (tenant_id) DO NOTHING";
@@ -44,10 +45,6 @@ const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 /// A connection idle longer is pinged before its next append.
 const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
-
-/// The longest a connect, a ping or one append may take: a database that stops answering
-/// (dropped packets) must not hold the thread, and every read of the head behind it, forever.
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// One append, as the thread runs it.
 struct Append {
@@ -65,6 +62,9 @@ enum Message {
     Append(Append),
     /// Answered once every append queued before it has run.
     Settled(oneshot::Sender<()>),
+    /// A bug, as a test brings it about.
+    #[cfg(test)]
+    Panic,
 }
 
 /// The audit appender of one database: hands appends to its thread, which ends when this is
@@ -81,13 +81,10 @@ fn stopped() -> RepoError {
 impl AuditWriter {
     /// Starts the thread, which connects with `options` on its first append.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
-        let (queue, rx) = mpsc::unbounded_channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::Builder::new()
-            .name("pg-audit".into())
-            .spawn(move || runtime.block_on(run(options, rx)))?;
+        let (queue, mut rx) = mpsc::unbounded_channel();
+        supervise::spawn("pg-audit", supervise::runtime()?, move |rt| {
+            rt.block_on(run(&options, &mut rx));
+        })?;
         Ok(Self { queue })
     }
 
@@ -129,7 +126,7 @@ impl AuditWriter {
     }
 }
 
-async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Message>) {
+async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Message>) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
     while let Some(message) = queue.recv().await {
@@ -138,6 +135,8 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
                 let _ = reply.send(());
                 continue;
             }
+            #[cfg(test)]
+            Message::Panic => panic!("a bug in an append"),
             Message::Append(append) if append.reply.is_closed() => continue,
             Message::Append(append) => append,
         };
@@ -156,7 +155,7 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
         for _attempt in 0..2 {
             let live = match conn.as_mut() {
                 Some(live) => live,
-                None => match tokio::time::timeout(DEADLINE, PgConnection::connect_with(&options))
+                None => match tokio::time::timeout(DEADLINE, PgConnection::connect_with(options))
                     .await
                     .unwrap_or_else(|_| Err(timed_out()))
                 {
@@ -195,13 +194,6 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Messa
 /// bad value), or the tenant was found gone.
 fn answered(e: &sqlx::Error) -> bool {
     database_answered(e) || matches!(e, sqlx::Error::RowNotFound)
-}
-
-fn timed_out() -> sqlx::Error {
-    sqlx::Error::Io(std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        "the PostgreSQL audit connection did not answer in time",
-    ))
 }
 
 /// How an append failed.
@@ -347,7 +339,18 @@ fn timestamptz(t: OffsetDateTime) -> i64 {
 mod tests {
     use time::macros::datetime;
 
-    use super::timestamptz;
+    use super::*;
+
+    #[tokio::test]
+    async fn the_appender_carries_on_after_a_panic() {
+        // Nothing connects before an append: the address need not answer.
+        let options = PgConnectOptions::new().host("127.0.0.1").port(1);
+        let writer = AuditWriter::start(options).unwrap();
+        writer.queue.send(Message::Panic).unwrap();
+        writer.settled().await.unwrap();
+        writer.queue.send(Message::Panic).unwrap();
+        writer.settled().await.unwrap();
+    }
 
     #[test]
     fn timestamps_count_microseconds_from_postgres_epoch() {

@@ -20,6 +20,7 @@ mod reads;
 mod search;
 mod sessions;
 mod stamp;
+mod supervise;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;

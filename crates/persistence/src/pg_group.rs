@@ -34,6 +34,7 @@ use uuid::Uuid;
 
 use crate::pg_direct::answered;
 use crate::stamp::stamp;
+use crate::supervise::{self, within};
 use crate::tokens::write_conflict;
 
 /// A connection idle longer is pinged before its next group.
@@ -84,13 +85,10 @@ pub(crate) struct PgWriter {
 impl PgWriter {
     /// Starts the thread; it ends when the writer is dropped (every sender gone).
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
-        let (rows, queue) = mpsc::unbounded_channel();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        std::thread::Builder::new()
-            .name("pg-writer".into())
-            .spawn(move || runtime.block_on(run(options, queue)))?;
+        let (rows, mut queue) = mpsc::unbounded_channel();
+        supervise::spawn("pg-writer", supervise::runtime()?, move |rt| {
+            rt.block_on(run(&options, &mut queue));
+        })?;
         Ok(Self { rows })
     }
 
@@ -114,7 +112,7 @@ impl PgWriter {
     }
 }
 
-async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Pending>) {
+async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Pending>) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
     while let Some(first) = queue.recv().await {
@@ -133,14 +131,14 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Pendi
         // server restart or an administrator may have closed it, and a write is never retried.
         if idle_since.elapsed() > CHECK_AFTER_IDLE
             && let Some(live) = conn.as_mut()
-            && let Err(e) = live.ping().await
+            && let Err(e) = within(live.ping()).await
         {
             tracing::debug!(error = %e, "the idle PostgreSQL writer connection is gone; reconnecting");
             conn = None;
         }
         let live = match conn.as_mut() {
             Some(live) => live,
-            None => match open(&options).await {
+            None => match within(open(options)).await {
                 Ok(opened) => conn.insert(opened),
                 Err(e) => {
                     answer_all(group, &e);
@@ -150,7 +148,10 @@ async fn run(options: PgConnectOptions, mut queue: mpsc::UnboundedReceiver<Pendi
         };
         let started = Instant::now();
         let rows = group.len();
-        if let Err(e) = write_group(live, group).await {
+        // Past the deadline the group's callers have their answer: their replies are dropped
+        // with the group (the rows may or may not have been committed, as when a connection
+        // breaks).
+        if let Err(e) = within(write_group(live, group)).await {
             tracing::warn!(error = %e, "PostgreSQL group insert failed; reconnecting");
             conn = None;
         }

@@ -1,0 +1,93 @@
+//! The threads that own a PostgreSQL connection of their own (the group writer, the audit
+//! appender) run their loop here: should it panic, the thread starts it again on a fresh
+//! runtime, so one bug in one write does not stop every later one. The write that panicked
+//! fails alone: its caller learns it from its dropped reply.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use sea_orm::sqlx;
+use tokio::runtime::{Builder, Runtime};
+
+/// The longest a connect, a ping or one write of such a thread may take: a database that stops
+/// answering (dropped packets) must not hold the thread, and every caller queued behind it,
+/// forever.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
+
+pub(crate) fn timed_out() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the PostgreSQL connection did not answer in time",
+    ))
+}
+
+/// `step` within [`DEADLINE`].
+pub(crate) async fn within<T>(
+    step: impl Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, sqlx::Error> {
+    tokio::time::timeout(DEADLINE, step)
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
+}
+
+/// A current-thread runtime for such a thread.
+pub(crate) fn runtime() -> std::io::Result<Runtime> {
+    Builder::new_current_thread().enable_all().build()
+}
+
+/// Spawns the thread `name`, which runs `body` on `first` until it returns, and on a fresh
+/// runtime each time it panics.
+pub(crate) fn spawn(
+    name: &str,
+    first: Runtime,
+    mut body: impl FnMut(&Runtime) + Send + 'static,
+) -> std::io::Result<()> {
+    let what = name.to_owned();
+    std::thread::Builder::new()
+        .name(what.clone())
+        .spawn(move || {
+            let mut current = Some(first);
+            loop {
+                let rt = match current.take().map_or_else(runtime, Ok) {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        tracing::error!(thread = %what, error = %e, "no runtime to start again on; the thread ends");
+                        return;
+                    }
+                };
+                if catch_unwind(AssertUnwindSafe(|| body(&rt))).is_ok() {
+                    return;
+                }
+                tracing::error!(thread = %what, "a PostgreSQL writer thread panicked; it starts again");
+            }
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn a_body_that_panics_is_run_again_until_it_returns() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (done, finished) = std::sync::mpsc::channel();
+        let counted = runs.clone();
+        spawn("supervised-test", runtime().unwrap(), move |rt| {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            // The runtime works on every run, the ones after a panic included.
+            assert_eq!(rt.block_on(async { n }), n);
+            assert!(n >= 3, "a bug on run {n}");
+            done.send(n).unwrap();
+        })
+        .unwrap();
+        let n = finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+    }
+}
