@@ -369,3 +369,66 @@ async fn an_expired_application_no_longer_acts_for_its_reactor() {
     })
     .await;
 }
+
+/// The reactor is read in the same round trip as the caller's key: only a reactor of the key's
+/// own tenant, with or without an idempotency key (whose middleware authenticates first), and
+/// a deleted one is gone at once.
+#[tokio::test]
+async fn a_reactor_is_invoked_only_with_keys_of_its_tenant() {
+    on_each_backend(async |app| {
+        let r = reactor(app, ECHO, json!([p("name", "string", false)]), json!({})).await;
+        let path = format!("/reactors/{}/react", r["id"].as_str().unwrap());
+        let user = with(app, &["token:use"], json!([])).await;
+        let res = react(&user, &r["id"], json!({"name": "a"})).await;
+        assert_eq!(res.status(), 200);
+
+        // A private key of another tenant with `token:use`: no such reactor.
+        let (_, other_management) = app.new_tenant(&unique("other")).await;
+        let res = app
+            .request_as(Some(&other_management), Method::POST, "/applications")
+            .json(&json!({"name": "x", "type": "private", "permissions": ["token:use"]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let other: Value = res.json().await.unwrap();
+        let res = app
+            .request_as(other["key"].as_str(), Method::POST, &path)
+            .json(&json!({"args": {"name": "a"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 404).await;
+
+        // With an idempotency key.
+        let res = app
+            .request_as(Some(&user.key), Method::POST, &path)
+            .header("SVC-IDEMPOTENCY-KEY", unique("react"))
+            .json(&json!({"args": {"name": "b"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["raw"]["args"], json!({"name": "b"}));
+
+        // A bad key is refused whatever the path names; a deleted reactor is gone at once.
+        let res = app
+            .request_as(
+                Some("key_00000000000000000000000000000000"),
+                Method::POST,
+                &path,
+            )
+            .json(&json!({"args": {"name": "a"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_problem(res, 401).await;
+        let res = app
+            .delete(&format!("/reactors/{}", r["id"].as_str().unwrap()))
+            .await;
+        assert_eq!(res.status(), 204);
+        assert_problem(react(&user, &r["id"], json!({"name": "a"})).await, 404).await;
+    })
+    .await;
+}

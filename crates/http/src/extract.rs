@@ -12,7 +12,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use serde::de::DeserializeOwned;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::page::PageRequest;
-use tokenvault_domain::service::Prefetched;
+use tokenvault_domain::service::{Prefetched, PrefetchedReactor};
 use tokenvault_domain::{ValidationErrors, Vault};
 use uuid::Uuid;
 
@@ -112,6 +112,39 @@ impl FromRequest for CallerReading {
             let vault = vault.ok_or_else(no_vault)?;
             let (principal, prefetched) = vault.authenticate_reading(key.as_deref(), &id).await?;
             Ok(CallerReading(
+                admit(principal, limit.as_ref().map(web::Data::get_ref))?,
+                prefetched,
+            ))
+        })
+    }
+}
+
+/// The caller of `POST /reactors/{id}/react` and, read in the same round trip as its key, the
+/// reactor the path names with its formula ([`Vault::authenticate_reacting`]). A request the
+/// idempotency middleware already authenticated reads the reactor in the use case instead.
+pub struct CallerReacting(pub Principal, pub Option<PrefetchedReactor>);
+
+impl FromRequest for CallerReacting {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let id = req
+            .match_info()
+            .get("id")
+            .and_then(|id| Uuid::parse_str(id).ok());
+        let authenticated = req.extensions().get::<Authenticated>().is_some();
+        let (Some(id), false) = (id, authenticated) else {
+            let caller = Caller::from_request(req, payload);
+            return Box::pin(async move { Ok(CallerReacting(caller.await?.0, None)) });
+        };
+        let vault = req.app_data::<web::Data<Vault>>().cloned();
+        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
+        let key = api_key(req);
+        Box::pin(async move {
+            let vault = vault.ok_or_else(no_vault)?;
+            let (principal, prefetched) = vault.authenticate_reacting(key.as_deref(), id).await?;
+            Ok(CallerReacting(
                 admit(principal, limit.as_ref().map(web::Data::get_ref))?,
                 prefetched,
             ))

@@ -13,7 +13,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::{ApplicationRepository, KeyedToken};
+use tokenvault_domain::ports::{ApplicationRepository, KeyedReactor, KeyedToken};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
@@ -21,7 +21,7 @@ use crate::direct::DirectReads;
 use crate::entity::application::{self, Column, Entity};
 use crate::reads::Reads;
 use crate::stamp::{stamp, unstamp};
-use crate::{grants, keyed_read, repo_err};
+use crate::{grants, keyed_reactor, keyed_read, repo_err};
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]
@@ -191,6 +191,32 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             application,
             settings,
             token,
+        }))
+    }
+
+    async fn find_by_key_hash_with_reactor(
+        &self,
+        hash: &KeyHash,
+        reactor_id: Uuid,
+    ) -> Result<Option<KeyedReactor>, RepoError> {
+        if let Some(pg) = self.reads.pg() {
+            return keyed_reactor::key_and_reactor_postgres(pg, hash_hex(hash), reactor_id).await;
+        }
+        // SQLite: point reads, on the calling thread when the file allows (`direct.rs`).
+        let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
+            return Ok(None);
+        };
+        let reactor = keyed_reactor::reactor_and_formula(
+            self.direct.as_deref(),
+            &self.reads,
+            application.tenant_id,
+            reactor_id,
+        )
+        .await?;
+        Ok(Some(KeyedReactor {
+            application,
+            settings,
+            reactor,
         }))
     }
 

@@ -11,7 +11,7 @@
 use std::sync::LazyLock;
 
 use sea_orm::sea_query::Value;
-use sea_orm::{DatabaseBackend, FromQueryResult, Iden, Iterable, Statement};
+use sea_orm::{DatabaseBackend, FromQueryResult, Iden, Iterable, QueryResult, Statement};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::KeyedToken;
@@ -25,29 +25,46 @@ use crate::stamp::stamp;
 /// The statement, with every column of both entities under a prefix (`a_`, `t_`) that SeaORM's
 /// `FromQueryResult` reads back.
 static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
-    let app: Vec<String> = application::Column::iter()
-        .map(|c| {
-            let c = c.to_string();
-            format!("a.\"{c}\" AS \"a_{c}\"")
-        })
-        .collect();
-    let tok: Vec<String> = token::Column::iter()
-        .map(|c| {
-            let c = c.to_string();
-            format!("t.\"{c}\" AS \"t_{c}\"")
-        })
-        .collect();
     format!(
-        "SELECT {}, s.fingerprint_tokens AS s_fingerprint_tokens, \
-         s.deduplicate_tokens AS s_deduplicate_tokens, {} \
+        "SELECT {}, {} \
          FROM applications a JOIN tenants s ON s.id = a.tenant_id \
          LEFT JOIN tokens t ON a.app_type = 'private' AND t.tenant_id = a.tenant_id AND t.id = $2 \
          AND (t.expires_at IS NULL OR t.expires_at > $3) \
          WHERE a.key_hash = $1",
-        app.join(", "),
-        tok.join(", ")
+        application_and_settings(),
+        prefixed::<token::Column>("t"),
     )
 });
+
+/// The key's application's columns and its tenant's settings, as the keyed reads select them:
+/// the application under `a_`, the settings under `s_`.
+pub(crate) fn application_and_settings() -> String {
+    format!(
+        "{}, s.fingerprint_tokens AS s_fingerprint_tokens, \
+         s.deduplicate_tokens AS s_deduplicate_tokens",
+        prefixed::<application::Column>("a")
+    )
+}
+
+/// The tenant's settings a keyed read selected ([`application_and_settings`]).
+pub(crate) fn settings_of(row: &QueryResult) -> Result<TenantSettings, RepoError> {
+    Ok(TenantSettings {
+        fingerprint_tokens: row.try_get("s_", "fingerprint_tokens").map_err(repo_err)?,
+        deduplicate_tokens: row.try_get("s_", "deduplicate_tokens").map_err(repo_err)?,
+    })
+}
+
+/// Every column of an entity as `alias."c" AS "alias_c"`, which SeaORM's `FromQueryResult`
+/// reads back under the prefix `alias_`.
+pub(crate) fn prefixed<C: Iterable + Iden>(alias: &str) -> String {
+    C::iter()
+        .map(|c| {
+            let c = c.to_string();
+            format!("{alias}.\"{c}\" AS \"{alias}_{c}\"")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// The application holding `key_hash` (hex), its tenant's settings and that tenant's live token
 /// `token_id`, in one PostgreSQL statement.
@@ -70,10 +87,7 @@ pub(crate) async fn key_and_token_postgres(
         return Ok(None);
     };
     let app = application::Model::from_query_result(&row, "a_").map_err(repo_err)?;
-    let settings = TenantSettings {
-        fingerprint_tokens: row.try_get("s_", "fingerprint_tokens").map_err(repo_err)?,
-        deduplicate_tokens: row.try_get("s_", "deduplicate_tokens").map_err(repo_err)?,
-    };
+    let settings = settings_of(&row)?;
     let token_id: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
     let token = match token_id {
         Some(_) => Some(crate::tokens::to_domain(

@@ -11,6 +11,7 @@ mod entity;
 mod grants;
 mod group_commit;
 mod idempotency;
+mod keyed_reactor;
 mod keyed_read;
 mod pg_direct;
 mod pg_group;

@@ -169,7 +169,51 @@ fn reactor_row(row: &Row<'_>) -> rusqlite::Result<reactor::Model> {
     })
 }
 
-fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
+/// The formula `id` of `tenant_id`: on the calling thread where SQLite's file allows.
+pub(crate) async fn formula_by_id(
+    direct: Option<&DirectReads>,
+    reads: &Reads,
+    tenant_id: Uuid,
+    id: Uuid,
+) -> Result<Option<Formula>, RepoError> {
+    if let Some(found) =
+        direct.and_then(|d| d.one(FORMULA_BY_ID, key_params(tenant_id, id), formula_row))
+    {
+        return found?.map(formula_to_domain).transpose();
+    }
+    formula::Entity::find()
+        .filter(formula::Column::TenantId.eq(tenant_id))
+        .filter(formula::Column::Id.eq(id))
+        .one(reads)
+        .await
+        .map_err(repo_err)?
+        .map(formula_to_domain)
+        .transpose()
+}
+
+/// The reactor `id` of `tenant_id`: on the calling thread where SQLite's file allows.
+pub(crate) async fn reactor_by_id(
+    direct: Option<&DirectReads>,
+    reads: &Reads,
+    tenant_id: Uuid,
+    id: Uuid,
+) -> Result<Option<Reactor>, RepoError> {
+    if let Some(found) =
+        direct.and_then(|d| d.one(REACTOR_BY_ID, key_params(tenant_id, id), reactor_row))
+    {
+        return found?.map(reactor_to_domain).transpose();
+    }
+    reactor::Entity::find()
+        .filter(reactor::Column::TenantId.eq(tenant_id))
+        .filter(reactor::Column::Id.eq(id))
+        .one(reads)
+        .await
+        .map_err(repo_err)?
+        .map(reactor_to_domain)
+        .transpose()
+}
+
+pub(crate) fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
     let id = m.id;
     let bad = |what: &str| corrupt(what, "formula", id);
     let configuration: Vec<ConfigRecord> =
@@ -232,7 +276,7 @@ fn formula_to_active(f: &Formula) -> formula::ActiveModel {
     }
 }
 
-fn reactor_to_domain(m: reactor::Model) -> Result<Reactor, RepoError> {
+pub(crate) fn reactor_to_domain(m: reactor::Model) -> Result<Reactor, RepoError> {
     let configuration: Map<String, Value> = serde_json::from_str(&m.configuration)
         .map_err(|_| corrupt("configuration", "reactor", m.id))?;
     Ok(Reactor {
@@ -275,21 +319,7 @@ impl FormulaRepository for SeaOrmFormulaRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.one(FORMULA_BY_ID, key_params(tenant_id, id), formula_row))
-        {
-            return found?.map(formula_to_domain).transpose();
-        }
-        formula::Entity::find()
-            .filter(formula::Column::TenantId.eq(tenant_id))
-            .filter(formula::Column::Id.eq(id))
-            .one(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .map(formula_to_domain)
-            .transpose()
+        formula_by_id(self.direct.as_deref(), &self.reads, tenant_id, id).await
     }
 
     async fn get_many(&self, tenant_id: Uuid, ids: &[Uuid]) -> Result<Vec<Formula>, RepoError> {
@@ -417,21 +447,7 @@ impl ReactorRepository for SeaOrmReactorRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.one(REACTOR_BY_ID, key_params(tenant_id, id), reactor_row))
-        {
-            return found?.map(reactor_to_domain).transpose();
-        }
-        reactor::Entity::find()
-            .filter(reactor::Column::TenantId.eq(tenant_id))
-            .filter(reactor::Column::Id.eq(id))
-            .one(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .map(reactor_to_domain)
-            .transpose()
+        reactor_by_id(self.direct.as_deref(), &self.reads, tenant_id, id).await
     }
 
     async fn list(

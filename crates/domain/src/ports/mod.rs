@@ -11,6 +11,7 @@ use crate::application::{ApiKey, Application, KeyHash};
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
 use crate::proxy::ProxyKey;
+use crate::reactor::{Formula, Reactor};
 use crate::session::Nonce;
 use crate::tenant::{Tenant, TenantSettings};
 use crate::token::StoredToken;
@@ -78,6 +79,15 @@ pub trait ApplicationRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Option<KeyedToken>, RepoError>;
 
+    /// What [`Self::find_by_key_hash`] finds and that tenant's reactor `reactor_id` with its
+    /// formula, in one round trip where the database allows: the read path of
+    /// `POST /reactors/{id}/react` pays one query for authentication, the reactor and its code.
+    async fn find_by_key_hash_with_reactor(
+        &self,
+        hash: &KeyHash,
+        reactor_id: Uuid,
+    ) -> Result<Option<KeyedReactor>, RepoError>;
+
     /// The application `id` of `tenant_id`.
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
 
@@ -115,6 +125,18 @@ pub struct KeyedToken {
     pub settings: TenantSettings,
     /// The tenant's live token by the id asked for, if any.
     pub token: Option<StoredToken>,
+}
+
+/// An application found by its key, its tenant's settings and one of the tenant's reactors.
+#[derive(Clone, Debug)]
+pub struct KeyedReactor {
+    /// The application holding the key.
+    pub application: Application,
+    /// Its tenant's settings.
+    pub settings: TenantSettings,
+    /// The tenant's reactor by the id asked for, if any, with its formula (`None` when the
+    /// formula is missing).
+    pub reactor: Option<(Reactor, Option<Formula>)>,
 }
 
 /// Generation and hashing of API keys.

@@ -7,6 +7,7 @@ use super::sessions::session_principal;
 use crate::application::{ApiKey, KeyHash};
 use crate::auth::Principal;
 use crate::error::Error;
+use crate::reactor::{Formula, Reactor};
 use crate::token::StoredToken;
 
 /// A token read in the same round trip as the caller's key ([`Vault::authenticate_reading`]),
@@ -27,6 +28,28 @@ impl Prefetched {
     /// The row read (`None`: the tenant has no live token by that id).
     pub(super) fn into_row(self) -> Option<StoredToken> {
         self.token
+    }
+}
+
+/// A reactor and its formula read in the same round trip as the caller's key
+/// ([`Vault::authenticate_reacting`]), for [`Vault::react`]. It only stands for the tenant and
+/// id it was read for.
+#[derive(Debug)]
+pub struct PrefetchedReactor {
+    tenant_id: Uuid,
+    id: Uuid,
+    reactor: Option<(Reactor, Option<Formula>)>,
+}
+
+impl PrefetchedReactor {
+    /// Whether it was read for this tenant and id (otherwise the reactor is read again).
+    pub(super) fn stands_for(&self, tenant_id: Uuid, id: Uuid) -> bool {
+        self.tenant_id == tenant_id && self.id == id
+    }
+
+    /// What was read (`None`: the tenant has no reactor by that id).
+    pub(super) fn into_read(self) -> Option<(Reactor, Option<Formula>)> {
+        self.reactor
     }
 }
 
@@ -77,6 +100,36 @@ impl Vault {
                 tenant_id: found.application.tenant_id,
                 id: token_id.to_owned(),
                 token: found.token,
+            };
+            let principal = Principal::of_application(found.application, found.settings);
+            return Ok((principal, Some(prefetched)));
+        }
+        Ok((self.authenticate_session(&hash).await?, None))
+    }
+
+    /// [`Self::authenticate`] and, for an application's key, its tenant's reactor
+    /// `reactor_id` with its formula read in the same round trip. Nothing read is looked at
+    /// here: [`Self::react`] checks the caller first, as without it.
+    pub async fn authenticate_reacting(
+        &self,
+        key: Option<&str>,
+        reactor_id: Uuid,
+    ) -> Result<(Principal, Option<PrefetchedReactor>), Error> {
+        let hash = self.key_hash(key)?;
+        let now = self.ports.clock.now();
+        if let Some(found) = self
+            .ports
+            .applications
+            .find_by_key_hash_with_reactor(&hash, reactor_id)
+            .await?
+        {
+            if found.application.is_expired(now) {
+                return Err(Error::Unauthenticated);
+            }
+            let prefetched = PrefetchedReactor {
+                tenant_id: found.application.tenant_id,
+                id: reactor_id,
+                reactor: found.reactor,
             };
             let principal = Principal::of_application(found.application, found.settings);
             return Ok((principal, Some(prefetched)));

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::dto::{ApplicationResponse, Paginated, format_time};
-use crate::extract::{Caller, Json, QueryParams, path_uuid};
+use crate::extract::{Caller, CallerReacting, Json, QueryParams, path_uuid};
 use crate::problem::{ApiError, Problem, current_trace_id};
 use crate::routes::tokens::tokenized_json;
 
@@ -462,7 +462,7 @@ pub async fn delete(
     security(("api_key" = [])))]
 pub async fn react(
     vault: web::Data<Vault>,
-    Caller(caller): Caller,
+    CallerReacting(caller, prefetched): CallerReacting,
     id: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse> {
@@ -473,7 +473,9 @@ pub async fn react(
     } else {
         crate::extract::parse_json::<ReactRequest>(&body)?.args
     };
-    let result = vault.react(&caller, id, args, current_trace_id()).await?;
+    let result = vault
+        .react(&caller, id, args, current_trace_id(), prefetched)
+        .await?;
     Ok(HttpResponse::Ok().json(ReactResponse::from(result)))
 }
 

@@ -239,7 +239,11 @@ impl Vault {
             .formulas
             .get(reactor.tenant_id, reactor.formula_id)
             .await?
-            .ok_or_else(|| Error::internal("a reactor's formula is missing"))
+            .ok_or_else(Self::formula_missing)
+    }
+
+    pub(super) fn formula_missing() -> Error {
+        Error::internal("a reactor's formula is missing")
     }
 
     pub(super) async fn application_of(

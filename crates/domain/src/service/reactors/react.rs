@@ -14,8 +14,8 @@ use crate::code::CodeCall;
 use crate::error::Error;
 use crate::permission::Permission;
 use crate::reactor::{Reactor, bind_arguments};
-use crate::service::Vault;
 use crate::service::tokens::{DetokenizeAs, Tokenized};
+use crate::service::{PrefetchedReactor, Vault};
 
 /// What an invocation returns.
 #[derive(Clone, Debug)]
@@ -27,18 +27,27 @@ pub struct ReactResult {
 }
 
 impl Vault {
-    /// `POST /reactors/{id}/react`.
+    /// `POST /reactors/{id}/react`; `prefetched`: the reactor read with the caller's key
+    /// ([`Vault::authenticate_reacting`]), used only when it was read for this tenant and id.
     pub async fn react(
         &self,
         caller: &Principal,
         id: Uuid,
         args: Option<Value>,
         trace_id: Option<String>,
+        prefetched: Option<PrefetchedReactor>,
     ) -> Result<ReactResult, Error> {
         caller.require_application()?;
         caller.require(Permission::TokenUse)?;
-        let reactor = self.reactor_of(caller, id).await?;
-        let formula = self.formula_of(&reactor).await?;
+        let prefetched = prefetched.filter(|p| p.stands_for(caller.tenant_id, id));
+        let (reactor, formula) = if let Some(read) = prefetched {
+            let (reactor, formula) = read.into_read().ok_or(Error::NotFound)?;
+            (reactor, formula.ok_or_else(Self::formula_missing)?)
+        } else {
+            let reactor = self.reactor_of(caller, id).await?;
+            let formula = self.formula_of(&reactor).await?;
+            (reactor, formula)
+        };
         let args = match args {
             None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
             Some(v @ Value::Object(_)) => v,

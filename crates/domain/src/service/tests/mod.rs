@@ -21,8 +21,8 @@ use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
-    KeyService, KeyedToken, ProxyRepository, ReactorRepository, SessionRepository, StoredProxy,
-    TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
+    KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, SessionRepository,
+    StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
@@ -52,6 +52,7 @@ mock! {
         async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
         async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
         async fn find_by_key_hash_with_token(&self, hash: &KeyHash, token_id: &str, now: OffsetDateTime) -> Result<Option<KeyedToken>, RepoError>;
+        async fn find_by_key_hash_with_reactor(&self, hash: &KeyHash, reactor_id: Uuid) -> Result<Option<KeyedReactor>, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
         async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
         async fn update(&self, application: &Application) -> Result<bool, RepoError>;
@@ -493,6 +494,7 @@ fn new_private() -> RawNewApplication {
 
 mod applications;
 mod audit;
+mod reactors;
 mod sessions;
 mod tokens;
 mod usage;

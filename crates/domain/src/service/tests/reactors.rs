@@ -1,0 +1,159 @@
+//! `POST /reactors/{id}/react` with the reactor read beside the caller's key.
+
+use serde_json::{Map, json};
+
+use super::*;
+use crate::ports::KeyedReactor;
+
+const CODE: &str = "module.exports = async (req) => ({ raw: req.configuration });";
+
+fn formula(tenant_id: Uuid) -> Formula {
+    Formula {
+        id: Uuid::from_u128(300),
+        tenant_id,
+        name: "f".into(),
+        description: None,
+        formula_type: "private".into(),
+        code: CODE.into(),
+        configuration: vec![],
+        request_parameters: vec![],
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
+}
+
+fn reactor(tenant_id: Uuid, id: u128) -> Reactor {
+    let mut configuration = Map::new();
+    configuration.insert("region".into(), json!("eu"));
+    Reactor {
+        id: Uuid::from_u128(id),
+        tenant_id,
+        name: "r".into(),
+        formula_id: Uuid::from_u128(300),
+        configuration,
+        application_id: None,
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
+}
+
+const TENANT: Uuid = Uuid::from_u128(100);
+
+fn user(permissions: Vec<Permission>) -> Application {
+    let mut app = stored_app(TENANT, None);
+    app.permissions = permissions;
+    app
+}
+
+/// A vault whose key read finds `app` with `read`, whose reactor and formula storage holds
+/// nothing (a second read finds no reactor), and whose code runner expects `runs` calls.
+fn vault_with(app: Application, read: Option<(Reactor, Option<Formula>)>, runs: usize) -> Vault {
+    let mut apps = MockApplications::new();
+    apps.expect_find_by_key_hash_with_reactor()
+        .returning(move |_, _| {
+            Ok(Some(KeyedReactor {
+                application: app.clone(),
+                settings: TenantSettings::default(),
+                reactor: read.clone(),
+            }))
+        });
+    let mut code = MockCode::new();
+    code.expect_run().times(runs).returning(|call| {
+        assert_eq!(call.code, CODE);
+        Ok(json!({"raw": call.request["configuration"].clone()}))
+    });
+    let mut sessions = MockSessions::new();
+    sessions
+        .expect_find_by_key_hash()
+        .returning(|_, _| Ok(None));
+    Vault::new(Ports {
+        code: Arc::new(code),
+        sessions: Arc::new(sessions),
+        ..ports(MockTenants::new(), apps)
+    })
+}
+
+#[tokio::test]
+async fn a_reactor_read_with_the_key_runs_without_a_second_read() {
+    let read = Some((reactor(TENANT, 200), Some(formula(TENANT))));
+    // The reactor storage behind the vault holds nothing: had the call read again, 404.
+    let vault = vault_with(user(vec![Permission::TokenUse]), read, 1);
+    let id = Uuid::from_u128(200);
+    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    let result = vault.react(&who, id, None, None, prefetched).await.unwrap();
+    assert_eq!(result.raw, Some(json!({"region": "eu"})));
+}
+
+#[tokio::test]
+async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
+    let read = Some((reactor(TENANT, 200), Some(formula(TENANT))));
+    let vault = vault_with(user(vec![Permission::TokenUse]), read, 0);
+    let id = Uuid::from_u128(200);
+    // Read for reactor 200: another id reads again (and finds none here).
+    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    assert!(matches!(
+        vault
+            .react(&who, Uuid::from_u128(201), None, None, prefetched)
+            .await,
+        Err(Error::NotFound)
+    ));
+    // Read for this tenant: a caller of another tenant reads again.
+    let (mut who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    who.tenant_id = Uuid::from_u128(999);
+    assert!(matches!(
+        vault.react(&who, id, None, None, prefetched).await,
+        Err(Error::NotFound)
+    ));
+}
+
+#[tokio::test]
+async fn the_caller_is_checked_before_anything_read_is_used() {
+    let read = Some((reactor(TENANT, 200), Some(formula(TENANT))));
+    let vault = vault_with(user(vec![Permission::TokenRead]), read, 0);
+    let id = Uuid::from_u128(200);
+    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    assert!(matches!(
+        vault.react(&who, id, None, None, prefetched).await,
+        Err(Error::Forbidden)
+    ));
+}
+
+#[tokio::test]
+async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_error() {
+    let id = Uuid::from_u128(200);
+    let vault = vault_with(user(vec![Permission::TokenUse]), None, 0);
+    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    assert!(matches!(
+        vault.react(&who, id, None, None, prefetched).await,
+        Err(Error::NotFound)
+    ));
+    let vault = vault_with(
+        user(vec![Permission::TokenUse]),
+        Some((reactor(TENANT, 200), None)),
+        0,
+    );
+    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    let outcome = vault.react(&who, id, None, None, prefetched).await;
+    assert!(
+        matches!(outcome, Err(Error::Internal { .. })),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_expired_key_is_refused_before_its_reactor_is_used() {
+    let mut app = user(vec![Permission::TokenUse]);
+    app.expires_at = Some(now() - Duration::seconds(1));
+    let read = Some((reactor(TENANT, 200), Some(formula(TENANT))));
+    let vault = vault_with(app, read, 0);
+    assert!(matches!(
+        vault
+            .authenticate_reacting(Some(KEY), Uuid::from_u128(200))
+            .await,
+        Err(Error::Unauthenticated)
+    ));
+}

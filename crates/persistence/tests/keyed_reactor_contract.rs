@@ -1,0 +1,136 @@
+//! `find_by_key_hash_with_reactor`: an API key's application and one of its tenant's reactors
+//! with its formula in one round trip, on SQLite and PostgreSQL.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use serde_json::json;
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::{ApplicationRepository, FormulaRepository, ReactorRepository};
+use tokenvault_domain::reactor::{Formula, ParamType, Reactor, RequestParameter};
+use tokenvault_domain::tenant::TenantSettings;
+use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::{
+    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
+    SeaOrmTenantRepository,
+};
+use uuid::Uuid;
+
+mod common;
+
+use common::{now, tenant_with};
+
+fn formula(tenant_id: Uuid, code: &str) -> Formula {
+    Formula {
+        id: Uuid::now_v7(),
+        tenant_id,
+        name: "charge".into(),
+        description: None,
+        formula_type: "private".into(),
+        code: code.into(),
+        configuration: vec![],
+        request_parameters: vec![RequestParameter {
+            name: "card".into(),
+            description: None,
+            param_type: ParamType::String,
+            optional: false,
+        }],
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
+}
+
+fn reactor(tenant_id: Uuid, formula_id: Uuid) -> Reactor {
+    Reactor {
+        id: Uuid::now_v7(),
+        tenant_id,
+        name: "charger".into(),
+        formula_id,
+        configuration: json!({"region": "eu"}).as_object().unwrap().clone(),
+        application_id: None,
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
+}
+
+#[tokio::test]
+async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let formulas = SeaOrmFormulaRepository::new(db.db.clone());
+        let reactors = SeaOrmReactorRepository::new(db.db.clone());
+        let private = (ApplicationType::Private, vec![Permission::TokenUse]);
+        let settings = TenantSettings {
+            fingerprint_tokens: false,
+            deduplicate_tokens: true,
+        };
+        let (a, app_a): (Uuid, Application) =
+            tenant_with(&tenants, settings, private.clone(), &KeyHash([1; 32])).await;
+        let (b, _) = tenant_with(
+            &tenants,
+            TenantSettings::default(),
+            private,
+            &KeyHash([2; 32]),
+        )
+        .await;
+        let fa = formula(a, "module.exports = () => ({ raw: 'a' });");
+        let fb = formula(b, "module.exports = () => ({ raw: 'b' });");
+        formulas.insert(&fa).await.unwrap();
+        formulas.insert(&fb).await.unwrap();
+        let ra = reactor(a, fa.id);
+        let rb = reactor(b, fb.id);
+        reactors.insert(&ra).await.unwrap();
+        reactors.insert(&rb).await.unwrap();
+        let key_a = KeyHash([1; 32]);
+
+        let found = apps
+            .find_by_key_hash_with_reactor(&key_a, ra.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.application, app_a);
+        assert!(found.settings.deduplicate_tokens);
+        assert!(!found.settings.fingerprint_tokens);
+        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
+
+        // Another tenant's reactor is never read with this key: the key's application alone.
+        let found = apps
+            .find_by_key_hash_with_reactor(&key_a, rb.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.application.id, app_a.id);
+        assert_eq!(found.reactor, None);
+
+        // An id that is no reactor (a formula's): none.
+        let found = apps
+            .find_by_key_hash_with_reactor(&key_a, fa.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.reactor, None);
+
+        // An unknown key finds nothing at all.
+        assert!(
+            apps.find_by_key_hash_with_reactor(&KeyHash([9; 32]), ra.id)
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        // The other key reads its own.
+        let found = apps
+            .find_by_key_hash_with_reactor(&KeyHash([2; 32]), rb.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.reactor, Some((rb, Some(fb))));
+        db.destroy().await;
+    }
+}
