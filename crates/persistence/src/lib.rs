@@ -1,6 +1,7 @@
 //! Persistence adapter: the domain's repository ports on SeaORM, for SQLite (the embedded
 //! default) and PostgreSQL. SQL errors are translated to [`RepoError`] here and nowhere else.
 
+mod activity_rows;
 mod applications;
 mod audit;
 mod audit_append;

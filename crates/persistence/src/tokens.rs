@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Alias, Expr, OnConflict, Query};
+use sea_orm::sea_query::{Alias, Expr, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
     EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
@@ -17,6 +17,7 @@ use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCou
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::activity_rows;
 use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
 use crate::reads::Reads;
@@ -440,10 +441,10 @@ impl TokenRepository for SeaOrmTokenRepository {
                 Some(file) => {
                     let chunk = chunk.to_vec();
                     file.writer()
-                        .run(move |conn| insert_activity_on(conn, &chunk))
+                        .run(move |conn| activity_rows::insert_on_writer(conn, &chunk))
                         .await?;
                 }
-                None => insert_activity(&self.db, chunk).await?,
+                None => activity_rows::insert(&self.db, chunk).await?,
             }
         }
         Ok(())
@@ -457,68 +458,6 @@ impl TokenRepository for SeaOrmTokenRepository {
             .await
             .map_err(repo_err)
     }
-}
-
-/// [`insert_activity`] on the SQLite writer's connection: one transaction, a cached statement
-/// per row; a row of a tenant deleted meanwhile is skipped alone.
-fn insert_activity_on(
-    conn: &rusqlite::Connection,
-    entries: &[(Uuid, String, String)],
-) -> Result<(), RepoError> {
-    const ACTIVITY: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
-         VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
-    crate::writer::transaction(conn, |conn| {
-        let mut insert = conn.prepare_cached(ACTIVITY)?;
-        for (tenant_id, month, token_id) in entries {
-            match insert.execute(rusqlite::params![
-                &tenant_id.as_bytes()[..],
-                month,
-                token_id
-            ]) {
-                Err(rusqlite::Error::SqliteFailure(f, _))
-                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {}
-                other => {
-                    other?;
-                }
-            }
-        }
-        Ok(())
-    })
-    .map_err(crate::writer::backend)
-}
-
-/// Records `entries` (tenant, month, token id) in one statement, skipping those already there
-/// and those of a tenant deleted meanwhile.
-async fn insert_activity<C: ConnectionTrait>(
-    db: &C,
-    entries: &[(Uuid, String, String)],
-) -> Result<(), RepoError> {
-    let rows = entries
-        .iter()
-        .map(|(tenant_id, month, token_id)| activity::ActiveModel {
-            tenant_id: Set(*tenant_id),
-            month: Set(month.clone()),
-            token_id: Set(token_id.clone()),
-        });
-    let result = activity::Entity::insert_many(rows)
-        .on_conflict(
-            OnConflict::columns([
-                activity::Column::TenantId,
-                activity::Column::Month,
-                activity::Column::TokenId,
-            ])
-            .do_nothing()
-            .to_owned(),
-        )
-        .exec_without_returning(db)
-        .await;
-    match result {
-        Ok(_) | Err(DbErr::RecordNotInserted) => {}
-        // A tenant deleted meanwhile: its activity goes with it.
-        Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {}
-        Err(e) => return Err(repo_err(e)),
-    }
-    Ok(())
 }
 
 /// The plan the database chooses for the first page of a token list with `filter` (its

@@ -545,11 +545,14 @@ async fn tenant_keys_and_cascade() {
                 .is_none()
         );
         assert_eq!(r.tokens.count_active(r.tenant, "2026-11").await.unwrap(), 0);
-        // Activity of a tenant deleted meanwhile is dropped, not an error.
-        r.tokens
-            .record_activity(&[(r.tenant, "2026-11".into(), "x-1".into())])
-            .await
-            .unwrap();
+        // Activity of a tenant deleted meanwhile is dropped, not an error, and never takes
+        // another tenant's activity of the same flush with it.
+        let other = common::tenant(&r.tenants).await;
+        let mut entries = vec![(r.tenant, "2026-11".to_string(), "x-1".to_string())];
+        entries.extend((0..5).map(|i| (other, "2026-11".to_string(), format!("o-{i}"))));
+        r.tokens.record_activity(&entries).await.unwrap();
+        assert_eq!(r.tokens.count_active(r.tenant, "2026-11").await.unwrap(), 0);
+        assert_eq!(r.tokens.count_active(other, "2026-11").await.unwrap(), 5);
     })
     .await;
 }

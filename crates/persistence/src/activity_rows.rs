@@ -1,0 +1,97 @@
+//! Monthly activity rows (`token_activity`: tenant, month, token id), written in chunks by the
+//! activity flush. A row already there is skipped, and so is a row of a tenant deleted
+//! meanwhile, alone: the other tenants' rows of the same chunk are kept.
+
+use sea_orm::sea_query::OnConflict;
+use sea_orm::sqlx;
+use sea_orm::{ActiveValue::Set, DatabaseBackend, DatabaseConnection, DbErr, EntityTrait, SqlErr};
+use tokenvault_domain::RepoError;
+use uuid::Uuid;
+
+use crate::entity::activity;
+use crate::repo_err;
+
+/// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
+/// connection). Each row's tenant is locked `FOR KEY SHARE` as the foreign key would lock it,
+/// so a tenant deleted before the insert leaves its rows out, and one being deleted waits for
+/// this statement (or this statement for it), instead of failing the whole chunk.
+const ACTIVITY_UNNEST: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
+     SELECT u.tenant_id, u.month, u.token_id \
+     FROM UNNEST($1::uuid[], $2::varchar[], $3::varchar[]) AS u(tenant_id, month, token_id) \
+     WHERE EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id FOR KEY SHARE) \
+     ON CONFLICT DO NOTHING";
+
+/// Writes `entries` on the SQLite writer's connection: one transaction, a cached statement per
+/// row.
+pub(crate) fn insert_on_writer(
+    conn: &rusqlite::Connection,
+    entries: &[(Uuid, String, String)],
+) -> Result<(), RepoError> {
+    const ACTIVITY: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
+         VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
+    crate::writer::transaction(conn, |conn| {
+        let mut insert = conn.prepare_cached(ACTIVITY)?;
+        for (tenant_id, month, token_id) in entries {
+            match insert.execute(rusqlite::params![
+                &tenant_id.as_bytes()[..],
+                month,
+                token_id
+            ]) {
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {}
+                other => {
+                    other?;
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(crate::writer::backend)
+}
+
+/// Writes `entries` through SeaORM's pool: PostgreSQL, or a SQLite database without a file of
+/// its own.
+pub(crate) async fn insert(
+    db: &DatabaseConnection,
+    entries: &[(Uuid, String, String)],
+) -> Result<(), RepoError> {
+    if db.get_database_backend() == DatabaseBackend::Postgres {
+        let mut sorted: Vec<&(Uuid, String, String)> = entries.iter().collect();
+        // Tenants locked in one order by every flush.
+        sorted.sort_unstable_by_key(|(tenant_id, _, _)| *tenant_id);
+        sqlx::query(ACTIVITY_UNNEST)
+            .bind(sorted.iter().map(|e| e.0).collect::<Vec<_>>())
+            .bind(sorted.iter().map(|e| e.1.clone()).collect::<Vec<_>>())
+            .bind(sorted.iter().map(|e| e.2.clone()).collect::<Vec<_>>())
+            .execute(db.get_postgres_connection_pool())
+            .await
+            .map_err(|e| RepoError::Backend(Box::new(e)))?;
+        return Ok(());
+    }
+    for (tenant_id, month, token_id) in entries {
+        let row = activity::ActiveModel {
+            tenant_id: Set(*tenant_id),
+            month: Set(month.clone()),
+            token_id: Set(token_id.clone()),
+        };
+        let result = activity::Entity::insert(row)
+            .on_conflict(
+                OnConflict::columns([
+                    activity::Column::TenantId,
+                    activity::Column::Month,
+                    activity::Column::TokenId,
+                ])
+                .do_nothing()
+                .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await;
+        match result {
+            Ok(_) | Err(DbErr::RecordNotInserted) => {}
+            // A tenant deleted meanwhile: its activity goes with it.
+            Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {}
+            Err(e) => return Err(repo_err(e)),
+        }
+    }
+    Ok(())
+}
