@@ -206,13 +206,19 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
             return Ok(None);
         };
-        let reactor = keyed_reactor::reactor_and_formula(
-            self.direct.as_deref(),
-            &self.reads,
-            application.tenant_id,
-            reactor_id,
-        )
-        .await?;
+        // Only a private application may use tokens (decisions §4): no other key makes the
+        // server read a reactor.
+        let reactor = if application.app_type == ApplicationType::Private {
+            keyed_reactor::reactor_and_formula(
+                self.direct.as_deref(),
+                &self.reads,
+                application.tenant_id,
+                reactor_id,
+            )
+            .await?
+        } else {
+            None
+        };
         Ok(Some(KeyedReactor {
             application,
             settings,

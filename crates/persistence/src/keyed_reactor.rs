@@ -4,8 +4,9 @@
 //! On PostgreSQL one statement joins the four tables (the reactor by a `LEFT JOIN` confined to
 //! the application's own tenant, its formula to the reactor's), so a call pays one network
 //! round trip for what took three. On SQLite the point reads run on the calling thread
-//! (`direct.rs`), a few microseconds each. Nothing read here is looked at before the use case
-//! has checked the caller (`Vault::react`).
+//! (`direct.rs`), a few microseconds each. Only a private application's key, the only type
+//! that may hold `token:use` (decisions §4), makes the server read a reactor here, and nothing
+//! read is looked at before the use case has checked the caller (`Vault::react`).
 
 use std::sync::LazyLock;
 
@@ -29,7 +30,8 @@ static KEY_AND_REACTOR: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {}, {}, {} \
          FROM applications a JOIN tenants s ON s.id = a.tenant_id \
-         LEFT JOIN reactors r ON r.tenant_id = a.tenant_id AND r.id = $2 \
+         LEFT JOIN reactors r ON a.app_type = 'private' AND r.tenant_id = a.tenant_id \
+         AND r.id = $2 \
          LEFT JOIN reactor_formulas f ON f.tenant_id = r.tenant_id AND f.id = r.formula_id \
          WHERE a.key_hash = $1",
         application_and_settings(),
@@ -113,6 +115,10 @@ mod tests {
         assert!(
             sql.contains("r.tenant_id = a.tenant_id"),
             "confined to the key's tenant"
+        );
+        assert!(
+            sql.contains("a.app_type = 'private'"),
+            "read for private keys only"
         );
         assert!(
             sql.contains("f.tenant_id = r.tenant_id"),

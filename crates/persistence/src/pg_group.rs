@@ -148,10 +148,7 @@ async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Pen
         };
         let started = Instant::now();
         let rows = group.len();
-        // Past the deadline the group's callers have their answer: their replies are dropped
-        // with the group (the rows may or may not have been committed, as when a connection
-        // breaks).
-        if let Err(e) = within(write_group(live, group)).await {
+        if let Err(e) = write_group(live, group).await {
             tracing::warn!(error = %e, "PostgreSQL group insert failed; reconnecting");
             conn = None;
         }
@@ -208,7 +205,9 @@ async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<()
     let stamped = |f: fn(&StoredToken) -> Option<OffsetDateTime>| -> Vec<Option<OffsetDateTime>> {
         rows.iter().map(|t| f(t).map(stamp)).collect()
     };
-    let result = sqlx::query_as::<_, (Uuid, String)>(sqlx::AssertSqlSafe(group_sql()))
+    // Each statement within the deadline: past it, its rows may or may not have been committed,
+    // as when a connection breaks, and their callers are answered with the error.
+    let statement = sqlx::query_as::<_, (Uuid, String)>(sqlx::AssertSqlSafe(group_sql()))
         .bind(rows.iter().map(|t| t.tenant_id).collect::<Vec<_>>())
         .bind(rows.iter().map(|t| t.id.clone()).collect::<Vec<_>>())
         .bind(
@@ -235,9 +234,8 @@ async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<()
         .bind(rows.iter().map(|t| stamp(t.created_at)).collect::<Vec<_>>())
         .bind(rows.iter().map(|t| t.modified_by).collect::<Vec<_>>())
         .bind(stamped(|t| t.modified_at))
-        .bind(stamped(|t| t.expires_at))
-        .fetch_all(&mut *conn)
-        .await;
+        .bind(stamped(|t| t.expires_at));
+    let result = within(statement.fetch_all(&mut *conn)).await;
     match result {
         Ok(stored) => {
             let stored: HashSet<(Uuid, String)> = stored.into_iter().collect();
@@ -274,7 +272,7 @@ async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), 
 /// One row in its own statement, answered with the index it hits.
 async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Error> {
     let t = &p.row;
-    let result = sqlx::query(sqlx::AssertSqlSafe(single_sql()))
+    let statement = sqlx::query(sqlx::AssertSqlSafe(single_sql()))
         .bind(t.tenant_id)
         .bind(&t.id)
         .bind(&t.token_type)
@@ -289,9 +287,8 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
         .bind(stamp(t.created_at))
         .bind(t.modified_by)
         .bind(t.modified_at.map(stamp))
-        .bind(t.expires_at.map(stamp))
-        .execute(&mut *conn)
-        .await;
+        .bind(t.expires_at.map(stamp));
+    let result = within(statement.execute(&mut *conn)).await;
     match result {
         Ok(_) => {
             let _ = p.reply.send(Ok(TokenWrite::Done));

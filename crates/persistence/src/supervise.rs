@@ -1,7 +1,7 @@
 //! The threads that own a PostgreSQL connection of their own (the group writer, the audit
 //! appender) run their loop here: should it panic, the thread starts it again on a fresh
-//! runtime, so one bug in one write does not stop every later one. The write that panicked
-//! fails alone: its caller learns it from its dropped reply.
+//! runtime, so one bug in one write does not stop every later one. What was in hand fails (an
+//! append, or a whole group of token inserts): its callers learn it from their dropped replies.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
@@ -55,10 +55,15 @@ pub(crate) fn spawn(
                         return;
                     }
                 };
-                if catch_unwind(AssertUnwindSafe(|| body(&rt))).is_ok() {
+                let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&rt))) else {
                     return;
-                }
-                tracing::error!(thread = %what, "a PostgreSQL writer thread panicked; it starts again");
+                };
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|m| (*m).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(thread = %what, panic = %message, "a PostgreSQL writer thread panicked; it starts again");
             }
         })?;
     Ok(())

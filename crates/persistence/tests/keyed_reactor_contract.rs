@@ -131,6 +131,27 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
             .unwrap()
             .unwrap();
         assert_eq!(found.reactor, Some((rb, Some(fb))));
+
+        // A public key, which may not use tokens, never makes the server read a reactor.
+        let public = (ApplicationType::Public, vec![Permission::TokenCreate]);
+        let (c, _) = tenant_with(
+            &tenants,
+            TenantSettings::default(),
+            public,
+            &KeyHash([3; 32]),
+        )
+        .await;
+        let fc = formula(c, "module.exports = () => ({ raw: 'c' });");
+        formulas.insert(&fc).await.unwrap();
+        let rc = reactor(c, fc.id);
+        reactors.insert(&rc).await.unwrap();
+        let found = apps
+            .find_by_key_hash_with_reactor(&KeyHash([3; 32]), rc.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.application.app_type, ApplicationType::Public);
+        assert_eq!(found.reactor, None);
         db.destroy().await;
     }
 }
