@@ -57,8 +57,9 @@ pub(crate) async fn insert(
 ) -> Result<(), RepoError> {
     if db.get_database_backend() == DatabaseBackend::Postgres {
         let mut sorted: Vec<&(Uuid, String, String)> = entries.iter().collect();
-        // Tenants locked in one order by every flush.
-        sorted.sort_unstable_by_key(|(tenant_id, _, _)| *tenant_id);
+        // Tenants and keys locked in one order by every flush (of this instance or another),
+        // so two flushes of the same rows never wait on each other in opposite orders.
+        sorted.sort_unstable();
         sqlx::query(ACTIVITY_UNNEST)
             .bind(sorted.iter().map(|e| e.0).collect::<Vec<_>>())
             .bind(sorted.iter().map(|e| e.1.clone()).collect::<Vec<_>>())

@@ -15,11 +15,21 @@ use crate::ports::TypeCount;
 /// Activity entries remembered as written, to skip re-writing them within a month.
 const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
 
+/// Activity entries waiting at most: past this (the database has been unreachable for long
+/// under load), new entries are dropped and counted, and the next flush reports the count as
+/// an error, as the audit buffer does; the memory they take stays bounded.
+#[cfg(not(test))]
+const MAX_PENDING_ACTIVITY: usize = 1_000_000;
+#[cfg(test)]
+const MAX_PENDING_ACTIVITY: usize = 3;
+
 /// Tokens read or used, per (tenant, month, token), waiting to be written in one batch.
 #[derive(Default)]
 pub struct ActivityBuffer {
     pending: Mutex<HashSet<(Uuid, String, String)>>,
     flushed: Mutex<HashSet<(Uuid, String, String)>>,
+    /// Entries dropped because `pending` was full, not yet reported.
+    dropped: std::sync::atomic::AtomicU64,
     /// Held for a whole flush: one flush at a time, so a report's flush waits for the one in
     /// flight and then reads only after every activity recorded before it was written.
     flushing: futures_util::lock::Mutex<()>,
@@ -85,9 +95,16 @@ impl Vault {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for id in ids {
             let entry = (tenant_id, month.clone(), id.to_string());
-            if !flushed.contains(&entry) {
-                pending.insert(entry);
+            if flushed.contains(&entry) || pending.contains(&entry) {
+                continue;
             }
+            if pending.len() >= MAX_PENDING_ACTIVITY {
+                self.activity
+                    .dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                continue;
+            }
+            pending.insert(entry);
         }
     }
 
@@ -98,6 +115,16 @@ impl Vault {
     /// back (`Unwritten`); writing it twice is harmless (upserts).
     pub async fn flush_activity(&self) -> Result<usize, Error> {
         let one_at_a_time = self.activity.flushing.lock().await;
+        let dropped = self
+            .activity
+            .dropped
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::error!(
+                dropped,
+                "token activity dropped: it could not be written for long; the usage report undercounts"
+            );
+        }
         let batch: Vec<(Uuid, String, String)> = {
             let mut pending = self
                 .activity

@@ -116,3 +116,30 @@ async fn a_usage_report_dropped_during_its_flush_loses_no_activity() {
     ids.sort();
     assert_eq!(ids, ["tok-1", "tok-2", "tok-3"]);
 }
+
+#[tokio::test]
+async fn activity_waiting_past_its_bound_is_dropped_and_the_rest_written() {
+    // The bound is 3 under test (1,000,000 in a build): a database unreachable for long
+    // under load must not grow the buffer without end.
+    let store = Arc::new(Activity::default());
+    let mut p = ports(MockTenants::new(), MockApplications::new());
+    p.tokens = store.clone();
+    let vault = Vault::new(p);
+    let tenant = Uuid::from_u128(100);
+    vault.record_active(tenant, ["tok-1", "tok-2"]);
+    // A repeat takes no place; past the bound the new ones are dropped.
+    vault.record_active(tenant, ["tok-1", "tok-3", "tok-4", "tok-5"]);
+    assert_eq!(vault.flush_activity().await.unwrap(), 3);
+    let mut ids: Vec<String> = store
+        .recorded
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, id)| id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["tok-1", "tok-2", "tok-3"]);
+    // Once written, there is room again.
+    vault.record_active(tenant, ["tok-4"]);
+    assert_eq!(vault.flush_activity().await.unwrap(), 1);
+}
