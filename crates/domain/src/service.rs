@@ -94,7 +94,7 @@ mod tenants;
 mod tokens;
 mod usage;
 
-pub use authenticate::{Prefetched, PrefetchedReactor};
+pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken};
 pub use idempotency::{Idempotent, StoredResponse};
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};

@@ -12,7 +12,7 @@ use actix_web::{FromRequest, HttpRequest, web};
 use serde::de::DeserializeOwned;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::page::PageRequest;
-use tokenvault_domain::service::{Prefetched, PrefetchedReactor};
+use tokenvault_domain::service::{PrefetchedReactor, PrefetchedToken};
 use tokenvault_domain::{ValidationErrors, Vault};
 use uuid::Uuid;
 
@@ -94,7 +94,7 @@ impl FromRequest for Caller {
 /// The caller of `GET /tokens/{id}` and, read in the same round trip as its key, the token the
 /// path names ([`Vault::authenticate_reading`]); the rate limit is counted before the token is
 /// looked at, as for [`Caller`].
-pub struct CallerReading(pub Principal, pub Option<Prefetched>);
+pub struct CallerReading(pub Principal, pub Option<PrefetchedToken>);
 
 impl FromRequest for CallerReading {
     type Error = ApiError;
@@ -129,21 +129,23 @@ impl FromRequest for CallerReacting {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let id = req
-            .match_info()
-            .get("id")
-            .and_then(|id| Uuid::parse_str(id).ok());
-        let authenticated = req.extensions().get::<Authenticated>().is_some();
-        let (Some(id), false) = (id, authenticated) else {
+        if req.extensions().get::<Authenticated>().is_some() {
             let caller = Caller::from_request(req, payload);
             return Box::pin(async move { Ok(CallerReacting(caller.await?.0, None)) });
-        };
+        }
         let vault = req.app_data::<web::Data<Vault>>().cloned();
         let limit = req.app_data::<web::Data<RateLimit>>().cloned();
         let key = api_key(req);
+        // Decoded as the handler's `web::Path<String>` decodes it, as for [`CallerReading`].
+        let id = web::Path::<String>::extract(req);
         Box::pin(async move {
             let vault = vault.ok_or_else(no_vault)?;
-            let (principal, prefetched) = vault.authenticate_reacting(key.as_deref(), id).await?;
+            let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
+            let (principal, prefetched) = match id {
+                Some(id) => vault.authenticate_reacting(key.as_deref(), id).await?,
+                // No such reactor: authenticate alone; the handler answers for the path.
+                None => (vault.authenticate(key.as_deref()).await?, None),
+            };
             Ok(CallerReacting(
                 admit(principal, limit.as_ref().map(web::Data::get_ref))?,
                 prefetched,

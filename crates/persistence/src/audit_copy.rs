@@ -17,7 +17,7 @@
 //! committed: it is the caller's error, and the domain looks in the chain before writing those
 //! entries again (`settle` in `domain/service/audit.rs`).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
 use sea_orm::sqlx::{self, Connection};
@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use crate::audit::{SEQ_INDEX, micros};
 use crate::pg_direct::answered as database_answered;
-use crate::supervise::{self, DEADLINE, timed_out};
+use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, timed_out, within};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
      ON CONFLICT (tenant_id) DO NOTHING";
@@ -42,9 +42,6 @@ const COPY: &str = "COPY audit_log (id, tenant_id, seq, actor_type, actor_id, op
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC).
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
-
-/// A connection idle longer is pinged before its next append.
-const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// One append, as the thread runs it.
 struct Append {
@@ -82,7 +79,7 @@ impl AuditWriter {
     /// Starts the thread, which connects with `options` on its first append.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let (queue, mut rx) = mpsc::unbounded_channel();
-        supervise::spawn("pg-audit", supervise::runtime()?, move |rt| {
+        supervise::spawn("pg-audit", move |rt| {
             rt.block_on(run(&options, &mut rx));
         })?;
         Ok(Self { queue })
@@ -144,10 +141,7 @@ async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Mes
         // administrator may have closed it.
         if idle_since.elapsed() > CHECK_AFTER_IDLE
             && let Some(live) = conn.as_mut()
-            && !matches!(
-                tokio::time::timeout(DEADLINE, live.ping()).await,
-                Ok(Ok(()))
-            )
+            && within(live.ping()).await.is_err()
         {
             conn = None;
         }
@@ -155,10 +149,7 @@ async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Mes
         for _attempt in 0..2 {
             let live = match conn.as_mut() {
                 Some(live) => live,
-                None => match tokio::time::timeout(DEADLINE, PgConnection::connect_with(options))
-                    .await
-                    .unwrap_or_else(|_| Err(timed_out()))
-                {
+                None => match within(PgConnection::connect_with(options)).await {
                     Ok(opened) => conn.insert(opened),
                     Err(e) => {
                         outcome = Err(Failed::Before(e));

@@ -20,7 +20,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use sea_orm::sqlx::{self, Connection};
@@ -34,11 +34,8 @@ use uuid::Uuid;
 
 use crate::pg_direct::answered;
 use crate::stamp::stamp;
-use crate::supervise::{self, within};
+use crate::supervise::{self, CHECK_AFTER_IDLE, within};
 use crate::tokens::write_conflict;
-
-/// A connection idle longer is pinged before its next group.
-const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// How long the writer's statements wait for a row lock.
 const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
@@ -86,7 +83,7 @@ impl PgWriter {
     /// Starts the thread; it ends when the writer is dropped (every sender gone).
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let (rows, mut queue) = mpsc::unbounded_channel();
-        supervise::spawn("pg-writer", supervise::runtime()?, move |rt| {
+        supervise::spawn("pg-writer", move |rt| {
             rt.block_on(run(&options, &mut queue));
         })?;
         Ok(Self { rows })

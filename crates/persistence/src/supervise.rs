@@ -9,6 +9,10 @@ use std::time::Duration;
 use sea_orm::sqlx;
 use tokio::runtime::{Builder, Runtime};
 
+/// A connection of such a thread idle longer is pinged before its next write: a server
+/// restart or an administrator may have closed it.
+pub(crate) const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// The longest a connect, a ping or one write of such a thread may take: a database that stops
 /// answering (dropped packets) must not hold the thread, and every caller queued behind it,
 /// forever.
@@ -31,17 +35,18 @@ pub(crate) async fn within<T>(
 }
 
 /// A current-thread runtime for such a thread.
-pub(crate) fn runtime() -> std::io::Result<Runtime> {
+fn runtime() -> std::io::Result<Runtime> {
     Builder::new_current_thread().enable_all().build()
 }
 
-/// Spawns the thread `name`, which runs `body` on `first` until it returns, and on a fresh
-/// runtime each time it panics.
+/// Spawns the thread `name`, which runs `body` on a runtime of its own until it returns, and
+/// on a fresh runtime each time it panics; the error when the thread or its first runtime
+/// cannot be made.
 pub(crate) fn spawn(
     name: &str,
-    first: Runtime,
     mut body: impl FnMut(&Runtime) + Send + 'static,
 ) -> std::io::Result<()> {
+    let first = runtime()?;
     let what = name.to_owned();
     std::thread::Builder::new()
         .name(what.clone())
@@ -81,7 +86,7 @@ mod tests {
         let runs = Arc::new(AtomicUsize::new(0));
         let (done, finished) = std::sync::mpsc::channel();
         let counted = runs.clone();
-        spawn("supervised-test", runtime().unwrap(), move |rt| {
+        spawn("supervised-test", move |rt| {
             let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
             // The runtime works on every run, the ones after a panic included.
             assert_eq!(rt.block_on(async { n }), n);

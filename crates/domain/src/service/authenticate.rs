@@ -4,52 +4,40 @@ use uuid::Uuid;
 
 use super::Vault;
 use super::sessions::session_principal;
-use crate::application::{ApiKey, KeyHash};
+use crate::application::{ApiKey, Application, KeyHash};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::reactor::{Formula, Reactor};
+use crate::tenant::TenantSettings;
 use crate::token::StoredToken;
 
-/// A token read in the same round trip as the caller's key ([`Vault::authenticate_reading`]),
-/// for [`Vault::get_token_prefetched`]. It only stands for the tenant and id it was read for.
+/// What was read in the same round trip as the caller's key, for one resource `id` of the
+/// key's tenant: a token ([`Vault::authenticate_reading`]) or a reactor with its formula
+/// ([`Vault::authenticate_reacting`]). Nothing of it is looked at before the use case has
+/// checked the caller, and it only stands for the tenant and id it was read for.
 #[derive(Debug)]
-pub struct Prefetched {
+pub struct Prefetched<K, T> {
     tenant_id: Uuid,
-    id: String,
-    token: Option<StoredToken>,
+    id: K,
+    read: T,
 }
 
-impl Prefetched {
-    /// Whether it was read for this tenant and id (otherwise the token is read again).
-    pub(super) fn stands_for(&self, tenant_id: Uuid, id: &str) -> bool {
-        self.tenant_id == tenant_id && self.id == id
-    }
+/// A token read with the key (`None` inside: the tenant has no live token by that id).
+pub type PrefetchedToken = Prefetched<String, Option<StoredToken>>;
 
-    /// The row read (`None`: the tenant has no live token by that id).
-    pub(super) fn into_row(self) -> Option<StoredToken> {
-        self.token
-    }
-}
+/// A reactor and its formula read with the key (`None` inside: the tenant has no such
+/// reactor; a formula `None`: the reactor's formula is missing).
+pub type PrefetchedReactor = Prefetched<Uuid, Option<(Reactor, Option<Formula>)>>;
 
-/// A reactor and its formula read in the same round trip as the caller's key
-/// ([`Vault::authenticate_reacting`]), for [`Vault::react`]. It only stands for the tenant and
-/// id it was read for.
-#[derive(Debug)]
-pub struct PrefetchedReactor {
-    tenant_id: Uuid,
-    id: Uuid,
-    reactor: Option<(Reactor, Option<Formula>)>,
-}
-
-impl PrefetchedReactor {
-    /// Whether it was read for this tenant and id (otherwise the reactor is read again).
-    pub(super) fn stands_for(&self, tenant_id: Uuid, id: Uuid) -> bool {
-        self.tenant_id == tenant_id && self.id == id
-    }
-
-    /// What was read (`None`: the tenant has no reactor by that id).
-    pub(super) fn into_read(self) -> Option<(Reactor, Option<Formula>)> {
-        self.reactor
+impl<K, T> Prefetched<K, T> {
+    /// What was read, when it was read for this tenant and id (otherwise the use case reads
+    /// again).
+    pub(super) fn read_for<Q>(self, tenant_id: Uuid, id: &Q) -> Option<T>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: PartialEq + ?Sized,
+    {
+        (self.tenant_id == tenant_id && self.id.borrow() == id).then_some(self.read)
     }
 }
 
@@ -80,31 +68,27 @@ impl Vault {
         &self,
         key: Option<&str>,
         token_id: &str,
-    ) -> Result<(Principal, Option<Prefetched>), Error> {
+    ) -> Result<(Principal, Option<PrefetchedToken>), Error> {
         if !super::tokens::may_be_stored(token_id) {
             // No such token: authenticate alone; the read answers 404.
             return Ok((self.authenticate(key).await?, None));
         }
         let hash = self.key_hash(key)?;
         let now = self.ports.clock.now();
-        if let Some(found) = self
+        match self
             .ports
             .applications
             .find_by_key_hash_with_token(&hash, token_id, now)
             .await?
         {
-            if found.application.is_expired(now) {
-                return Err(Error::Unauthenticated);
-            }
-            let prefetched = Prefetched {
-                tenant_id: found.application.tenant_id,
-                id: token_id.to_owned(),
-                token: found.token,
-            };
-            let principal = Principal::of_application(found.application, found.settings);
-            return Ok((principal, Some(prefetched)));
+            Some(found) => self.keyed(
+                found.application,
+                found.settings,
+                token_id.to_owned(),
+                found.token,
+            ),
+            None => Ok((self.authenticate_session(&hash).await?, None)),
         }
-        Ok((self.authenticate_session(&hash).await?, None))
     }
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's reactor
@@ -116,25 +100,38 @@ impl Vault {
         reactor_id: Uuid,
     ) -> Result<(Principal, Option<PrefetchedReactor>), Error> {
         let hash = self.key_hash(key)?;
-        let now = self.ports.clock.now();
-        if let Some(found) = self
+        match self
             .ports
             .applications
             .find_by_key_hash_with_reactor(&hash, reactor_id)
             .await?
         {
-            if found.application.is_expired(now) {
-                return Err(Error::Unauthenticated);
-            }
-            let prefetched = PrefetchedReactor {
-                tenant_id: found.application.tenant_id,
-                id: reactor_id,
-                reactor: found.reactor,
-            };
-            let principal = Principal::of_application(found.application, found.settings);
-            return Ok((principal, Some(prefetched)));
+            Some(found) => self.keyed(found.application, found.settings, reactor_id, found.reactor),
+            None => Ok((self.authenticate_session(&hash).await?, None)),
         }
-        Ok((self.authenticate_session(&hash).await?, None))
+    }
+
+    /// The caller of an application's key found with `read` for `id`: refused when the
+    /// application has expired, as [`Self::authenticate_hash`] refuses it.
+    fn keyed<K, T>(
+        &self,
+        application: Application,
+        settings: TenantSettings,
+        id: K,
+        read: T,
+    ) -> Result<(Principal, Option<Prefetched<K, T>>), Error> {
+        if application.is_expired(self.ports.clock.now()) {
+            return Err(Error::Unauthenticated);
+        }
+        let prefetched = Prefetched {
+            tenant_id: application.tenant_id,
+            id,
+            read,
+        };
+        Ok((
+            Principal::of_application(application, settings),
+            Some(prefetched),
+        ))
     }
 
     /// The hash of a well-formed key; `Unauthenticated` for a missing or malformed one.

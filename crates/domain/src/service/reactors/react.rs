@@ -39,9 +39,9 @@ impl Vault {
     ) -> Result<ReactResult, Error> {
         caller.require_application()?;
         caller.require(Permission::TokenUse)?;
-        let prefetched = prefetched.filter(|p| p.stands_for(caller.tenant_id, id));
-        let (reactor, formula) = if let Some(read) = prefetched {
-            let (reactor, formula) = read.into_read().ok_or(Error::NotFound)?;
+        let read = prefetched.and_then(|p| p.read_for(caller.tenant_id, &id));
+        let (reactor, formula) = if let Some(read) = read {
+            let (reactor, formula) = read.ok_or(Error::NotFound)?;
             (reactor, formula.ok_or_else(Self::formula_missing)?)
         } else {
             let reactor = self.reactor_of(caller, id).await?;

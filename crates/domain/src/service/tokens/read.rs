@@ -10,7 +10,7 @@ use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::ports::TokenFilter;
 use crate::service::Vault;
-use crate::service::authenticate::Prefetched;
+use crate::service::authenticate::PrefetchedToken;
 use crate::token::StoredToken;
 use crate::token_type::TokenType;
 
@@ -64,13 +64,12 @@ impl Vault {
         &self,
         caller: &Principal,
         id: &str,
-        prefetched: Option<Prefetched>,
+        prefetched: Option<PrefetchedToken>,
     ) -> Result<TokenView, Error> {
         caller.require(Permission::TokenRead)?;
         // Authorized on the stored row: nothing is decrypted for a caller who may not read it.
-        let prefetched = prefetched.filter(|p| p.stands_for(caller.tenant_id, id));
-        let stored = match prefetched {
-            Some(p) => Self::authorize_row(caller, p.into_row(), Permission::TokenRead)?,
+        let stored = match prefetched.and_then(|p| p.read_for(caller.tenant_id, id)) {
+            Some(row) => Self::authorize_row(caller, row, Permission::TokenRead)?,
             None => {
                 self.authorize_stored(caller, id, Permission::TokenRead)
                     .await?
