@@ -38,6 +38,20 @@ pub fn random_key() -> String {
     format!("key_{}", Uuid::new_v4().simple())
 }
 
+/// The code worker the test servers start: this package's `tokenvault-test-worker`, which
+/// cargo builds beside the test binaries (`target/<profile>/`, one above `deps/`).
+pub fn code_worker() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("the target directory");
+    dir.join(format!(
+        "tokenvault-test-worker{}",
+        std::env::consts::EXE_SUFFIX
+    ))
+}
+
 /// A short unique name.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", &Uuid::new_v4().simple().to_string()[..12])
@@ -55,6 +69,7 @@ impl TestApp {
         let data_dir =
             std::env::temp_dir().join(format!("tokenvault-data-{}", Uuid::new_v4().simple()));
         let mut config = Config::for_tests(db.url.clone(), data_dir.clone());
+        config.code_worker = Some(code_worker());
         let key = random_key();
         config.bootstrap_key = Some(key.clone().into());
         adjust(&mut config);

@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod errors;
 mod idempotency;
+mod isolation;
 mod operating;
 mod proxies;
 mod reactors;

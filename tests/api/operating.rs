@@ -282,7 +282,8 @@ async fn ceilings_measure_the_adapter_and_the_cipher() {
     for backend in backends() {
         let db = tokenvault_persistence::testing::TestDatabase::create(backend).await;
         let data_dir = std::env::temp_dir().join(tokenvault_tests::unique("tokenvault-ceilings"));
-        let config = tokenvault_server::Config::for_tests(db.url.clone(), data_dir.clone());
+        let mut config = tokenvault_server::Config::for_tests(db.url.clone(), data_dir.clone());
+        config.code_worker = Some(tokenvault_tests::code_worker());
         let measured = tokenvault_server::ceilings::measure(&config, Duration::from_millis(200), 4)
             .await
             .unwrap();

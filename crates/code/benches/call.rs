@@ -1,5 +1,6 @@
-//! A warm call (a pool already started; a fresh context on a warm runtime), alone and back to
-//! back, and a cold one (a new pool: thread, runtime and context) of a trivial formula. Run with
+//! A warm call (a pool already started; a fresh context on a warm runtime in a worker process),
+//! alone and back to back, and a cold one (a new pool: a worker process started, its runtime
+//! warmed and sandboxed, then the call) of a trivial formula. Run with
 //! `cargo bench -p tokenvault-code`; compare with the direct-call baseline in the same run.
 
 #![allow(missing_docs, clippy::unwrap_used)]
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
+use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
 use tokenvault_domain::code::{CodeCall, CodeRunner};
 
 const TRIVIAL: &str = "module.exports = async (req) => ({ raw: { args: req.args } });";
@@ -21,11 +22,18 @@ fn settings(workers: usize) -> RunnerSettings {
             memory: 64 << 20,
             max_output: 1 << 20,
         },
+        command: WorkerCommand {
+            program: env!("CARGO_BIN_EXE_tokenvault-code-worker").into(),
+            args: vec!["code-worker".into()],
+        },
+        require_sandbox: true,
+        tenant_share: 1.0,
     }
 }
 
 fn call() -> CodeCall {
     CodeCall {
+        tenant_id: uuid::Uuid::nil(),
         code: TRIVIAL.into(),
         request: json!({"args": {"x": "hello"}, "configuration": {}, "svc": null}),
         trace_id: None,
@@ -38,7 +46,7 @@ fn calls(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let warm = rt.block_on(async { QuickJsRunner::start(settings(1)).unwrap() });
+    let warm = rt.block_on(async { QuickJsRunner::start(settings(1)).await.unwrap() });
     rt.block_on(warm.run(call())).unwrap();
     c.bench_function("baseline: a oneshot round trip to a thread", |b| {
         let (tx, rx) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<()>>();
@@ -94,10 +102,10 @@ fn calls(c: &mut Criterion) {
     c.bench_function("warm calls back to back", |b| {
         b.iter(|| rt.block_on(warm.run(call())).unwrap());
     });
-    c.bench_function("cold call (new pool of one worker)", |b| {
+    c.bench_function("cold call (new pool of one worker process)", |b| {
         b.iter(|| {
             rt.block_on(async {
-                let cold = QuickJsRunner::start(settings(1)).unwrap();
+                let cold = QuickJsRunner::start(settings(1)).await.unwrap();
                 cold.run(call()).await.unwrap()
             })
         });

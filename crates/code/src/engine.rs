@@ -12,7 +12,26 @@ use rquickjs::{
     Value, WriteOptions,
 };
 use serde_json::Value as Json;
-use tokenvault_domain::code::{CodeCall, CodeError};
+use tokenvault_domain::code::CodeError;
+
+/// What the code reaches outside its context: `req.svc` and `console`. In a worker process
+/// both go over the channel to the server, which checks them.
+pub trait Host {
+    /// A `req.svc` call; `{"ok": …}` or `{"error": <problem>}`.
+    fn svc(&self, method: String, args: Vec<Json>) -> Json;
+    /// A `console.*` line, already bounded.
+    fn log(&self, level: &str, text: &str);
+}
+
+/// One call: the module and the request it is called with.
+pub struct Call<'a> {
+    /// The module's source.
+    pub code: &'a str,
+    /// The request object.
+    pub request: &'a Json,
+    /// Whether `req.svc` is a client.
+    pub svc: bool,
+}
 
 /// Limits of every call.
 #[derive(Clone, Copy, Debug)]
@@ -38,7 +57,6 @@ const MAX_LOG_LINES: usize = 200;
 /// can be prepared before the call it will serve is known.
 #[derive(Default)]
 struct CallState {
-    trace_id: RefCell<Option<String>>,
     lines: Cell<usize>,
     /// The timers the code set: id and when each is due.
     timers: RefCell<Vec<(i32, Instant)>>,
@@ -63,7 +81,7 @@ pub struct Engine {
     /// parsing it again for every context.
     prelude: Vec<u8>,
     state: Rc<CallState>,
-    handle: Option<tokio::runtime::Handle>,
+    host: Rc<dyn Host>,
     deadline: Rc<Cell<Option<Instant>>>,
     limits: Limits,
 }
@@ -77,7 +95,7 @@ enum Stop {
 impl Engine {
     /// A runtime with the memory limit and the interrupt handler installed, and the prelude
     /// compiled.
-    pub fn new(limits: Limits, handle: Option<tokio::runtime::Handle>) -> Result<Self, String> {
+    pub fn new(limits: Limits, host: Rc<dyn Host>) -> Result<Self, String> {
         let runtime = Runtime::new().map_err(|e| e.to_string())?;
         runtime.set_memory_limit(limits.memory);
         runtime.set_max_stack_size(512 * 1024);
@@ -103,7 +121,7 @@ impl Engine {
             runtime,
             prelude,
             state: Rc::default(),
-            handle,
+            host,
             deadline,
             limits,
         })
@@ -117,7 +135,7 @@ impl Engine {
         }
         let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
         let (run, svc) = context.with(|ctx| {
-            install_host(&ctx, &self.state).map_err(|e| e.to_string())?;
+            install_host(&ctx, &self.state, &self.host).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())
@@ -178,14 +196,13 @@ impl Engine {
     /// Runs one call on the prepared context (preparing one if needed); `finish` throws that
     /// context away. The `bool` is whether the runtime should be thrown away too (it ran out of
     /// memory or was stopped mid-way: its heap is not to be trusted for the next tenant).
-    pub fn run(&mut self, call: &CodeCall) -> (Result<Json, CodeError>, bool) {
+    pub fn run(&mut self, call: &Call<'_>) -> (Result<Json, CodeError>, bool) {
         if let Err(e) = self.prepare() {
             return (Err(CodeError::Internal(e)), true);
         }
         let Some(prepared) = self.prepared.take() else {
             return (Err(CodeError::Internal("no context".into())), true);
         };
-        self.state.trace_id.replace(call.trace_id.clone());
         self.state.lines.set(0);
         self.state.timers.borrow_mut().clear();
         let started = Instant::now();
@@ -230,21 +247,20 @@ impl Engine {
         &self,
         ctx: &Ctx<'_>,
         prepared: &Prepared,
-        call: &CodeCall,
+        call: &Call<'_>,
         deadline: Instant,
     ) -> Result<Json, Result<CodeError, Stop>> {
         let internal = |e: rquickjs::Error| Ok(CodeError::Internal(e.to_string()));
         let request = ctx.json_parse(call.request.to_string()).map_err(internal)?;
-        if let (Some(svc), Some(object)) = (&call.svc, request.as_object()) {
-            let host =
-                svc_host(ctx, svc.clone(), self.handle.clone(), deadline).map_err(internal)?;
+        if let (true, Some(object)) = (call.svc, request.as_object()) {
+            let host = svc_host(ctx, self.host.clone()).map_err(internal)?;
             let build = prepared.svc.clone().restore(ctx).map_err(internal)?;
             let client: Value = build.call((host,)).map_err(internal)?;
             object.set("svc", client).map_err(internal)?;
         }
         let run = prepared.run.clone().restore(ctx).map_err(internal)?;
         let returned: Value = run
-            .call((call.code.as_str(), request))
+            .call((call.code, request))
             .catch(ctx)
             .map_err(|e| failure(ctx, &e, deadline))?;
         let value = match returned.as_promise() {
@@ -413,9 +429,10 @@ fn caught_message(caught: &CaughtError<'_>) -> String {
 
 /// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host. They
 /// read the call they serve from `state`.
-fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>) -> rquickjs::Result<()> {
+fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rquickjs::Result<()> {
     let globals = ctx.globals();
     let log = state.clone();
+    let to = host.clone();
     globals.set(
         "__log",
         Function::new(ctx.clone(), move |level: String, text: String| {
@@ -424,10 +441,8 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>) -> rquickjs::Result<()> {
             if log.lines.get() > MAX_LOG_LINES {
                 return;
             }
-            let trace_id = log.trace_id.borrow();
-            let trace_id = trace_id.as_deref().unwrap_or("-");
             let text: String = text.chars().take(MAX_LOG_LINE).collect();
-            tracing::debug!(trace_id, level, "code: {text:?}");
+            to.log(&level, &text);
         })?,
     )?;
     globals.set(
@@ -457,31 +472,12 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>) -> rquickjs::Result<()> {
     Ok(())
 }
 
-/// The host side of `req.svc`: calls the use case on the server's runtime, blocking this worker
-/// thread (its JavaScript waits anyway) until the answer or the call's deadline.
-fn svc_host<'js>(
-    ctx: &Ctx<'js>,
-    svc: std::sync::Arc<dyn tokenvault_domain::code::Svc>,
-    handle: Option<tokio::runtime::Handle>,
-    deadline: Instant,
-) -> rquickjs::Result<Function<'js>> {
+/// The host side of `req.svc`: the host answers it (the worker asks the server and blocks; its
+/// JavaScript waits anyway). The server bounds the call by the call's deadline.
+fn svc_host<'js>(ctx: &Ctx<'js>, host: Rc<dyn Host>) -> rquickjs::Result<Function<'js>> {
     Function::new(ctx.clone(), move |method: String, args: String| -> String {
         let args: Vec<Json> = serde_json::from_str(&args).unwrap_or_default();
-        let Some(handle) = handle.as_ref() else {
-            return serde_json::json!({"error": {"status": 500, "detail": "svc is not available"}})
-                .to_string();
-        };
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let svc = svc.clone();
-        let outcome = handle.block_on(async move {
-            tokio::time::timeout(remaining, svc.call(&method, args)).await
-        });
-        match outcome {
-            Ok(Ok(value)) => serde_json::json!({ "ok": value }),
-            Ok(Err(problem)) => serde_json::json!({ "error": problem }),
-            Err(_) => serde_json::json!({"error": {"status": 500, "detail": "the code ran out of time in a svc call"}}),
-        }
-        .to_string()
+        host.svc(method, args).to_string()
     })
 }
 
@@ -495,15 +491,25 @@ mod tests {
             memory: 16 << 20,
             max_output: 1 << 20,
         };
-        Engine::new(limits, None).unwrap_or_else(|e| panic!("{e}"))
+        Engine::new(limits, Rc::new(NoHost)).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn call(code: &str) -> CodeCall {
-        CodeCall {
-            code: code.into(),
-            request: serde_json::json!({}),
-            trace_id: None,
-            svc: None,
+    struct NoHost;
+
+    impl Host for NoHost {
+        fn svc(&self, _: String, _: Vec<Json>) -> Json {
+            serde_json::json!({"error": {"status": 500}})
+        }
+        fn log(&self, _: &str, _: &str) {}
+    }
+
+    const EMPTY: Json = Json::Null;
+
+    fn call(code: &str) -> Call<'_> {
+        Call {
+            code,
+            request: &EMPTY,
+            svc: false,
         }
     }
 

@@ -1,39 +1,91 @@
 //! Code runtime adapter: the domain's [`CodeRunner`] port on QuickJS (`rquickjs`), per
 //! docs/decisions.md §7.
 //!
-//! A QuickJS runtime cannot move between threads, so a fixed pool of worker threads each owns
-//! one, warm, and takes calls from a shared queue. Every call gets a fresh context on its
-//! worker's runtime (its own globals and prototypes: nothing leaks to the next call), a deadline
-//! enforced by the interrupt handler while JavaScript runs and by the event loop while it waits
-//! on timers, and the runtime's memory limit. A runtime that ran out of memory or was stopped is
-//! replaced before the next call. The async side waits for the answer with a margin over the
-//! deadline, so a stuck worker cannot hold a request forever.
+//! Tenant code never runs in the server's address space. A fixed pool of **worker processes**
+//! (`worker.rs`), started from the server's own binary with an empty environment, each warms one
+//! QuickJS engine, puts itself under resource limits and a seccomp filter (`sandbox.rs`), and
+//! runs one call at a time, talking to the server over its stdin and stdout (`protocol.rs`):
+//! `req.svc` calls and `console` lines come back to the server, which checks and answers them.
+//! Inside the worker every call gets a fresh context (nothing one call defines reaches the next)
+//! and the engine's own limits (interrupt handler, memory limit, result size; `engine.rs`).
+//!
+//! The server bounds what the engine cannot: a call that has not answered by its deadline plus
+//! [`GRACE`] (a builtin that never reaches an interrupt check) is answered as out of time, and
+//! its worker is killed and replaced. A worker that dies, or whose caller went away mid-call, is
+//! replaced too. One tenant holds at most its share of the workers and of the queue (`gate.rs`).
 
 mod engine;
+mod gate;
+mod protocol;
+mod sandbox;
+pub mod worker;
 
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde_json::Value;
-use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
-use tokio::sync::oneshot;
+use serde_json::{Value, json};
+use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner, Svc};
+use tokio::io::BufReader;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::Semaphore;
 
-use engine::Engine;
 pub use engine::Limits;
+use gate::Gates;
+use protocol::{FromWorker, Outcome, ToWorker, receive, send};
+
+/// How long past its deadline a call may run before its worker is killed.
+pub const GRACE: Duration = Duration::from_millis(250);
+/// How long a worker may take to start (exec, warm the engine, sandbox itself).
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many calls may wait for a worker (per worker) before new ones are refused.
+const QUEUE_PER_WORKER: usize = 16;
+/// The most `console` lines one call writes to the log, and the longest kept.
+const MAX_LOG_LINES: usize = 200;
+const MAX_LOG_LINE: usize = 4096;
+
+/// The program a worker process runs: the server's own binary with the worker's subcommand.
+#[derive(Clone, Debug)]
+pub struct WorkerCommand {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+impl WorkerCommand {
+    /// This process's own binary, run as `<binary> code-worker`.
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(Self {
+            program: std::env::current_exe()?,
+            args: vec!["code-worker".into()],
+        })
+    }
+}
 
 /// Settings of the pool.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct RunnerSettings {
-    /// Worker threads, each with its own runtime (at least 1).
+    /// Worker processes (at least 1).
     pub workers: usize,
     /// Limits of every call.
     pub limits: Limits,
+    /// What a worker runs.
+    pub command: WorkerCommand,
+    /// `false` only by the operator's explicit opt-out: workers run without the seccomp filter
+    /// where it cannot be installed (logged). Otherwise such a worker is refused.
+    pub require_sandbox: bool,
+    /// The share of the workers, and of the queue, that one tenant may hold (0 < share ≤ 1;
+    /// at least one worker and one place).
+    pub tenant_share: f64,
 }
 
-impl Default for RunnerSettings {
-    fn default() -> Self {
+impl RunnerSettings {
+    /// Four workers, the limits of docs/decisions.md §7, three quarters per tenant.
+    pub fn new(command: WorkerCommand) -> Self {
         Self {
             workers: 4,
             limits: Limits {
@@ -41,178 +93,415 @@ impl Default for RunnerSettings {
                 memory: 64 << 20,
                 max_output: 1 << 20,
             },
+            command,
+            require_sandbox: true,
+            tenant_share: 0.75,
         }
     }
 }
 
-/// How many calls may wait for a worker before new ones are refused (per worker).
-const QUEUE_PER_WORKER: usize = 16;
-
-enum Job {
-    Check(String, oneshot::Sender<Result<(), String>>),
-    Run(Box<CodeCall>, oneshot::Sender<Result<Value, CodeError>>),
+/// A running worker process and its channel.
+struct Worker {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
 }
 
-/// The pool of QuickJS workers.
+/// What ended a conversation with a worker that cannot be trusted with another call.
+#[derive(Debug)]
+enum Broken {
+    /// It did not answer in time.
+    Late,
+    /// Its channel failed or it broke the protocol.
+    Channel(String),
+}
+
+/// The pool of worker processes.
 pub struct QuickJsRunner {
-    queue: Mutex<mpsc::SyncSender<Job>>,
-    limits: Limits,
+    pool: Arc<Pool>,
+}
+
+struct Pool {
+    settings: RunnerSettings,
+    idle: Mutex<Vec<Worker>>,
+    /// One permit per worker: a call holds one while it runs.
+    slots: Semaphore,
+    /// Calls waiting for a worker, at most `queue`.
+    waiting: std::sync::atomic::AtomicUsize,
+    queue: usize,
+    gates: Gates,
 }
 
 impl std::fmt::Debug for QuickJsRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QuickJsRunner")
-            .field("limits", &self.limits)
+            .field("workers", &self.pool.settings.workers)
+            .field("limits", &self.pool.settings.limits)
             .finish_non_exhaustive()
     }
 }
 
 impl QuickJsRunner {
-    /// Starts the worker threads. They end when the runner is dropped.
-    pub fn start(settings: RunnerSettings) -> std::io::Result<Self> {
-        // Bounded: a flood of slow calls is refused (503) instead of queueing for minutes.
-        let (tx, rx) = mpsc::sync_channel::<Job>(settings.workers.max(1) * QUEUE_PER_WORKER);
-        let rx = Arc::new(Mutex::new(rx));
-        // `req.svc` calls run the token use cases on the runtime that started the pool.
-        let handle = tokio::runtime::Handle::try_current().ok();
-        for i in 0..settings.workers.max(1) {
-            let rx = rx.clone();
-            let limits = settings.limits;
-            let handle = handle.clone();
-            std::thread::Builder::new()
-                .name(format!("tokenvault-code-{i}"))
-                .spawn(move || work(&rx, limits, handle))?;
+    /// Starts the worker processes and waits until each is warm and sandboxed.
+    ///
+    /// # Errors
+    /// A worker that cannot start, or cannot sandbox itself while the sandbox is required.
+    pub async fn start(settings: RunnerSettings) -> Result<Self, String> {
+        let workers = settings.workers.max(1);
+        let queue = workers * QUEUE_PER_WORKER;
+        let pool = Arc::new(Pool {
+            gates: Gates::new(workers, queue, settings.tenant_share),
+            slots: Semaphore::new(workers),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            queue,
+            idle: Mutex::new(Vec::with_capacity(workers)),
+            settings,
+        });
+        let started = futures_util::future::join_all((0..workers).map(|_| pool.spawn())).await;
+        for worker in started {
+            pool.idle().push(worker?);
         }
-        Ok(Self {
-            queue: Mutex::new(tx),
-            limits: settings.limits,
-        })
+        Ok(Self { pool })
     }
 
-    fn submit(&self, job: Job) -> Result<(), CodeError> {
-        self.queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .try_send(job)
-            .map_err(|e| match e {
-                mpsc::TrySendError::Full(_) => CodeError::Busy,
-                mpsc::TrySendError::Disconnected(_) => {
-                    CodeError::Internal("the code workers have stopped".into())
-                }
-            })
+    /// How many workers are warm and idle (for readiness).
+    pub fn idle_workers(&self) -> usize {
+        self.pool.idle().len()
     }
 
-    /// How long the async side waits for a worker: the call's deadline plus a margin.
-    fn patience(&self) -> Duration {
-        self.limits.timeout + Duration::from_secs(2)
+    /// The process ids of the workers idle now (for tests that look at them).
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.pool
+            .idle()
+            .iter()
+            .filter_map(|w| w.child.id())
+            .collect()
     }
 }
 
-/// A worker: takes jobs until the queue closes; replaces its engine after a call that ran out
-/// of memory or was stopped.
-fn work(
-    queue: &Mutex<mpsc::Receiver<Job>>,
-    limits: Limits,
-    handle: Option<tokio::runtime::Handle>,
-) {
-    let mut engine = None;
-    loop {
-        let job = {
-            let rx = queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match rx.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            }
+impl Pool {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts one worker and waits for it to say it is ready.
+    async fn spawn(&self) -> Result<Worker, String> {
+        let limits = self.settings.limits;
+        let mut child = Command::new(&self.settings.command.program)
+            .args(&self.settings.command.args)
+            // Nothing of the server's environment (keys, database URLs) reaches the worker.
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "cannot start a code worker ({}): {e}",
+                    self.settings.command.program.display()
+                )
+            })?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("a code worker has no channel".into());
         };
-        if engine.is_none() {
-            match Engine::new(limits, handle.clone()) {
-                Ok(e) => engine = Some(e),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot start a QuickJS runtime");
-                    fail(job, &e);
-                    continue;
-                }
+        let mut worker = Worker {
+            child,
+            input,
+            output: BufReader::new(output),
+        };
+        let init = ToWorker::Init {
+            timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+            memory: limits.memory,
+            max_output: limits.max_output,
+            sandbox: true,
+        };
+        let ready = tokio::time::timeout(START_TIMEOUT, async {
+            send(&mut worker.input, &init).await?;
+            receive::<FromWorker>(&mut worker.output).await
+        })
+        .await;
+        match ready {
+            Ok(Ok(FromWorker::Ready {
+                sandboxed: true, ..
+            })) => Ok(worker),
+            Ok(Ok(FromWorker::Ready { why, .. })) if !self.settings.require_sandbox => {
+                tracing::warn!(
+                    why = why.as_deref().unwrap_or("-"),
+                    "a code worker runs WITHOUT its seccomp sandbox (TOKENVAULT_CODE_SANDBOX=off)"
+                );
+                Ok(worker)
             }
+            Ok(Ok(FromWorker::Ready { why, .. })) => Err(format!(
+                "the code workers cannot sandbox themselves here ({}); set \
+                 TOKENVAULT_CODE_SANDBOX=off to run tenant code without seccomp",
+                why.as_deref().unwrap_or("unknown")
+            )),
+            Ok(Ok(other)) => Err(format!("a code worker said {other:?} instead of ready")),
+            Ok(Err(e)) => Err(format!("a code worker did not start: {e}")),
+            Err(_) => Err("a code worker did not start in time".into()),
         }
-        let Some(current) = engine.as_mut() else {
-            continue;
-        };
-        // A panic (in a host function, say) costs the runtime, never the worker.
-        let contained =
-            |f: &mut dyn FnMut()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok();
-        match job {
-            Job::Check(code, reply) => {
-                let mut outcome = Err("the code could not be checked".to_string());
-                if !contained(&mut || outcome = current.check(&code)) {
-                    engine = None;
-                }
-                let _ = reply.send(outcome);
+    }
+
+    /// A worker for a call: an idle one, or a fresh one when the last was killed and its
+    /// replacement is not ready yet.
+    async fn take(&self) -> Result<Worker, String> {
+        loop {
+            let idle = self.idle().pop();
+            let Some(mut worker) = idle else {
+                return self.spawn().await;
+            };
+            if matches!(worker.child.try_wait(), Ok(None)) {
+                return Ok(worker);
             }
-            // Nobody waits for it any more (the caller gave up): do not run it.
-            Job::Run(_, reply) if reply.is_closed() => {}
-            Job::Run(call, reply) => {
-                let mut outcome = Err(CodeError::Internal("the code worker failed".into()));
-                // Replaced unless the call says it is clean (a panic leaves `discard` true).
-                let mut discard = true;
-                contained(&mut || (outcome, discard) = current.run(&call));
-                if discard {
-                    engine = None;
+            // It died while idle (killed from outside): dropped, reaped, and not used.
+            tracing::warn!("a code worker died while idle; it is replaced");
+        }
+    }
+
+    /// A worker that served a call cleanly goes back (unless the pool is full).
+    fn give_back(&self, worker: Worker) {
+        let mut idle = self.idle();
+        if idle.len() < self.settings.workers.max(1) {
+            idle.push(worker);
+        }
+    }
+
+    /// Starts a worker in the background in place of one that was killed.
+    fn replace(self: &Arc<Self>) {
+        let pool = self.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                match pool.spawn().await {
+                    Ok(worker) => pool.give_back(worker),
+                    Err(e) => tracing::error!(error = %e, "cannot replace a code worker"),
                 }
-                let _ = reply.send(outcome);
-                // The spent context is released, and the next call's made, after the answer.
-                if let Some(current) = engine.as_mut() {
-                    let mut ready = Err(String::new());
-                    contained(&mut || {
-                        ready = if current.finish() {
-                            Err("a job was left behind".into())
-                        } else {
-                            current.prepare()
-                        };
-                    });
-                    if ready.is_err() {
-                        engine = None;
+            });
+        }
+    }
+}
+
+/// A worker lent to one call. Unless the call gives it back clean, it is killed when the lease
+/// ends (timed out, broken, or the caller went away mid-call) and a fresh one takes its place.
+struct Lease {
+    pool: Arc<Pool>,
+    worker: Option<Worker>,
+}
+
+impl Lease {
+    fn worker(&mut self) -> Result<&mut Worker, Broken> {
+        self.worker
+            .as_mut()
+            .ok_or_else(|| Broken::Channel("no worker".into()))
+    }
+
+    fn release(mut self) {
+        if let Some(worker) = self.worker.take() {
+            self.pool.give_back(worker);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(mut worker) = self.worker.take() {
+            // `kill_on_drop` would too; tokio reaps the process.
+            let _ = worker.child.start_kill();
+            self.pool.replace();
+        }
+    }
+}
+
+fn outcome(o: Outcome) -> Result<Value, CodeError> {
+    match o {
+        Outcome::Ok(v) => Ok(v),
+        Outcome::Thrown(status, message, errors) => Err(CodeError::Thrown {
+            status,
+            message,
+            errors,
+        }),
+        Outcome::Custom(status, headers, body) => Err(CodeError::Custom {
+            status,
+            headers,
+            body,
+        }),
+        Outcome::Limit(why) => Err(CodeError::Limit(why)),
+        Outcome::Internal(why) => Err(CodeError::Internal(why)),
+    }
+}
+
+impl QuickJsRunner {
+    fn late(&self) -> CodeError {
+        CodeError::Limit(format!(
+            "the code ran longer than {} ms",
+            self.pool.settings.limits.timeout.as_millis()
+        ))
+    }
+
+    /// A worker for one call, waiting at most `patience` for a free one.
+    async fn lease(
+        &self,
+        patience: Duration,
+    ) -> Result<(Lease, tokio::sync::SemaphorePermit<'_>), CodeError> {
+        use std::sync::atomic::Ordering;
+        let permit = if let Ok(permit) = self.pool.slots.try_acquire() {
+            permit
+        } else {
+            // Bounded: a flood of slow calls is refused (503) instead of queueing for minutes.
+            let before = self.pool.waiting.fetch_add(1, Ordering::SeqCst);
+            let waited = if before >= self.pool.queue {
+                Err(CodeError::Busy)
+            } else {
+                match tokio::time::timeout(patience, self.pool.slots.acquire()).await {
+                    Ok(Ok(permit)) => Ok(permit),
+                    Ok(Err(_)) => Err(CodeError::Internal("the code workers have stopped".into())),
+                    Err(_) => Err(CodeError::Busy),
+                }
+            };
+            self.pool.waiting.fetch_sub(1, Ordering::SeqCst);
+            waited?
+        };
+        let worker = self.pool.take().await.map_err(|e| {
+            tracing::error!(error = %e, "no code worker");
+            CodeError::Internal(e)
+        })?;
+        Ok((
+            Lease {
+                pool: self.pool.clone(),
+                worker: Some(worker),
+            },
+            permit,
+        ))
+    }
+
+    /// The conversation of one call: the request, then `req.svc` calls and log lines until the
+    /// outcome.
+    async fn converse(
+        worker: &mut Worker,
+        call: &CodeCall,
+        deadline: Instant,
+    ) -> Result<Result<Value, CodeError>, Broken> {
+        let channel = |e: std::io::Error| Broken::Channel(e.to_string());
+        send(
+            &mut worker.input,
+            &ToWorker::Run {
+                code: call.code.clone(),
+                request: call.request.clone(),
+                svc: call.svc.is_some(),
+            },
+        )
+        .await
+        .map_err(channel)?;
+        let trace_id = call.trace_id.as_deref().unwrap_or("-");
+        let mut lines = 0usize;
+        loop {
+            match receive::<FromWorker>(&mut worker.output)
+                .await
+                .map_err(channel)?
+            {
+                FromWorker::Done(o) => return Ok(outcome(o)),
+                FromWorker::Log { level, text } => {
+                    lines += 1;
+                    if lines <= MAX_LOG_LINES {
+                        let level: String = level.chars().take(8).collect();
+                        let text: String = text.chars().take(MAX_LOG_LINE).collect();
+                        tracing::debug!(trace_id, level, "code: {text:?}");
                     }
                 }
+                FromWorker::Svc { method, args } => {
+                    let Some(svc) = &call.svc else {
+                        return Err(Broken::Channel("a svc call without svc".into()));
+                    };
+                    let reply = svc_reply(svc.as_ref(), &method, args, deadline).await;
+                    send(&mut worker.input, &ToWorker::SvcReply(reply))
+                        .await
+                        .map_err(channel)?;
+                }
+                other => {
+                    return Err(Broken::Channel(format!("unexpected {other:?}")));
+                }
             }
         }
     }
 }
 
-fn fail(job: Job, why: &str) {
-    match job {
-        Job::Check(_, reply) => {
-            let _ = reply.send(Err(why.to_string()));
-        }
-        Job::Run(_, reply) => {
-            let _ = reply.send(Err(CodeError::Internal(why.to_string())));
-        }
+/// Answers a `req.svc` call on the server, within what is left of the call's deadline.
+async fn svc_reply(svc: &dyn Svc, method: &str, args: Vec<Value>, deadline: Instant) -> Value {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    match tokio::time::timeout(remaining, svc.call(method, args)).await {
+        Ok(Ok(value)) => json!({ "ok": value }),
+        Ok(Err(problem)) => json!({ "error": problem }),
+        Err(_) => json!({"error": {"status": 500, "title": "Internal Server Error",
+            "detail": "the code ran out of time in a svc call"}}),
     }
 }
 
 #[async_trait]
 impl CodeRunner for QuickJsRunner {
     async fn check(&self, code: &str) -> Result<(), String> {
-        let (tx, rx) = oneshot::channel();
-        self.submit(Job::Check(code.to_string(), tx))
-            .map_err(|_| "the code workers have stopped".to_string())?;
-        match tokio::time::timeout(self.patience(), rx).await {
-            Ok(Ok(outcome)) => outcome,
+        let limits = self.pool.settings.limits;
+        let (mut lease, _permit) = self
+            .lease(limits.timeout)
+            .await
+            .map_err(|_| "the code workers are busy".to_string())?;
+        let worker = lease.worker().map_err(|_| "no code worker".to_string())?;
+        let answer = tokio::time::timeout(limits.timeout + GRACE, async {
+            send(
+                &mut worker.input,
+                &ToWorker::Check {
+                    code: code.to_string(),
+                },
+            )
+            .await?;
+            receive::<FromWorker>(&mut worker.output).await
+        })
+        .await;
+        match answer {
+            Ok(Ok(FromWorker::Checked(outcome))) => {
+                lease.release();
+                outcome
+            }
             _ => Err("the code could not be checked in time".into()),
         }
     }
 
     async fn run(&self, call: CodeCall) -> Result<Value, CodeError> {
-        let (tx, rx) = oneshot::channel();
-        self.submit(Job::Run(Box::new(call), tx))?;
-        match tokio::time::timeout(self.patience(), rx).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) => Err(CodeError::Internal("a code worker stopped".into())),
-            Err(_) => Err(CodeError::Limit(format!(
-                "the code ran longer than {} ms",
-                self.limits.timeout.as_millis()
-            ))),
+        let limits = self.pool.settings.limits;
+        // The tenant's share first: its own flood waits here, not in front of other tenants.
+        let _admitted = self
+            .pool
+            .gates
+            .admit(call.tenant_id, limits.timeout)
+            .await?;
+        let (mut lease, _permit) = self.lease(limits.timeout).await?;
+        let deadline = Instant::now() + limits.timeout;
+        let worker = lease
+            .worker()
+            .map_err(|_| CodeError::Internal("no worker".into()))?;
+        let answer = tokio::time::timeout_at(
+            (deadline + GRACE).into(),
+            Self::converse(worker, &call, deadline),
+        )
+        .await
+        .unwrap_or(Err(Broken::Late));
+        match answer {
+            Ok(outcome) => {
+                lease.release();
+                outcome
+            }
+            // The lease kills the worker and starts another.
+            Err(Broken::Late) => Err(self.late()),
+            Err(Broken::Channel(why)) => {
+                tracing::warn!(why, "a code worker failed mid-call; it is replaced");
+                if Instant::now() >= deadline {
+                    Err(self.late())
+                } else {
+                    Err(CodeError::Internal(format!(
+                        "the code worker failed: {why}"
+                    )))
+                }
+            }
         }
     }
 }

@@ -1,30 +1,44 @@
-//! The runner against real QuickJS: the CommonJS contract, each sandbox limit ending within its
-//! bound while other calls keep answering, the escapes that must fail, and the globals.
+//! The runner against real QuickJS in real worker processes: the CommonJS contract, each sandbox
+//! limit ending within its bound while other calls keep answering, the escapes that must fail,
+//! the globals, and the process boundary (no environment, seccomp, killed past the deadline,
+//! replaced when it dies, fair between tenants).
 
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
+use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
 use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
+use uuid::Uuid;
 
 const TIMEOUT: Duration = Duration::from_millis(500);
 
-fn runner() -> QuickJsRunner {
-    QuickJsRunner::start(RunnerSettings {
-        workers: 2,
+fn settings(workers: usize) -> RunnerSettings {
+    RunnerSettings {
+        workers,
         limits: Limits {
             timeout: TIMEOUT,
             memory: 16 << 20,
             max_output: 1 << 20,
         },
-    })
-    .unwrap()
+        command: WorkerCommand {
+            program: env!("CARGO_BIN_EXE_tokenvault-code-worker").into(),
+            args: vec!["code-worker".into()],
+        },
+        require_sandbox: true,
+        tenant_share: 0.5,
+    }
 }
 
+async fn runner() -> QuickJsRunner {
+    QuickJsRunner::start(settings(2)).await.unwrap()
+}
+
+/// A call of a tenant of its own.
 fn call(code: &str, request: Value) -> CodeCall {
     CodeCall {
+        tenant_id: Uuid::new_v4(),
         code: code.into(),
         request,
         trace_id: Some("test".into()),
@@ -38,7 +52,7 @@ async fn run(r: &QuickJsRunner, code: &str) -> Result<Value, CodeError> {
 
 #[tokio::test]
 async fn the_commonjs_contract() {
-    let r = runner();
+    let r = runner().await;
     let echo = "module.exports = async function (req) { return { args: req.args, n: 1 + 1 }; };";
     assert_eq!(
         run(&r, echo).await.unwrap(),
@@ -65,7 +79,7 @@ async fn the_commonjs_contract() {
 
 #[tokio::test]
 async fn code_that_does_not_compile_is_refused_without_running() {
-    let r = runner();
+    let r = runner().await;
     assert!(
         r.check("module.exports = async function (req) {")
             .await
@@ -84,7 +98,7 @@ async fn code_that_does_not_compile_is_refused_without_running() {
 /// meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_limit_ends_the_call_and_others_keep_answering() {
-    let r = std::sync::Arc::new(runner());
+    let r = std::sync::Arc::new(runner().await);
     for (name, code) in [
         (
             "infinite loop",
@@ -140,7 +154,7 @@ async fn every_limit_ends_the_call_and_others_keep_answering() {
 
 #[tokio::test]
 async fn the_sandbox_has_no_way_out_and_calls_share_nothing() {
-    let r = runner();
+    let r = runner().await;
     for code in [
         "module.exports = () => require('fs').readFileSync('/etc/passwd', 'utf8');",
         "module.exports = () => process.env;",
@@ -181,7 +195,7 @@ async fn the_sandbox_has_no_way_out_and_calls_share_nothing() {
 
 #[tokio::test]
 async fn errors_map_to_their_status() {
-    let r = runner();
+    let r = runner().await;
     let cases = [
         ("BadRequestError", 400),
         ("AuthenticationError", 401),
@@ -229,7 +243,7 @@ async fn errors_map_to_their_status() {
 
 #[tokio::test]
 async fn the_globals_of_the_runtime() {
-    let r = runner();
+    let r = runner().await;
     let code = r"module.exports = async () => {
         const bytes = new TextEncoder().encode('héllo');
         const timer = setTimeout(() => { throw new Error('cleared timers never fire'); }, 10);
@@ -252,7 +266,7 @@ async fn the_globals_of_the_runtime() {
 /// observable from JavaScript; this checks that calls after such a one still work.)
 #[tokio::test]
 async fn nothing_a_call_leaves_queued_runs_in_the_next() {
-    let r = runner();
+    let r = runner().await;
     // An endless promise chain and a pending timer, left behind by a call that returned.
     let leaves = r"module.exports = () => {
         (function again() { Promise.resolve().then(again); })();
@@ -282,17 +296,7 @@ async fn nothing_a_call_leaves_queued_runs_in_the_next() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_refuses_calls_instead_of_queueing_them() {
-    let r = std::sync::Arc::new(
-        QuickJsRunner::start(RunnerSettings {
-            workers: 1,
-            limits: Limits {
-                timeout: TIMEOUT,
-                memory: 16 << 20,
-                max_output: 1 << 20,
-            },
-        })
-        .unwrap(),
-    );
+    let r = std::sync::Arc::new(QuickJsRunner::start(settings(1)).await.unwrap());
     let slow = "module.exports = () => new Promise((ok) => setTimeout(ok, 50));";
     let calls: Vec<_> = (0..24)
         .map(|_| {

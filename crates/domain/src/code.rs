@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use uuid::Uuid;
 
 use crate::auth::Principal;
 use crate::service::Vault;
@@ -16,6 +17,8 @@ pub const MAX_CODE_LEN: usize = 50_000;
 /// One invocation: the module's source and the request object it is called with.
 #[derive(Clone)]
 pub struct CodeCall {
+    /// The tenant whose code it is: one tenant holds at most its share of the runtime.
+    pub tenant_id: Uuid,
     /// A CommonJS module: `module.exports = async function (req) { … }`.
     pub code: String,
     /// The request object, without `svc` (`args`, `configuration`, …).
@@ -30,6 +33,7 @@ impl std::fmt::Debug for CodeCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The request carries detokenized data: never printed.
         f.debug_struct("CodeCall")
+            .field("tenant_id", &self.tenant_id)
             .field("code_len", &self.code.len())
             .field("trace_id", &self.trace_id)
             .field("svc", &self.svc.is_some())

@@ -45,8 +45,18 @@ pub struct Config {
     pub code_timeout_ms: u64,
     /// Memory limit of one code runtime in MiB (`TOKENVAULT_CODE_MEMORY_MB`).
     pub code_memory_mb: usize,
-    /// Code worker threads, each with a warm runtime (`TOKENVAULT_CODE_WORKERS`).
+    /// Code worker processes, each with a warm runtime (`TOKENVAULT_CODE_WORKERS`).
     pub code_workers: usize,
+    /// `on` (the default): code workers run under their seccomp filter, and the server refuses
+    /// to start where it cannot be installed; `off`: the operator's explicit opt-out, logged at
+    /// every worker start (`TOKENVAULT_CODE_SANDBOX`).
+    pub code_sandbox: String,
+    /// The percentage of the code workers, and of their queue, one tenant may hold, 1–100
+    /// (`TOKENVAULT_CODE_TENANT_SHARE`, default 75).
+    pub code_tenant_share: u8,
+    /// The executable of a code worker, run with the argument `code-worker`; default this
+    /// binary (`TOKENVAULT_CODE_WORKER`; the tests' harness sets it).
+    pub code_worker: Option<PathBuf>,
     /// Proxies may forward to `http://` destinations (`TOKENVAULT_PROXY_ALLOW_HTTP`; for
     /// development and tests).
     pub proxy_allow_http: bool,
@@ -77,6 +87,8 @@ struct Defaults {
     code_timeout_ms: u64,
     code_memory_mb: usize,
     code_workers: usize,
+    code_sandbox: &'static str,
+    code_tenant_share: u8,
     proxy_allow_http: bool,
     proxy_allowed_hosts: &'static str,
     proxy_timeout_ms: u64,
@@ -96,6 +108,8 @@ const DEFAULTS: Defaults = Defaults {
     code_timeout_ms: 10_000,
     code_memory_mb: 64,
     code_workers: 4,
+    code_sandbox: "on",
+    code_tenant_share: 75,
     proxy_allow_http: false,
     proxy_allowed_hosts: "",
     proxy_timeout_ms: 25_000,
@@ -142,6 +156,9 @@ impl Config {
             code_timeout_ms: DEFAULTS.code_timeout_ms,
             code_memory_mb: DEFAULTS.code_memory_mb,
             code_workers: 2,
+            code_sandbox: DEFAULTS.code_sandbox.into(),
+            code_tenant_share: DEFAULTS.code_tenant_share,
+            code_worker: None,
             proxy_allow_http: false,
             proxy_allowed_hosts: String::new(),
             proxy_timeout_ms: DEFAULTS.proxy_timeout_ms,
@@ -191,6 +208,23 @@ impl Config {
             .filter(|h| !h.is_empty())
             .map(str::to_string)
             .collect()
+    }
+
+    /// Whether code workers must run under their seccomp filter (`TOKENVAULT_CODE_SANDBOX`).
+    pub fn code_sandbox_required(&self) -> anyhow::Result<bool> {
+        match self.code_sandbox.to_ascii_lowercase().as_str() {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            other => anyhow::bail!("TOKENVAULT_CODE_SANDBOX must be `on` or `off`, not {other:?}"),
+        }
+    }
+
+    /// One tenant's share of the code workers (`TOKENVAULT_CODE_TENANT_SHARE`, percent).
+    pub fn code_tenant_share(&self) -> anyhow::Result<f64> {
+        match self.code_tenant_share {
+            1..=100 => Ok(f64::from(self.code_tenant_share) / 100.0),
+            other => anyhow::bail!("TOKENVAULT_CODE_TENANT_SHARE must be 1 to 100, not {other}"),
+        }
     }
 
     /// Whether SQLite runs with `synchronous=NORMAL` (`TOKENVAULT_SQLITE_SYNCHRONOUS=normal`).

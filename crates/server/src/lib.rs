@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
-use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings};
+use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
 use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
@@ -158,6 +158,15 @@ async fn open_vault_with(
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
     tokenvault_persistence::migrate(&db).await?;
+    let command = match &config.code_worker {
+        Some(program) => WorkerCommand {
+            program: program.clone(),
+            args: vec!["code-worker".into()],
+        },
+        None => {
+            WorkerCommand::current_exe().context("cannot find this binary for the code workers")?
+        }
+    };
     let code = QuickJsRunner::start(RunnerSettings {
         workers: config.code_workers.max(1),
         limits: Limits {
@@ -165,8 +174,12 @@ async fn open_vault_with(
             memory: config.code_memory_mb.max(1) << 20,
             max_output: 1 << 20,
         },
+        command,
+        require_sandbox: config.code_sandbox_required()?,
+        tenant_share: config.code_tenant_share()?,
     })
-    .context("cannot start the code workers")?;
+    .await
+    .map_err(|e| anyhow::anyhow!("cannot start the code workers: {e}"))?;
     let forwarder = HttpForwarder::new(OutboundSettings {
         allow_http: config.proxy_allow_http,
         allowed_hosts: config.proxy_allowed_hosts(),

@@ -429,6 +429,7 @@ impl Vault {
             .ports
             .code
             .run(CodeCall {
+                tenant_id: proxy.tenant_id,
                 code: code.to_string(),
                 request,
                 trace_id,

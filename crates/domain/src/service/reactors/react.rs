@@ -74,6 +74,7 @@ impl Vault {
             .ports
             .code
             .run(CodeCall {
+                tenant_id: caller.tenant_id,
                 code: formula.code,
                 request,
                 trace_id,

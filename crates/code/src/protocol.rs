@@ -1,0 +1,178 @@
+//! What the server and a code worker process say to each other over the worker's stdin and
+//! stdout: frames of a little-endian `u32` length and that many bytes of JSON. The worker only
+//! answers what it is asked and asks only for `req.svc` calls and log lines; the server checks
+//! both.
+
+use std::io::{self, Read, Write};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The largest frame either side accepts (a request carries at most a 1 MiB body detokenized
+/// into at most 100 tokens, and a result is bounded at 1 MiB; this leaves room for both).
+pub const MAX_FRAME: usize = 64 << 20;
+
+/// The server to the worker.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// The first frame: the limits, and whether the worker must sandbox itself.
+    Init {
+        /// Wall-clock milliseconds of a call.
+        timeout_ms: u64,
+        /// Bytes of the QuickJS heap.
+        memory: usize,
+        /// Bytes of a result's JSON.
+        max_output: usize,
+        /// Install the seccomp filter (refused only by the operator's explicit opt-out).
+        sandbox: bool,
+    },
+    /// Run a module with a request.
+    Run {
+        /// The module's source.
+        code: String,
+        /// The request object (`args`, `configuration`, …).
+        request: Value,
+        /// Whether `req.svc` is a client (else null).
+        svc: bool,
+    },
+    /// Compile a module without running it.
+    Check {
+        /// The module's source.
+        code: String,
+    },
+    /// The answer to [`FromWorker::Svc`]: `{"ok": …}` or `{"error": <problem>}`.
+    SvcReply(Value),
+}
+
+/// The worker to the server.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// Started: the engine is warm and, when asked, the sandbox is on.
+    Ready {
+        /// The seccomp filter is installed.
+        sandboxed: bool,
+        /// Why it is not, when it is not.
+        why: Option<String>,
+    },
+    /// A `req.svc` call the code made; the worker waits for [`ToWorker::SvcReply`].
+    Svc {
+        /// `tokens.create`, …
+        method: String,
+        /// The arguments.
+        args: Vec<Value>,
+    },
+    /// A `console.*` line.
+    Log {
+        /// `info`, `debug`, …
+        level: String,
+        /// The line (already bounded by the worker; bounded again by the server).
+        text: String,
+    },
+    /// The end of a `Run`.
+    Done(Outcome),
+    /// The end of a `Check`.
+    Checked(Result<(), String>),
+}
+
+/// How a run ended, as the domain's `CodeError` says it (which derives no `Serialize`).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The JSON the code returned.
+    Ok(Value),
+    /// The code threw: status, message, `errors`.
+    Thrown(u16, String, Option<Value>),
+    /// `CustomHttpResponseError`: status, headers, body.
+    Custom(u16, Value, Value),
+    /// A limit was reached.
+    Limit(String),
+    /// The runtime failed.
+    Internal(String),
+}
+
+fn too_large() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "frame too large")
+}
+
+/// Writes one frame (blocking side: the worker).
+pub fn write_frame(out: &mut impl Write, message: &impl Serialize) -> io::Result<()> {
+    let bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|n| (*n as usize) <= MAX_FRAME)
+        .ok_or_else(too_large)?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(&bytes)?;
+    out.flush()
+}
+
+/// Reads one frame (blocking side); `None` at the end of the stream.
+pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match input.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(too_large());
+    }
+    let mut bytes = vec![0u8; len];
+    input.read_exact(&mut bytes)?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Writes one frame (async side: the server).
+pub async fn send(out: &mut (impl AsyncWrite + Unpin), message: &impl Serialize) -> io::Result<()> {
+    let bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|n| (*n as usize) <= MAX_FRAME)
+        .ok_or_else(too_large)?;
+    let mut frame = Vec::with_capacity(4 + bytes.len());
+    frame.extend_from_slice(&len.to_le_bytes());
+    frame.extend_from_slice(&bytes);
+    out.write_all(&frame).await?;
+    out.flush().await
+}
+
+/// Reads one frame (async side); an error at the end of the stream (the worker died).
+pub async fn receive<T: DeserializeOwned>(input: &mut (impl AsyncRead + Unpin)) -> io::Result<T> {
+    let mut len = [0u8; 4];
+    input.read_exact(&mut len).await?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(too_large());
+    }
+    let mut bytes = vec![0u8; len];
+    input.read_exact(&mut bytes).await?;
+    serde_json::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_reads_back_and_the_end_is_none() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, &FromWorker::Checked(Err("x".into())))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut input = &buf[..];
+        let back: Option<FromWorker> = read_frame(&mut input).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(back, Some(FromWorker::Checked(Err(m))) if m == "x"));
+        let end: Option<FromWorker> = read_frame(&mut input).unwrap_or_else(|e| panic!("{e}"));
+        assert!(end.is_none());
+    }
+
+    #[test]
+    fn an_oversized_length_is_refused_before_allocating() {
+        let mut input = &u32::MAX.to_le_bytes()[..];
+        let back: io::Result<Option<FromWorker>> = read_frame(&mut input);
+        assert!(back.is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! The code worker process: what `tokenvault code-worker` runs. It is started by the server
+//! with an empty environment and nothing but its stdin and stdout (the channel) and stderr, so
+//! no key is ever in its memory; it warms one QuickJS engine, locks itself down (resource
+//! limits, then the seccomp filter of `sandbox.rs`), says it is ready, and then runs what the
+//! server sends, one call at a time, until its stdin closes. `req.svc` and `console` become
+//! frames to the server, which checks and answers them.
+
+use std::cell::RefCell;
+use std::io::{BufReader, BufWriter, Stdin, Stdout};
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokenvault_domain::code::CodeError;
+
+use crate::engine::{Call, Engine, Host, Limits};
+use crate::protocol::{FromWorker, Outcome, ToWorker, read_frame, write_frame};
+use crate::sandbox;
+
+/// The channel to the server, shared by the loop and the engine's host functions.
+struct Channel {
+    input: BufReader<Stdin>,
+    output: BufWriter<Stdout>,
+}
+
+impl Channel {
+    fn send(&mut self, message: &FromWorker) -> std::io::Result<()> {
+        write_frame(&mut self.output, message)
+    }
+
+    fn receive(&mut self) -> std::io::Result<Option<ToWorker>> {
+        read_frame(&mut self.input)
+    }
+}
+
+struct ChannelHost(Rc<RefCell<Channel>>);
+
+impl Host for ChannelHost {
+    fn svc(&self, method: String, args: Vec<Value>) -> Value {
+        let mut channel = self.0.borrow_mut();
+        let failed = |why: &str| json!({"error": {"status": 500, "title": "Internal Server Error", "detail": why}});
+        if channel.send(&FromWorker::Svc { method, args }).is_err() {
+            return failed("the svc call could not be sent");
+        }
+        match channel.receive() {
+            Ok(Some(ToWorker::SvcReply(reply))) => reply,
+            // Anything else breaks the protocol: the server ends this process.
+            _ => std::process::exit(3),
+        }
+    }
+
+    fn log(&self, level: &str, text: &str) {
+        let _ = self.0.borrow_mut().send(&FromWorker::Log {
+            level: level.to_string(),
+            text: text.to_string(),
+        });
+    }
+}
+
+fn outcome(result: Result<Value, CodeError>) -> Outcome {
+    match result {
+        Ok(v) => Outcome::Ok(v),
+        Err(CodeError::Thrown {
+            status,
+            message,
+            errors,
+        }) => Outcome::Thrown(status, message, errors),
+        Err(CodeError::Custom {
+            status,
+            headers,
+            body,
+        }) => Outcome::Custom(status, headers, body),
+        Err(CodeError::Limit(why)) => Outcome::Limit(why),
+        Err(CodeError::Compile(why) | CodeError::Internal(why)) => Outcome::Internal(why),
+        Err(CodeError::Busy) => Outcome::Internal("busy".into()),
+    }
+}
+
+/// The worker's `main`: returns the process's exit code.
+pub fn main() -> i32 {
+    let channel = Rc::new(RefCell::new(Channel {
+        input: BufReader::new(std::io::stdin()),
+        output: BufWriter::new(std::io::stdout()),
+    }));
+    let Ok(Some(ToWorker::Init {
+        timeout_ms,
+        memory,
+        max_output,
+        sandbox: wanted,
+    })) = channel.borrow_mut().receive()
+    else {
+        eprintln!("tokenvault code-worker: run by the server only");
+        return 2;
+    };
+    let limits = Limits {
+        timeout: Duration::from_millis(timeout_ms),
+        memory,
+        max_output,
+    };
+    let host: Rc<dyn Host> = Rc::new(ChannelHost(channel.clone()));
+    let mut engine = match Engine::new(limits, host.clone()) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("tokenvault code-worker: cannot start QuickJS: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = engine.prepare() {
+        eprintln!("tokenvault code-worker: cannot prepare a context: {e}");
+        return 1;
+    }
+    // Everything the process needs is allocated or mapped; from here on it can only compute,
+    // allocate memory and talk over its channel.
+    let locked = sandbox::limit_resources(memory).and_then(|()| {
+        if wanted {
+            sandbox::install_filter()
+        } else {
+            Err("the operator turned the sandbox off".into())
+        }
+    });
+    let ready = FromWorker::Ready {
+        sandboxed: locked.is_ok(),
+        why: locked.err(),
+    };
+    if channel.borrow_mut().send(&ready).is_err() {
+        return 1;
+    }
+    serve(&channel, &mut engine, limits, &host)
+}
+
+fn serve(
+    channel: &Rc<RefCell<Channel>>,
+    engine: &mut Engine,
+    limits: Limits,
+    host: &Rc<dyn Host>,
+) -> i32 {
+    loop {
+        let message = channel.borrow_mut().receive();
+        let reply = match message {
+            Ok(None) => return 0,
+            Ok(Some(ToWorker::Run { code, request, svc })) => {
+                let (result, discard) = engine.run(&Call {
+                    code: &code,
+                    request: &request,
+                    svc,
+                });
+                let reply = FromWorker::Done(outcome(result));
+                if channel.borrow_mut().send(&reply).is_err() {
+                    return 1;
+                }
+                // The spent context is released, and the next call's made, after the answer.
+                if discard || engine.finish() || engine.prepare().is_err() {
+                    match Engine::new(limits, host.clone()).and_then(|mut e| {
+                        e.prepare()?;
+                        Ok(e)
+                    }) {
+                        Ok(fresh) => *engine = fresh,
+                        Err(e) => {
+                            eprintln!("tokenvault code-worker: cannot replace QuickJS: {e}");
+                            return 1;
+                        }
+                    }
+                }
+                continue;
+            }
+            Ok(Some(ToWorker::Check { code })) => FromWorker::Checked(engine.check(&code)),
+            Ok(Some(_)) | Err(_) => return 1,
+        };
+        if channel.borrow_mut().send(&reply).is_err() {
+            return 1;
+        }
+    }
+}

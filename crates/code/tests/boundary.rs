@@ -1,0 +1,174 @@
+//! The process boundary around tenant code: workers are processes of their own with an empty
+//! environment under a seccomp filter; a builtin that never reaches an interrupt check is ended
+//! by killing its worker at the deadline; a worker that dies is replaced; one tenant flooding
+//! slow code leaves workers for the others.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokenvault_code::{GRACE, Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
+use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
+use uuid::Uuid;
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+fn settings(workers: usize) -> RunnerSettings {
+    RunnerSettings {
+        workers,
+        limits: Limits {
+            timeout: TIMEOUT,
+            memory: 16 << 20,
+            max_output: 1 << 20,
+        },
+        command: WorkerCommand {
+            program: env!("CARGO_BIN_EXE_tokenvault-code-worker").into(),
+            args: vec!["code-worker".into()],
+        },
+        require_sandbox: true,
+        tenant_share: 0.5,
+    }
+}
+
+fn call(tenant: Uuid, code: &str) -> CodeCall {
+    CodeCall {
+        tenant_id: tenant,
+        code: code.into(),
+        request: json!({"args": {}}),
+        trace_id: None,
+        svc: None,
+    }
+}
+
+const TRIVIAL: &str = "module.exports = () => 'ok';";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_are_processes_with_no_environment_under_seccomp() {
+    let r = QuickJsRunner::start(settings(2)).await.unwrap();
+    let pids = r.worker_pids();
+    assert_eq!(pids.len(), 2);
+    for pid in pids {
+        assert_ne!(pid, std::process::id());
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        assert!(environ.is_empty(), "worker {pid} has an environment");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(
+            status
+                .lines()
+                .any(|l| l.split_whitespace().eq(["Seccomp:", "2"])),
+            "worker {pid} is not under a seccomp filter:\n{status}"
+        );
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+        let core = limits
+            .lines()
+            .find(|l| l.starts_with("Max core file size"))
+            .unwrap();
+        assert!(core.split_whitespace().nth(4) == Some("0"), "{core}");
+    }
+}
+
+/// `BigInt` to text and `join` of such values run inside one builtin, without an interrupt
+/// check: seconds to minutes. The server ends the call at its deadline by killing the worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_builtin_that_never_checks_its_interrupt_is_killed_at_the_deadline() {
+    let r = Arc::new(QuickJsRunner::start(settings(2)).await.unwrap());
+    for bomb in [
+        "module.exports = () => ((1n << 1040000n) - 3n).toString().length;",
+        "module.exports = () => { const x = (1n << 1040000n) - 3n; return [x, x, x, x].join().length; };",
+    ] {
+        let before = r.worker_pids();
+        let started = Instant::now();
+        let running = {
+            let r = r.clone();
+            tokio::spawn(async move { r.run(call(Uuid::new_v4(), bomb)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Another tenant's trivial reactor keeps answering meanwhile.
+        assert_eq!(
+            r.run(call(Uuid::new_v4(), TRIVIAL)).await.unwrap(),
+            json!("ok")
+        );
+        let outcome = running.await.unwrap();
+        let took = started.elapsed();
+        assert!(matches!(outcome, Err(CodeError::Limit(_))), "{outcome:?}");
+        // The builtin alone needs seconds; the call ended at its deadline plus the grace.
+        assert!(
+            took < TIMEOUT + GRACE + Duration::from_millis(750),
+            "{bomb}: {took:?}"
+        );
+        // Its worker was killed; a fresh one took its place.
+        let mut replaced = false;
+        for _ in 0..100 {
+            let now = r.worker_pids();
+            if now.len() == 2 && now.iter().any(|p| !before.contains(p)) {
+                replaced = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(replaced, "the killed worker was not replaced");
+    }
+    for _ in 0..4 {
+        assert_eq!(
+            r.run(call(Uuid::new_v4(), TRIVIAL)).await.unwrap(),
+            json!("ok")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_dies_is_replaced() {
+    let r = QuickJsRunner::start(settings(2)).await.unwrap();
+    for pid in r.worker_pids() {
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..6 {
+        assert_eq!(
+            r.run(call(Uuid::new_v4(), TRIVIAL)).await.unwrap(),
+            json!("ok")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenant_flooding_slow_code_leaves_workers_for_others() {
+    // Two workers, half each: the flooding tenant holds one, the other stays free.
+    let r = Arc::new(QuickJsRunner::start(settings(2)).await.unwrap());
+    let flood = Uuid::new_v4();
+    let slow = "module.exports = () => { while (true) {} };";
+    let floods: Vec<_> = (0..6)
+        .map(|_| {
+            let r = r.clone();
+            tokio::spawn(async move { r.run(call(flood, slow)).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    for _ in 0..3 {
+        assert_eq!(
+            r.run(call(Uuid::new_v4(), TRIVIAL)).await.unwrap(),
+            json!("ok"),
+            "another tenant is served while one floods"
+        );
+    }
+    assert!(
+        floods.iter().any(|f| !f.is_finished()),
+        "the flood was still running when the others were served"
+    );
+    let mut ran = 0;
+    for f in floods {
+        match f.await.unwrap() {
+            Err(CodeError::Limit(_)) => ran += 1,
+            // Waited for its tenant's one worker longer than a call may run.
+            Err(CodeError::Busy) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(ran >= 1);
+}
