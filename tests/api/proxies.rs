@@ -810,3 +810,72 @@ async fn shutdown_waits_for_a_proxy_call_whose_client_left() {
         app.stop().await;
     }
 }
+
+/// The code of a transform runs with the proxy's application's rights: setting it on a proxy
+/// with an application needs the right to lend that application (decisions §9).
+#[tokio::test]
+async fn transforms_of_a_proxy_with_an_application_need_the_right_to_lend() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let lender = app.app("private", &["token:use", "token:read"]).await;
+        let created = proxy(
+            app,
+            json!({"name": "lent", "destination_url": dest.url, "application": {"id": lender["id"]}}),
+        )
+        .await;
+        let id = created["id"].as_str().unwrap();
+        let limited = app
+            .app("management", &["proxy:create", "proxy:read", "proxy:update"])
+            .await;
+        let code = "module.exports = async (req) => ({ body: req.args.body, headers: {} });";
+        for transforms in [
+            json!({"request_transform": {"code": code}}),
+            json!({"response_transform": {"code": code}}),
+        ] {
+            let mut body = json!({"name": "lent", "destination_url": dest.url,
+                                  "application": {"id": lender["id"]}});
+            body.as_object_mut()
+                .unwrap()
+                .extend(transforms.as_object().unwrap().clone());
+            let res = app
+                .request_as(limited["key"].as_str(), Method::PUT, &format!("/proxies/{id}"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_problem(res, 403).await;
+            let res = app
+                .request_as(limited["key"].as_str(), Method::POST, "/proxies")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_problem(res, 403).await;
+        }
+        let got: Value = app.get(&format!("/proxies/{id}")).await.json().await.unwrap();
+        assert!(got["request_transform"].is_null(), "{got}");
+        assert_eq!(got["application_id"], lender["id"]);
+        // Without the application, the transform is proxy:update's to set: the application
+        // goes (a PUT replaces every field).
+        let res = app
+            .request_as(limited["key"].as_str(), Method::PUT, &format!("/proxies/{id}"))
+            .json(&json!({"name": "lent", "destination_url": dest.url,
+                          "request_transform": {"code": code}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let got: Value = res.json().await.unwrap();
+        assert!(got["application_id"].is_null(), "{got}");
+        // Whoever may lend it may set both.
+        let res = app
+            .put(
+                &format!("/proxies/{id}"),
+                &json!({"name": "lent", "destination_url": dest.url,
+                        "application": {"id": lender["id"]}, "request_transform": {"code": code}}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+    })
+    .await;
+}
