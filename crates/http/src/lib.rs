@@ -4,14 +4,24 @@
 /// `web::resource(path)` carrying its route template for the metrics' label
 /// ([`metrics::RouteLabel`]), so a request is not matched a second time to name its route:
 /// `resource!("/tokens", "/{id}")` inside `web::scope("/tokens")`, `resource!("/logs")` at the
-/// top.
+/// top. Each resource is wrapped by the `SVC-IDEMPOTENCY-KEY` middleware
+/// ([`idempotency::idempotent`]), which therefore runs once the router matched the route and
+/// sees the resource's own data: a route registered with [`idempotency::NeverReplayed`] is
+/// never stored nor replayed, however its path was spelled.
 macro_rules! resource {
     ($path:literal) => {
-        actix_web::web::resource($path).app_data($crate::metrics::RouteLabel($path))
+        actix_web::web::resource($path)
+            .app_data($crate::metrics::RouteLabel($path))
+            .wrap(actix_web::middleware::from_fn(
+                $crate::idempotency::idempotent,
+            ))
     };
     ($scope:literal, $path:literal) => {
         actix_web::web::resource($path)
             .app_data($crate::metrics::RouteLabel(concat!($scope, $path)))
+            .wrap(actix_web::middleware::from_fn(
+                $crate::idempotency::idempotent,
+            ))
     };
 }
 
@@ -131,7 +141,6 @@ pub fn server(
             .app_data(limit.clone())
             .app_data(web::PayloadConfig::new(body_limit))
             .app_data(web::Data::new(BodyLimit(body_limit)))
-            .wrap(from_fn(idempotency::idempotent))
             .wrap(from_fn(complete::run_to_completion))
             .wrap(from_fn(trace::trace_requests))
             .wrap(Condition::new(!origins.is_empty(), cors(&origins)))

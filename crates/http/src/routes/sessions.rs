@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use crate::dto::{RuleRequest, format_time, parse_time};
 use crate::extract::{Caller, Json};
+use crate::idempotency::NeverReplayed;
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -83,6 +84,10 @@ pub async fn authorize(
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource!("/sessions").route(web::post().to(create)))
-        .service(resource!("/sessions/authorize").route(web::post().to(authorize)));
+    cfg.service(
+        resource!("/sessions")
+            .app_data(NeverReplayed)
+            .route(web::post().to(create)),
+    )
+    .service(resource!("/sessions/authorize").route(web::post().to(authorize)));
 }

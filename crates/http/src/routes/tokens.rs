@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 
 use crate::dto::{Paginated, format_time};
 use crate::extract::{Caller, CallerReading, Json, QueryParams, parse_json};
+use crate::idempotency::NeverReplayed;
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -420,5 +421,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             ),
     )
     .service(resource!("/tokenize").route(web::post().to(tokenize)))
-    .service(resource!("/detokenize").route(web::post().to(detokenize)));
+    .service(
+        resource!("/detokenize")
+            .app_data(NeverReplayed)
+            .route(web::post().to(detokenize)),
+    );
 }
