@@ -879,3 +879,66 @@ async fn transforms_of_a_proxy_with_an_application_need_the_right_to_lend() {
     })
     .await;
 }
+/// The tail never climbs above the destination's path (decisions §8): not through a control
+/// character the URL parser drops inside `..` (tab, CR, LF, in any case of their escapes), not
+/// through an encoded dot, backslash or slash. Each is a 400 naming `path`, as a
+/// `proxy_error`, and the destination never hears of it.
+#[tokio::test]
+async fn the_tail_stays_below_the_destination_however_spelled() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let created = simple(app, &format!("{}/api/v1/tenant-a", dest.url)).await;
+        let key = created["key"].as_str().unwrap();
+        let caller = with(app, &["token:use"], json!([])).await;
+        for tail in [
+            "/.%09./.%09./admin",
+            "/.%0D./",
+            "/.%0D./.%0D./admin",
+            "/.%0A./admin",
+            "/.%0a./admin",
+            "/.%0d./admin",
+            "/%2e%2e/admin",
+            "/.%2E/admin",
+            "/%2E./admin",
+            "/%2E%09./admin",
+            "/%09%2e%2e%09/admin",
+            "/x/%2e%2e/%2e%2e/%2e%2e/admin",
+            "/.%00./admin",
+            "/.%7F./admin",
+            "/a%09b",
+            "/%2e",
+            "/..%5Cadmin",
+            "/..%5cadmin",
+            "/..\\admin",
+            "/.%09.\\admin",
+            "/%5C..%5C..%5Cadmin",
+            "/.%09.%5Cadmin",
+            "/..%2Fadmin",
+            "/..%2f..%2fadmin",
+            "/a%2F..%2F..%2F..%2Fadmin",
+            "/.%2F.%2E%2Fadmin",
+        ] {
+            let (status, body) = raw_get(app, &format!("/proxy{tail}"), &caller.key, key).await;
+            assert_eq!(status, 400, "{tail}: {body}");
+            let body: Value = serde_json::from_str(&body).unwrap();
+            assert!(
+                body["proxy_error"]["errors"]["path"].is_array(),
+                "{tail}: {body}"
+            );
+        }
+        let reached: Vec<String> = dest.received().into_iter().map(|r| r.target).collect();
+        assert!(reached.is_empty(), "{reached:?}");
+        // What stays below goes there, an encoded slash inside a segment kept as one.
+        for (tail, target) in [
+            ("/ok/path", "/api/v1/tenant-a/ok/path"),
+            ("/a%2Fb", "/api/v1/tenant-a/a%2Fb"),
+            ("/..a/b..", "/api/v1/tenant-a/..a/b.."),
+            ("/a%20b/", "/api/v1/tenant-a/a%20b/"),
+        ] {
+            let (status, body) = raw_get(app, &format!("/proxy{tail}"), &caller.key, key).await;
+            assert_eq!(status, 200, "{tail}: {body}");
+            assert_eq!(dest.last().target, target, "{tail}");
+        }
+    })
+    .await;
+}
