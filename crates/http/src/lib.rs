@@ -60,8 +60,9 @@ pub struct HttpSettings {
     pub shutdown_timeout_secs: u64,
     /// Monthly active tokens included in the plan (usage report).
     pub included_monthly_active_tokens: u64,
-    /// Origins browsers may call the API from (`https://shop.example`), or `*` for any (the caller's origin is echoed); empty:
-    /// no CORS headers.
+    /// Origins browsers may call `POST /tokens`, `POST /tokenize` and `POST /sessions` from
+    /// (`https://shop.example`), or `*` for any (the caller's origin is echoed); empty: no
+    /// CORS headers. No other route answers CORS ([`BrowserCors`]).
     pub cors_origins: Vec<String>,
     /// Requests a second per application, bursts of twice that (0: no limit).
     pub rate_limit_per_second: u32,
