@@ -148,3 +148,135 @@ async fn concurrent_repeats_make_one_token() {
     })
     .await;
 }
+
+/// Whatever the path's spelling, the routes that run every time (detokenize, react, every
+/// proxy call) never store an answer nor replay one: decided by the route the router matched,
+/// not by the path's text.
+#[tokio::test]
+async fn answers_of_live_routes_are_never_replayed_however_the_path_is_spelled() {
+    let loopback = |config: &mut tokenvault_server::Config| {
+        config.proxy_allow_http = true;
+        config.proxy_allowed_hosts = "127.0.0.1".into();
+    };
+    tokenvault_tests::on_each_backend_with(loopback, async |app| {
+        let reader = app.app("private", &["token:read", "token:use"]).await;
+        let rkey = reader["key"].as_str().unwrap();
+        for path in ["/detokenize", "/%64etokenize", "/detokeniz%65", "/%64%65tokenize"] {
+            let idem = unique("detok");
+            for body in [json!({"a": "x"}), json!({"b": "y"}), json!({"a": "x"})] {
+                let res = send(app, rkey, &idem, Method::POST, path, &body).await;
+                assert_eq!(res.status(), 200, "{path}");
+                assert_eq!(res.json::<Value>().await.unwrap(), body, "{path}");
+            }
+        }
+        // An encoded slash is no separator: not the detokenize route, and nothing stored.
+        let idem = unique("detok");
+        for body in [json!({"a": "x"}), json!({"b": "y"})] {
+            let res = send(app, rkey, &idem, Method::POST, "/%2Fdetokenize", &body).await;
+            assert_problem(res, 404).await;
+        }
+        // React, spelled otherwise.
+        let code = "module.exports = async function (req) { return { raw: req.args }; };";
+        let formula: Value = app
+            .post(
+                "/reactor-formulas",
+                &json!({"name": unique("f"), "code": code,
+                        "request_parameters": [{"name": "n", "type": "string", "optional": true}]}),
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        let reactor: Value = app
+            .post(
+                "/reactors",
+                &json!({"name": unique("r"), "configuration": {}, "formula": {"id": formula["id"]}}),
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        let id = reactor["id"].as_str().unwrap();
+        for path in [
+            format!("/reactors/{id}/react"),
+            format!("/reactors/{id}/reac%74"),
+            format!("/%72eactors/{id}/%72eact"),
+        ] {
+            let idem = unique("react");
+            for n in ["one", "two", "one"] {
+                let body = json!({"args": {"n": n}});
+                let res = send(app, rkey, &idem, Method::POST, &path, &body).await;
+                assert_eq!(res.status(), 200, "{path}");
+                let out: Value = res.json().await.unwrap();
+                assert_eq!(out["raw"], json!({"n": n}), "{path}");
+            }
+        }
+        // Every proxy call reaches the destination, whatever the method or the spelling.
+        let dest = tokenvault_tests::destination::Destination::start("127.0.0.1").await;
+        let proxy: Value = app
+            .post(
+                "/proxies",
+                &json!({"name": unique("p"), "destination_url": dest.url}),
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        let pkey = proxy["key"].as_str().unwrap();
+        let mut sent = 0;
+        for (method, path) in [
+            (Method::POST, "/proxy"),
+            (Method::POST, "/%70roxy"),
+            (Method::PUT, "/prox%79/x"),
+            (Method::PATCH, "/%70roxy/a/b"),
+        ] {
+            let idem = unique("proxy");
+            for _ in 0..2 {
+                let res = app
+                    .request_as(Some(rkey), method.clone(), path)
+                    .header("SVC-PROXY-KEY", pkey)
+                    .header("SVC-IDEMPOTENCY-KEY", &idem)
+                    .json(&json!({"same": "body"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status(), 200, "{method} {path}");
+                sent += 1;
+                assert_eq!(dest.received().len(), sent, "{method} {path} was replayed");
+            }
+        }
+    })
+    .await;
+}
+
+/// A session's key is a bearer secret: `POST /sessions` is never stored nor replayed, so an
+/// idempotency key someone guesses never hands over another browser's session.
+#[tokio::test]
+async fn session_keys_are_never_replayed() {
+    on_each_backend(async |app| {
+        let public = app.app("public", &["token:create"]).await;
+        let pkey = public["key"].as_str().unwrap();
+        for path in ["/sessions", "/%73essions", "/session%73"] {
+            let idem = unique("session");
+            let mut seen = Vec::new();
+            for _ in 0..2 {
+                let res = app
+                    .request_as(Some(pkey), Method::POST, path)
+                    .header("SVC-IDEMPOTENCY-KEY", &idem)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(res.status(), 201, "{path}");
+                let body: Value = res.json().await.unwrap();
+                assert!(body["session_key"].is_string(), "{path}: {body}");
+                assert!(
+                    !seen.contains(&body["session_key"]) && !seen.contains(&body["nonce"]),
+                    "{path}: a session was replayed"
+                );
+                seen.push(body["session_key"].clone());
+                seen.push(body["nonce"].clone());
+            }
+        }
+    })
+    .await;
+}

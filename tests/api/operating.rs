@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokenvault_persistence::testing::backends;
 use tokenvault_tests::{TestApp, on_each_backend, on_each_backend_with};
 
@@ -270,6 +270,99 @@ async fn browsers_of_configured_origins_may_call_the_api() {
                 .await
                 .unwrap();
             assert!(res.headers().get("access-control-allow-origin").is_none());
+        },
+    )
+    .await;
+}
+
+/// Only `POST /tokens`, `POST /tokenize` and `POST /sessions` (and their preflights) answer a
+/// listed origin, decided by the route the router matched: another route gets no CORS header
+/// however its path is spelled, and these three get theirs however theirs is.
+#[tokio::test]
+async fn cors_is_answered_by_the_browser_routes_only_however_spelled() {
+    on_each_backend_with(
+        |config| config.cors_origins = "https://shop.example".into(),
+        async |app| {
+            const ORIGIN: &str = "https://shop.example";
+            let public = app.app("public", &["token:create"]).await;
+            let pkey = public["key"].as_str().unwrap();
+            let allowed = |res: &reqwest::Response| {
+                res.headers()
+                    .get("access-control-allow-origin")
+                    .map(|v| v.to_str().unwrap().to_string())
+            };
+            // Preflights.
+            for (path, answered) in [
+                ("/tokens", true),
+                ("/%74okens", true),
+                ("/tokenize", true),
+                ("/tokeniz%65", true),
+                ("/sessions", true),
+                ("/%73essions", true),
+                ("/applications", false),
+                ("/detokenize", false),
+                ("/%64etokenize", false),
+                ("/metrics", false),
+                ("/%6Detrics", false),
+                ("/proxy", false),
+                ("/sessions/authorize", false),
+            ] {
+                let res = app
+                    .request_as(None, reqwest::Method::OPTIONS, path)
+                    .header("Origin", ORIGIN)
+                    .header("Access-Control-Request-Method", "POST")
+                    .header("Access-Control-Request-Headers", "svc-api-key,content-type")
+                    .send()
+                    .await
+                    .unwrap();
+                if answered {
+                    assert!(res.status().is_success(), "{path}: {}", res.status());
+                    assert_eq!(allowed(&res).as_deref(), Some(ORIGIN), "{path}");
+                } else {
+                    assert_eq!(allowed(&res), None, "{path}");
+                }
+            }
+            // Requests.
+            for (path, body) in [
+                ("/tokens", json!({"type": "token", "data": "x"})),
+                ("/%74okens", json!({"type": "token", "data": "x"})),
+                ("/tokenize", json!({"a": {"type": "token", "data": "x"}})),
+                ("/tokeni%7Ae", json!({"a": {"type": "token", "data": "x"}})),
+                ("/sessions", json!({})),
+                ("/%73essions", json!({})),
+            ] {
+                let res = app
+                    .request_as(Some(pkey), reqwest::Method::POST, path)
+                    .header("Origin", ORIGIN)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(res.status().is_success(), "{path}: {}", res.status());
+                assert_eq!(allowed(&res).as_deref(), Some(ORIGIN), "{path}");
+            }
+            for (method, path) in [
+                (reqwest::Method::GET, "/metrics"),
+                (reqwest::Method::GET, "/%6Detrics"),
+                (reqwest::Method::GET, "/%6d%65trics"),
+                (reqwest::Method::GET, "/applications"),
+                (reqwest::Method::GET, "/%61pplications"),
+                (reqwest::Method::GET, "/tokens"),
+                (reqwest::Method::GET, "/%74okens"),
+                (reqwest::Method::GET, "/health"),
+                (reqwest::Method::GET, "/openapi.json"),
+                (reqwest::Method::POST, "/detokenize"),
+                (reqwest::Method::POST, "/%64etokenize"),
+            ] {
+                let res = app
+                    .request(method.clone(), path)
+                    .header("Origin", ORIGIN)
+                    .json(&json!({}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(allowed(&res), None, "{method} {path}");
+            }
         },
     )
     .await;

@@ -810,3 +810,135 @@ async fn shutdown_waits_for_a_proxy_call_whose_client_left() {
         app.stop().await;
     }
 }
+
+/// The code of a transform runs with the proxy's application's rights: setting it on a proxy
+/// with an application needs the right to lend that application (decisions §9).
+#[tokio::test]
+async fn transforms_of_a_proxy_with_an_application_need_the_right_to_lend() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let lender = app.app("private", &["token:use", "token:read"]).await;
+        let created = proxy(
+            app,
+            json!({"name": "lent", "destination_url": dest.url, "application": {"id": lender["id"]}}),
+        )
+        .await;
+        let id = created["id"].as_str().unwrap();
+        let limited = app
+            .app("management", &["proxy:create", "proxy:read", "proxy:update"])
+            .await;
+        let code = "module.exports = async (req) => ({ body: req.args.body, headers: {} });";
+        for transforms in [
+            json!({"request_transform": {"code": code}}),
+            json!({"response_transform": {"code": code}}),
+        ] {
+            let mut body = json!({"name": "lent", "destination_url": dest.url,
+                                  "application": {"id": lender["id"]}});
+            body.as_object_mut()
+                .unwrap()
+                .extend(transforms.as_object().unwrap().clone());
+            let res = app
+                .request_as(limited["key"].as_str(), Method::PUT, &format!("/proxies/{id}"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_problem(res, 403).await;
+            let res = app
+                .request_as(limited["key"].as_str(), Method::POST, "/proxies")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_problem(res, 403).await;
+        }
+        let got: Value = app.get(&format!("/proxies/{id}")).await.json().await.unwrap();
+        assert!(got["request_transform"].is_null(), "{got}");
+        assert_eq!(got["application_id"], lender["id"]);
+        // Without the application, the transform is proxy:update's to set: the application
+        // goes (a PUT replaces every field).
+        let res = app
+            .request_as(limited["key"].as_str(), Method::PUT, &format!("/proxies/{id}"))
+            .json(&json!({"name": "lent", "destination_url": dest.url,
+                          "request_transform": {"code": code}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let got: Value = res.json().await.unwrap();
+        assert!(got["application_id"].is_null(), "{got}");
+        // Whoever may lend it may set both.
+        let res = app
+            .put(
+                &format!("/proxies/{id}"),
+                &json!({"name": "lent", "destination_url": dest.url,
+                        "application": {"id": lender["id"]}, "request_transform": {"code": code}}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+    })
+    .await;
+}
+/// The tail never climbs above the destination's path (decisions §8): not through a control
+/// character the URL parser drops inside `..` (tab, CR, LF, in any case of their escapes), not
+/// through an encoded dot, backslash or slash. Each is a 400 naming `path`, as a
+/// `proxy_error`, and the destination never hears of it.
+#[tokio::test]
+async fn the_tail_stays_below_the_destination_however_spelled() {
+    on_each_backend_with(loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let created = simple(app, &format!("{}/api/v1/tenant-a", dest.url)).await;
+        let key = created["key"].as_str().unwrap();
+        let caller = with(app, &["token:use"], json!([])).await;
+        for tail in [
+            "/.%09./.%09./admin",
+            "/.%0D./",
+            "/.%0D./.%0D./admin",
+            "/.%0A./admin",
+            "/.%0a./admin",
+            "/.%0d./admin",
+            "/%2e%2e/admin",
+            "/.%2E/admin",
+            "/%2E./admin",
+            "/%2E%09./admin",
+            "/%09%2e%2e%09/admin",
+            "/x/%2e%2e/%2e%2e/%2e%2e/admin",
+            "/.%00./admin",
+            "/.%7F./admin",
+            "/a%09b",
+            "/%2e",
+            "/..%5Cadmin",
+            "/..%5cadmin",
+            "/..\\admin",
+            "/.%09.\\admin",
+            "/%5C..%5C..%5Cadmin",
+            "/.%09.%5Cadmin",
+            "/..%2Fadmin",
+            "/..%2f..%2fadmin",
+            "/a%2F..%2F..%2F..%2Fadmin",
+            "/.%2F.%2E%2Fadmin",
+        ] {
+            let (status, body) = raw_get(app, &format!("/proxy{tail}"), &caller.key, key).await;
+            assert_eq!(status, 400, "{tail}: {body}");
+            let body: Value = serde_json::from_str(&body).unwrap();
+            assert!(
+                body["proxy_error"]["errors"]["path"].is_array(),
+                "{tail}: {body}"
+            );
+        }
+        let reached: Vec<String> = dest.received().into_iter().map(|r| r.target).collect();
+        assert!(reached.is_empty(), "{reached:?}");
+        // What stays below goes there, an encoded slash inside a segment kept as one.
+        for (tail, target) in [
+            ("/ok/path", "/api/v1/tenant-a/ok/path"),
+            ("/a%2Fb", "/api/v1/tenant-a/a%2Fb"),
+            ("/..a/b..", "/api/v1/tenant-a/..a/b.."),
+            ("/a%20b/", "/api/v1/tenant-a/a%20b/"),
+        ] {
+            let (status, body) = raw_get(app, &format!("/proxy{tail}"), &caller.key, key).await;
+            assert_eq!(status, 200, "{tail}: {body}");
+            assert_eq!(dest.last().target, target, "{tail}");
+        }
+    })
+    .await;
+}

@@ -432,3 +432,130 @@ async fn a_reactor_is_invoked_only_with_keys_of_its_tenant() {
     })
     .await;
 }
+
+/// Code that runs with an application's rights may be changed only by whoever may lend that
+/// application (decisions §9): a formula used by a reactor with an application, however the
+/// change is made (the formula's code, or the reactor moved to another formula).
+#[tokio::test]
+async fn changing_code_that_runs_with_an_application_needs_the_right_to_lend() {
+    on_each_backend(async |app| {
+        let user = with(app, &["token:use"], json!([])).await;
+        let acting = app
+            .create_app(&json!({"name": unique("acting"), "type": "private",
+                "permissions": ["token:create"]}))
+            .await;
+        let lent = formula(app, ECHO, json!([]), json!([])).await;
+        let fid = lent["id"].as_str().unwrap();
+        let r: Value = app
+            .post(
+                "/reactors",
+                &json!({"name": unique("r"), "configuration": {}, "formula": {"id": fid},
+                        "application": {"id": acting["id"]}}),
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        let rid = r["id"].as_str().unwrap();
+        let other = formula(app, ECHO, json!([]), json!([])).await;
+        let limited = app
+            .app(
+                "management",
+                &["reactor:create", "reactor:read", "reactor:update"],
+            )
+            .await;
+        let limited = limited["key"].as_str();
+        let steal =
+            "module.exports = async () => ({ tokenize: { a: { type: 'token', data: 'x' } } });";
+        let put = |path: String, body: Value| async move {
+            app.request_as(limited, Method::PUT, &path)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        };
+        // The formula's code: 403, and it stays as it was.
+        let res = put(
+            format!("/reactor-formulas/{fid}"),
+            json!({"name": lent["name"], "code": steal}),
+        )
+        .await;
+        assert_problem(res, 403).await;
+        let stored: Value = app
+            .get(&format!("/reactor-formulas/{fid}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(stored["code"], ECHO);
+        let res = react(&user, &r["id"], json!({})).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.json::<Value>().await.unwrap()["raw"]["args"], json!({}));
+        // Another field of it, the code as it is: allowed.
+        let res = put(
+            format!("/reactor-formulas/{fid}"),
+            json!({"name": "renamed", "code": ECHO}),
+        )
+        .await;
+        assert_eq!(res.status(), 200);
+        // Moving the reactor to another formula: refused, with or without its application.
+        let res = put(
+            format!("/reactors/{rid}"),
+            json!({"name": "r", "configuration": {}, "formula": {"id": other["id"]},
+                   "application": {"id": acting["id"]}}),
+        )
+        .await;
+        assert_problem(res, 403).await;
+        let res = put(
+            format!("/reactors/{rid}"),
+            json!({"name": "r", "configuration": {}, "formula": {"id": other["id"]}}),
+        )
+        .await;
+        assert_invalid(res, &["formula.id"]).await;
+        let got: Value = app
+            .get(&format!("/reactors/{rid}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(got["formula"]["id"], lent["id"]);
+        assert_eq!(got["application"]["id"], acting["id"]);
+        // A formula no reactor with an application uses: its code is reactor:update's.
+        let res = put(
+            format!("/reactor-formulas/{}", other["id"].as_str().unwrap()),
+            json!({"name": "other", "code": steal}),
+        )
+        .await;
+        assert_eq!(res.status(), 200);
+        // Whoever may lend the application may change the code it runs.
+        let lender = app
+            .app("management", &["reactor:update", "application:update"])
+            .await;
+        let res = app
+            .request_as(
+                lender["key"].as_str(),
+                Method::PUT,
+                &format!("/reactor-formulas/{fid}"),
+            )
+            .json(&json!({"name": "lent", "code": steal}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        // Once no reactor with an application uses it, reactor:update alone may again.
+        let res = app
+            .put(
+                &format!("/reactors/{rid}"),
+                &json!({"name": "r", "configuration": {}, "formula": {"id": fid}}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
+        let res = put(
+            format!("/reactor-formulas/{fid}"),
+            json!({"name": "lent", "code": ECHO}),
+        )
+        .await;
+        assert_eq!(res.status(), 200);
+    })
+    .await;
+}

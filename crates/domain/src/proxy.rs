@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
+use percent_encoding::percent_decode_str;
 use time::OffsetDateTime;
+use url::Url;
 use uuid::Uuid;
 
 /// The longest `destination_url`.
@@ -99,34 +101,89 @@ pub fn check_url_shape(url: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Where a call goes: the destination without its trailing `/`, the tail, and the query left
-/// after the proxy key was taken out.
-pub fn destination_of(destination: &str, tail: &str, query: &[(String, String)]) -> String {
-    // The tail goes into the path, before a query the destination already has.
-    let destination = destination.split('#').next().unwrap_or(destination);
-    let (base, own_query) = match destination.split_once('?') {
-        Some((base, q)) => (base, Some(q)),
-        None => (destination, None),
-    };
-    let mut url = base.trim_end_matches('/').to_string();
-    let tail = tail.trim_start_matches('/');
-    if !tail.is_empty() {
-        url.push('/');
-        url.push_str(tail);
-    }
-    if let Some(q) = own_query.filter(|q| !q.is_empty()) {
-        url.push('?');
-        url.push_str(q);
-    }
-    if !query.is_empty() {
-        url.push(if url.contains('?') { '&' } else { '?' });
-        let mut encoder = Vec::with_capacity(query.len());
-        for (name, value) in query {
-            encoder.push(format!("{}={}", encode(name), encode(value)));
+/// Why a tail is refused (a 400 naming `path`).
+pub const TAIL_REFUSED: &str =
+    "the path after /proxy may not contain . or .. segments, control characters, ?, # or \\";
+
+/// The path after `/proxy`, as the segments that go below the destination's path, each
+/// percent-decoded (docs/decisions.md §8). It never climbs: once decoded — an encoded slash
+/// (`%2F`) read as a separator too, so that a destination that decodes it before routing sees
+/// no dot segment either — it holds no `.` or `..` segment and no control character (a URL
+/// parser drops tab, CR and LF, so `.%09.` would become `..` on the way out), and no `?`, `#`
+/// or `\`. An encoded slash inside a segment goes out encoded, never as a separator.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProxyTail(Vec<String>);
+
+impl ProxyTail {
+    /// The tail as the router matched it (`/proxy/{tail}`; leading `/`s dropped): its `/` are
+    /// separators, and what remains percent-encoded is decoded here.
+    pub fn parse(raw: &str) -> Result<Self, &'static str> {
+        let raw = raw.trim_start_matches('/');
+        if raw.is_empty() {
+            return Ok(Self::default());
         }
-        url.push_str(&encoder.join("&"));
+        let decoded = percent_decode_str(raw).decode_utf8_lossy();
+        let refused = decoded.contains(['?', '#', '\\'])
+            || decoded.chars().any(char::is_control)
+            || decoded
+                .split('/')
+                .any(|segment| segment == "." || segment == "..");
+        if refused {
+            return Err(TAIL_REFUSED);
+        }
+        Ok(Self(
+            raw.split('/')
+                .map(|segment| percent_decode_str(segment).decode_utf8_lossy().into_owned())
+                .collect(),
+        ))
     }
-    url
+}
+
+/// Where a call goes: the destination without its fragment and trailing `/`, the tail's
+/// segments below its path (each percent-encoded as one segment: never a separator, never a
+/// dot segment), then the destination's own query and the query left after the proxy key was
+/// taken out. The result is checked to be on the destination's origin (scheme, host, port)
+/// and below its path; anything else is refused (`Err`, a 400 naming `path`).
+pub fn destination_of(
+    destination: &str,
+    tail: &ProxyTail,
+    query: &[(String, String)],
+) -> Result<String, &'static str> {
+    let mut base = Url::parse(destination).map_err(|_| "the destination URL does not parse")?;
+    base.set_fragment(None);
+    let own_query = base.query().filter(|q| !q.is_empty()).map(str::to_string);
+    base.set_query(None);
+    let base_path = base.path().trim_end_matches('/').to_string();
+    base.set_path(&base_path);
+    let mut url = base.clone();
+    if !tail.0.is_empty() {
+        url.path_segments_mut()
+            .map_err(|()| "the destination URL cannot take a path")?
+            .pop_if_empty()
+            .extend(&tail.0);
+    }
+    let mut full_query = own_query;
+    if !query.is_empty() {
+        let added = query
+            .iter()
+            .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
+            .collect::<Vec<_>>()
+            .join("&");
+        full_query = Some(match full_query {
+            Some(own) => format!("{own}&{added}"),
+            None => added,
+        });
+    }
+    url.set_query(full_query.as_deref());
+    let path = url.path();
+    let below = path == base_path
+        || path
+            .strip_prefix(base_path.as_str())
+            .is_some_and(|rest| rest.starts_with('/'));
+    if url.origin() != base.origin() || !below {
+        return Err(TAIL_REFUSED);
+    }
+    Ok(url.into())
 }
 
 /// Percent-encodes a query component (unreserved characters kept).
@@ -192,6 +249,10 @@ mod tests {
         assert!(check_url_shape(&format!("https://e.com/{}", "a".repeat(400))).is_err());
     }
 
+    fn to(destination: &str, tail: &str, query: &[(String, String)]) -> String {
+        destination_of(destination, &ProxyTail::parse(tail).expect(tail), query).expect(tail)
+    }
+
     #[test]
     fn the_tail_and_query_are_appended() {
         let q = vec![
@@ -199,16 +260,85 @@ mod tests {
             ("b".to_string(), "x y&".to_string()),
         ];
         assert_eq!(
-            destination_of("https://d.com/base/", "/one/two", &q),
+            to("https://d.com/base/", "/one/two", &q),
             "https://d.com/base/one/two?a=1&b=x%20y%26"
         );
+        assert_eq!(to("https://d.com/base", "", &[]), "https://d.com/base");
         assert_eq!(
-            destination_of("https://d.com/base", "", &[]),
-            "https://d.com/base"
+            to("https://d.com/b?k=v#frag", "", &q[..1]),
+            "https://d.com/b?k=v&a=1"
         );
         assert_eq!(
-            destination_of("https://d.com/b?k=v", "", &q[..1]),
-            "https://d.com/b?k=v&a=1"
+            to("https://d.com/b?k=v", "c/", &[]),
+            "https://d.com/b/c/?k=v"
+        );
+        assert_eq!(to("https://d.com", "x", &[]), "https://d.com/x");
+        assert_eq!(to("https://d.com//", "x", &[]), "https://d.com/x");
+        assert_eq!(
+            to("https://d.com:8443/a//", "x//y", &[]),
+            "https://d.com:8443/a/x//y"
+        );
+    }
+
+    #[test]
+    fn the_tail_never_climbs_however_spelled() {
+        // As the router hands it over: most escapes decoded, `%25`, `%2F` and `%2B` not.
+        for tail in [
+            "..",
+            ".",
+            "a/../b",
+            "./a",
+            ".\t./.\t./admin",
+            ".\r./",
+            ".\n./admin",
+            "\t../admin",
+            ".\0./x",
+            ".\u{7f}./x",
+            "a\u{85}b",
+            "a\tb",
+            "..%2Fadmin",
+            "..%2fadmin",
+            "a%2F..%2F..%2Fadmin",
+            ".%2F.%2E%2Fadmin",
+            "%2e%2e/admin",
+            "%2E./admin",
+            "%2E%09./admin",
+            "..\\admin",
+            "..%5Cadmin",
+            "a?b",
+            "a#b",
+            "a%3Fb",
+            "a%23b",
+        ] {
+            assert_eq!(ProxyTail::parse(tail), Err(TAIL_REFUSED), "{tail:?}");
+        }
+        let base = "https://d.com/api/v1/tenant-a";
+        for (tail, expected) in [
+            ("ok/path", "https://d.com/api/v1/tenant-a/ok/path"),
+            ("a%2Fb", "https://d.com/api/v1/tenant-a/a%2Fb"),
+            ("..a/b..", "https://d.com/api/v1/tenant-a/..a/b.."),
+            ("a b/", "https://d.com/api/v1/tenant-a/a%20b/"),
+            ("%252e%252e", "https://d.com/api/v1/tenant-a/%252e%252e"),
+            ("a%2Bb+c", "https://d.com/api/v1/tenant-a/a+b+c"),
+            ("%", "https://d.com/api/v1/tenant-a/%25"),
+        ] {
+            assert_eq!(to(base, tail, &[]), expected, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn segments_built_past_the_checks_are_still_refused_below_nowhere() {
+        // A tail made without `parse` (no caller does) cannot leave the destination either:
+        // the URL API drops a bare dot segment, and the final check refuses what climbs.
+        let climbing = ProxyTail(vec![".\t.".into(), ".\t.".into(), "admin".into()]);
+        assert_eq!(
+            destination_of("https://d.com/api/v1", &climbing, &[]),
+            Err(TAIL_REFUSED)
+        );
+        let dots = ProxyTail(vec!["..".into(), "x".into()]);
+        assert_eq!(
+            destination_of("https://d.com/api", &dots, &[]).as_deref(),
+            Ok("https://d.com/api/x")
         );
     }
 

@@ -2,6 +2,11 @@
 //! stored (encrypted, by the use cases) and replayed; a request still in flight is a 409; the
 //! same key with another request a 422. Requests without the header, or whose API key does not
 //! authenticate (the route answers those), pass through untouched.
+//!
+//! The middleware wraps each resource (the `resource!` macro), not the application: it runs
+//! after the router matched the request, so whether a route is ever stored is decided by the
+//! route itself ([`NeverReplayed`], set where it is registered), never by the path's text
+//! (`/%64etokenize` is routed to `/detokenize` and is never stored either).
 
 use actix_web::HttpMessage;
 use actix_web::body::{BoxBody, MessageBody, to_bytes};
@@ -29,14 +34,14 @@ fn header(req: &ServiceRequest, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Routes whose answer is data the caller is allowed to see *now* (detokenized values, a
-/// third party's answer, code output): never stored, never replayed past a permission change.
-fn replayable(path: &str) -> bool {
-    !(path == "/detokenize"
-        || path == "/proxy"
-        || path.starts_with("/proxy/")
-        || (path.starts_with("/reactors/") && path.ends_with("/react")))
-}
+/// The mark of a route whose answer is never stored nor replayed, whatever its key: the
+/// detokenize, react and proxy invocations (their answer is what the caller may see *now*:
+/// detokenized values, code output, a third party's answer; a replay would outlive a
+/// permission change) and `POST /sessions` (its answer is a bearer secret, which a guessed
+/// key must never hand to another caller). Set as the resource's data where the route is
+/// registered: `resource!("/detokenize").app_data(NeverReplayed)`.
+#[derive(Clone, Copy, Debug)]
+pub struct NeverReplayed;
 
 /// Releases the key if the request never got to complete it (its future was dropped: the client
 /// went away, the server stopped), so a retry need not wait for the lease to run out.
@@ -62,8 +67,9 @@ pub async fn idempotent(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // The resource's data: the router has matched the route by now.
     let applies = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
-        && replayable(req.path());
+        && req.app_data::<NeverReplayed>().is_none();
     let (Some(key), true) = (header(&req, IDEMPOTENCY_HEADER), applies) else {
         return next
             .call(req)

@@ -4,14 +4,24 @@
 /// `web::resource(path)` carrying its route template for the metrics' label
 /// ([`metrics::RouteLabel`]), so a request is not matched a second time to name its route:
 /// `resource!("/tokens", "/{id}")` inside `web::scope("/tokens")`, `resource!("/logs")` at the
-/// top.
+/// top. Each resource is wrapped by the `SVC-IDEMPOTENCY-KEY` middleware
+/// ([`idempotency::idempotent`]), which therefore runs once the router matched the route and
+/// sees the resource's own data: a route registered with [`idempotency::NeverReplayed`] is
+/// never stored nor replayed, however its path was spelled.
 macro_rules! resource {
     ($path:literal) => {
-        actix_web::web::resource($path).app_data($crate::metrics::RouteLabel($path))
+        actix_web::web::resource($path)
+            .app_data($crate::metrics::RouteLabel($path))
+            .wrap(actix_web::middleware::from_fn(
+                $crate::idempotency::idempotent,
+            ))
     };
     ($scope:literal, $path:literal) => {
         actix_web::web::resource($path)
             .app_data($crate::metrics::RouteLabel(concat!($scope, $path)))
+            .wrap(actix_web::middleware::from_fn(
+                $crate::idempotency::idempotent,
+            ))
     };
 }
 
@@ -30,6 +40,7 @@ pub mod trace;
 use std::net::TcpListener;
 
 use actix_web::dev::Server;
+use actix_web::http::Method;
 use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, HttpServer, web};
 use tokenvault_domain::Vault;
@@ -49,8 +60,9 @@ pub struct HttpSettings {
     pub shutdown_timeout_secs: u64,
     /// Monthly active tokens included in the plan (usage report).
     pub included_monthly_active_tokens: u64,
-    /// Origins browsers may call the API from (`https://shop.example`), or `*` for any (the caller's origin is echoed); empty:
-    /// no CORS headers.
+    /// Origins browsers may call `POST /tokens`, `POST /tokenize` and `POST /sessions` from
+    /// (`https://shop.example`), or `*` for any (the caller's origin is echoed); empty: no
+    /// CORS headers. No other route answers CORS ([`BrowserCors`]).
     pub cors_origins: Vec<String>,
     /// Requests a second per application, bursts of twice that (0: no limit).
     pub rate_limit_per_second: u32,
@@ -76,24 +88,48 @@ impl Default for HttpSettings {
     }
 }
 
-/// CORS for browser callers (token creation with public keys): the configured origins, the
-/// API's methods, the headers a client sends (`SVC-API-KEY`, `Content-Type`, `SVC-TRACE-ID`,
-/// `SVC-IDEMPOTENCY-KEY`) and `SVC-TRACE-ID` readable. Keys travel in a header, never in a
-/// cookie, so no credentials mode. A request from another origin gets no CORS headers (the
-/// browser then withholds the answer); callers without `Origin` are not affected.
+/// CORS for browser callers (token creation with public keys, sessions), answered by the
+/// routes browsers call only: `POST /tokens`, `POST /tokenize` and `POST /sessions` wrap
+/// themselves in [`BrowserCors::middleware`] where they are registered, so the decision is the
+/// route the router matched, however the path was spelled; every other route has no CORS
+/// middleware and never answers a preflight nor sends `Access-Control-Allow-Origin`.
+#[derive(Clone, Debug, Default)]
+pub struct BrowserCors {
+    origins: Vec<String>,
+}
+
+impl BrowserCors {
+    /// The configured origins (`*` for any; none: CORS off).
+    pub fn new(origins: &[String]) -> Self {
+        Self {
+            origins: origins.to_vec(),
+        }
+    }
+
+    /// The middleware of one route browsers call (off without origins).
+    pub fn middleware(&self) -> Condition<actix_cors::Cors> {
+        Condition::new(!self.origins.is_empty(), cors(&self.origins))
+    }
+}
+
+/// The configured origins, `POST` (and its preflight), the headers a client sends
+/// (`SVC-API-KEY`, `Content-Type`, `SVC-TRACE-ID`, `SVC-IDEMPOTENCY-KEY`) and `SVC-TRACE-ID`
+/// readable. Keys travel in a header, never in a cookie, so no credentials mode. A request
+/// from another origin, or with another method (`GET /tokens`), gets no
+/// `Access-Control-Allow-Origin` (the browser then withholds the answer); callers without
+/// `Origin` are not affected.
 fn cors(origins: &[String]) -> actix_cors::Cors {
     let any = origins.iter().any(|o| o == "*");
     let listed: Vec<String> = origins.to_vec();
     actix_cors::Cors::default()
-        // `/metrics` needs no key: no page of another origin may read it.
         .allowed_origin_fn(move |origin, head| {
-            head.uri.path() != "/metrics"
+            matches!(head.method, Method::POST | Method::OPTIONS)
                 && (any
                     || origin
                         .to_str()
                         .is_ok_and(|o| listed.iter().any(|l| l.eq_ignore_ascii_case(o))))
         })
-        .allowed_methods(["GET", "POST", "PUT", "PATCH", "DELETE"])
+        .allowed_methods(["POST"])
         .allowed_headers([
             "content-type",
             "svc-api-key",
@@ -117,7 +153,7 @@ pub fn server(
     let metrics = web::Data::from(settings.metrics.clone());
     let detached = web::Data::from(settings.detached.clone());
     let limit = web::Data::new(limit::RateLimit::new(settings.rate_limit_per_second));
-    let origins = settings.cors_origins.clone();
+    let browser = BrowserCors::new(&settings.cors_origins);
     let body_limit = settings.body_limit;
     let included = web::Data::new(routes::tenants::IncludedTokens(
         settings.included_monthly_active_tokens,
@@ -131,17 +167,15 @@ pub fn server(
             .app_data(limit.clone())
             .app_data(web::PayloadConfig::new(body_limit))
             .app_data(web::Data::new(BodyLimit(body_limit)))
-            .wrap(from_fn(idempotency::idempotent))
             .wrap(from_fn(complete::run_to_completion))
             .wrap(from_fn(trace::trace_requests))
-            .wrap(Condition::new(!origins.is_empty(), cors(&origins)))
             .configure(routes::meta::configure)
             .configure(routes::applications::configure)
             .configure(routes::tenants::configure)
-            .configure(routes::tokens::configure)
+            .configure(|cfg| routes::tokens::configure(cfg, &browser))
             .configure(routes::reactors::configure)
             .configure(routes::proxies::configure)
-            .configure(routes::sessions::configure)
+            .configure(|cfg| routes::sessions::configure(cfg, &browser))
             .configure(routes::logs::configure)
             .service(resource!("/metrics").route(web::get().to(metrics::metrics)))
             .default_service(web::to(routes::meta::not_found))

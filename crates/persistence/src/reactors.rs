@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rusqlite::Row;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
     QueryOrder, QuerySelect, SelectExt, SqlErr,
@@ -21,7 +21,7 @@ use tokenvault_domain::reactor::{
 use uuid::Uuid;
 
 use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
-use crate::entity::{formula, reactor};
+use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
 use crate::repo_err;
 use crate::search::list_condition;
@@ -407,6 +407,22 @@ impl FormulaRepository for SeaOrmFormulaRepository {
             .await
             .map_err(repo_err)?;
         Ok(result.rows_affected > 0)
+    }
+
+    async fn lent(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
+        // An application deleted since lends nothing (it reads as none).
+        let applications = Query::select()
+            .column(application::Column::Id)
+            .from(application::Entity)
+            .and_where(application::Column::TenantId.eq(tenant_id))
+            .to_owned();
+        reactor::Entity::find()
+            .filter(reactor::Column::TenantId.eq(tenant_id))
+            .filter(reactor::Column::FormulaId.eq(id))
+            .filter(reactor::Column::ApplicationId.in_subquery(applications))
+            .exists(&self.db)
+            .await
+            .map_err(repo_err)
     }
 
     async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<FormulaDelete, RepoError> {

@@ -41,6 +41,9 @@ pub trait FormulaRepository: Send + Sync {
     ) -> Result<Page<Formula>, RepoError>;
     /// Replaces every mutable field; `false` when the formula is gone.
     async fn update(&self, formula: &Formula) -> Result<bool, RepoError>;
+    /// Whether a reactor with an application (one that still exists) uses the formula: its
+    /// code then runs with that application's rights.
+    async fn lent(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError>;
     /// Deletes the formula unless a reactor uses it.
     async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<FormulaDelete, RepoError>;
 }

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::BodyLimit;
 use crate::dto::{Paginated, format_time};
 use crate::extract::{Caller, Json, QueryParams, path_uuid};
+use crate::idempotency::NeverReplayed;
 use crate::metrics::Metrics;
 use crate::problem::{ApiError, Problem, TenantResponse, current_trace_id};
 use crate::routes::reactors::IdRef;
@@ -374,7 +375,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .service(
         web::scope("/proxy")
-            .service(resource!("/proxy", "").route(web::route().to(invoke)))
-            .service(resource!("/proxy", "/{tail:.*}").route(web::route().to(invoke))),
+            .service(
+                resource!("/proxy", "")
+                    .app_data(NeverReplayed)
+                    .route(web::route().to(invoke)),
+            )
+            .service(
+                resource!("/proxy", "/{tail:.*}")
+                    .app_data(NeverReplayed)
+                    .route(web::route().to(invoke)),
+            ),
     );
 }

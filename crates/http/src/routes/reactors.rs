@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use crate::dto::{ApplicationResponse, Paginated, format_time};
 use crate::extract::{Caller, CallerReacting, Json, QueryParams, path_uuid};
+use crate::idempotency::NeverReplayed;
 use crate::problem::{ApiError, Problem, current_trace_id};
 use crate::routes::tokens::tokenized_json;
 
@@ -502,7 +503,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .route(web::post().to(create))
                     .route(web::get().to(list)),
             )
-            .service(resource!("/reactors", "/{id}/react").route(web::post().to(react)))
+            .service(
+                resource!("/reactors", "/{id}/react")
+                    .app_data(NeverReplayed)
+                    .route(web::post().to(react)),
+            )
             .service(
                 resource!("/reactors", "/{id}")
                     .route(web::get().to(get))

@@ -7,8 +7,10 @@ use tokenvault_domain::Vault;
 use tokenvault_domain::session::RawSessionGrant;
 use utoipa::ToSchema;
 
+use crate::BrowserCors;
 use crate::dto::{RuleRequest, format_time, parse_time};
 use crate::extract::{Caller, Json};
+use crate::idempotency::NeverReplayed;
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -81,8 +83,13 @@ pub async fn authorize(
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// Registers the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource!("/sessions").route(web::post().to(create)))
-        .service(resource!("/sessions/authorize").route(web::post().to(authorize)));
+/// Registers the routes; `POST /sessions` answers browsers (`browser`, docs/decisions.md §11).
+pub fn configure(cfg: &mut web::ServiceConfig, browser: &BrowserCors) {
+    cfg.service(
+        resource!("/sessions")
+            .app_data(NeverReplayed)
+            .wrap(browser.middleware())
+            .route(web::post().to(create)),
+    )
+    .service(resource!("/sessions/authorize").route(web::post().to(authorize)));
 }

@@ -13,8 +13,10 @@ use tokenvault_domain::service::{TokenView, Tokenized};
 use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
 use utoipa::ToSchema;
 
+use crate::BrowserCors;
 use crate::dto::{Paginated, format_time};
 use crate::extract::{Caller, CallerReading, Json, QueryParams, parse_json};
+use crate::idempotency::NeverReplayed;
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -392,13 +394,15 @@ pub async fn children(
 }
 
 /// Registers the routes.
-pub fn configure(cfg: &mut web::ServiceConfig) {
+/// `POST /tokens` and `POST /tokenize` answer browsers (`browser`, docs/decisions.md §11).
+pub fn configure(cfg: &mut web::ServiceConfig, browser: &BrowserCors) {
     // One scope: the router (and the metrics' route label) tries these patterns only for paths
     // under `/tokens`, the single token (the hottest) first.
     cfg.service(
         web::scope("/tokens")
             .service(
                 resource!("/tokens", "")
+                    .wrap(browser.middleware())
                     .route(web::post().to(create))
                     .route(web::get().to(list)),
             )
@@ -419,6 +423,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .route(web::delete().to(dissociate)),
             ),
     )
-    .service(resource!("/tokenize").route(web::post().to(tokenize)))
-    .service(resource!("/detokenize").route(web::post().to(detokenize)));
+    .service(
+        resource!("/tokenize")
+            .wrap(browser.middleware())
+            .route(web::post().to(tokenize)),
+    )
+    .service(
+        resource!("/detokenize")
+            .app_data(NeverReplayed)
+            .route(web::post().to(detokenize)),
+    );
 }

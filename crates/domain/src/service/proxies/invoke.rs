@@ -15,7 +15,7 @@ use crate::code::CodeCall;
 use crate::error::Error;
 use crate::forward::{ForwardError, OutboundRequest};
 use crate::permission::Permission;
-use crate::proxy::{Proxy, ProxyKey, destination_of, forwardable};
+use crate::proxy::{Proxy, ProxyKey, ProxyTail, destination_of, forwardable};
 use crate::service::Vault;
 use crate::service::tokens::{DetokenizeAs, ReadAhead};
 use crate::template::ids_in_text;
@@ -33,7 +33,8 @@ pub struct ProxyCall {
     pub api_key: Option<String>,
     /// Method, upper case.
     pub method: String,
-    /// The path after `/proxy` (may be empty).
+    /// The path after `/proxy` as the router matched it (may be empty): its `/` are
+    /// separators; escapes left in it (`%2F`, `%25`…) are decoded by [`ProxyTail::parse`].
     pub tail: String,
     /// The query without the proxy key, in order.
     pub query: Vec<(String, String)>,
@@ -142,20 +143,9 @@ fn destination_error(e: ForwardError) -> Error {
     Error::Destination { status, detail }
 }
 
-/// A tail stays below the destination: no `.`/`..` segment (the URL parser would resolve it
-/// above the destination's path), no `?`, `#` or `\` (decoded from the request path).
-fn check_tail(tail: &str) -> Result<(), Error> {
-    let bad = tail.contains(['?', '#', '\\'])
-        || tail
-            .split('/')
-            .any(|segment| segment == "." || segment == "..");
-    if bad {
-        return Err(Error::invalid(
-            "path",
-            "the path after /proxy may not contain . or .. segments, ?, # or \\",
-        ));
-    }
-    Ok(())
+/// A tail that would not stay below the destination's path: 400 naming `path`.
+fn tail_error(why: &str) -> Error {
+    Error::invalid("path", why)
 }
 
 impl Vault {
@@ -219,7 +209,7 @@ impl Vault {
             None
         };
         // A bad tail is answered where it always was, but nothing more is read for it.
-        let tail = check_tail(&call.tail);
+        let tail = ProxyTail::parse(&call.tail).map_err(tail_error);
         // Whether the body is detokenized, by the caller (`require_auth`) or by the proxy's
         // application.
         let json = is_json(&call.headers);
@@ -257,7 +247,10 @@ impl Vault {
         let (application, ahead) = join(application, ahead).await;
         let application = application?;
         let detokenizer = caller.or_else(|| application.clone());
-        tail?;
+        // Where the call goes, settled before anything is detokenized or run: always on the
+        // destination's origin and below its path.
+        let url =
+            destination_of(&proxy.destination_url, &tail?, &call.query).map_err(tail_error)?;
         // The body goes out byte for byte unless an expression was replaced or a transform
         // rewrote it.
         let mut body: Option<Value> = None;
@@ -317,7 +310,7 @@ impl Vault {
             .forwarder
             .forward(OutboundRequest {
                 method: call.method.clone(),
-                url: destination_of(&proxy.destination_url, &call.tail, &call.query),
+                url,
                 headers,
                 body,
             })

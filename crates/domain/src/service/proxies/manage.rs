@@ -100,6 +100,9 @@ impl Vault {
             // Whoever attaches an application lends its token rights to every caller of the
             // proxy (without require_auth, to anyone holding the proxy key): only a caller who
             // may grant token permissions (application:create or application:update) may.
+            // Transforms run with those rights too; a PUT replaces every field, so a proxy
+            // keeps an application only when the body names it, and setting transforms on a
+            // proxy with an application is always checked here (docs/decisions.md §9).
             Some(Ok(_)) if !caller.may_lend_applications() => return Err(Error::Forbidden),
             Some(Ok(id)) => match self.ports.applications.get(caller.tenant_id, id).await? {
                 Some(app) if app.app_type != ApplicationType::Management => {

@@ -14,10 +14,16 @@ use crate::service::Vault;
 impl Vault {
     async fn compiled(&self, raw: RawFormula) -> Result<FormulaSpec, Error> {
         let spec = FormulaSpec::parse(raw).map_err(Error::Validation)?;
-        if let Err(why) = self.ports.code.check(&spec.code).await {
-            return Err(Error::Unprocessable(ValidationErrors::single("code", why)));
-        }
+        self.compiles(&spec).await?;
         Ok(spec)
+    }
+
+    /// 422 naming `code` unless the code compiles.
+    async fn compiles(&self, spec: &FormulaSpec) -> Result<(), Error> {
+        match self.ports.code.check(&spec.code).await {
+            Ok(()) => Ok(()),
+            Err(why) => Err(Error::Unprocessable(ValidationErrors::single("code", why))),
+        }
     }
 
     /// `POST /reactor-formulas`.
@@ -76,7 +82,10 @@ impl Vault {
             .await?)
     }
 
-    /// `PUT /reactor-formulas/{id}`.
+    /// `PUT /reactor-formulas/{id}`. New code for a formula that a reactor with an application
+    /// uses runs with that application's rights: only a caller who may lend it (may attach an
+    /// application, `application:create` or `application:update`) may change it (403
+    /// otherwise; docs/decisions.md §9).
     pub async fn update_formula(
         &self,
         caller: &Principal,
@@ -85,7 +94,14 @@ impl Vault {
     ) -> Result<Formula, Error> {
         caller.require(Permission::ReactorUpdate)?;
         let mut formula = self.get_formula_of(caller, id).await?;
-        let spec = self.compiled(raw).await?;
+        let spec = FormulaSpec::parse(raw).map_err(Error::Validation)?;
+        if spec.code != formula.code
+            && !caller.may_lend_applications()
+            && self.ports.formulas.lent(caller.tenant_id, id).await?
+        {
+            return Err(Error::Forbidden);
+        }
+        self.compiles(&spec).await?;
         formula.name = spec.name;
         formula.description = spec.description;
         formula.formula_type = spec.formula_type;

@@ -156,6 +156,9 @@ impl FormulaRepository for NoFormulas {
     async fn update(&self, _: &Formula) -> Result<bool, RepoError> {
         Ok(false)
     }
+    async fn lent(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
+        Ok(false)
+    }
     async fn delete(&self, _: Uuid, _: Uuid) -> Result<FormulaDelete, RepoError> {
         Ok(FormulaDelete::Missing)
     }
@@ -494,6 +497,7 @@ fn new_private() -> RawNewApplication {
 
 mod applications;
 mod audit;
+mod proxies;
 mod reactors;
 mod sessions;
 mod tokens;

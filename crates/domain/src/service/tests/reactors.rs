@@ -157,3 +157,119 @@ async fn an_expired_key_is_refused_before_its_reactor_is_used() {
         Err(Error::Unauthenticated)
     ));
 }
+
+/// The formula storage of [`formula_vault`]: `formula(tenant)` for any id, used by a reactor
+/// with an application when `lent`; counts updates.
+struct OneFormula {
+    lent: bool,
+    updates: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl FormulaRepository for OneFormula {
+    async fn insert(&self, _: &Formula) -> Result<(), RepoError> {
+        Ok(())
+    }
+    async fn get(&self, tenant_id: Uuid, _: Uuid) -> Result<Option<Formula>, RepoError> {
+        Ok(Some(formula(tenant_id)))
+    }
+    async fn get_many(&self, _: Uuid, _: &[Uuid]) -> Result<Vec<Formula>, RepoError> {
+        Ok(Vec::new())
+    }
+    async fn list(
+        &self,
+        _: Uuid,
+        _: &[Uuid],
+        _: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Formula>, RepoError> {
+        Ok(Page {
+            items: Vec::new(),
+            total_items: 0,
+            request: page,
+        })
+    }
+    async fn update(&self, _: &Formula) -> Result<bool, RepoError> {
+        self.updates
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(true)
+    }
+    async fn lent(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
+        Ok(self.lent)
+    }
+    async fn delete(&self, _: Uuid, _: Uuid) -> Result<FormulaDelete, RepoError> {
+        Ok(FormulaDelete::Missing)
+    }
+}
+
+/// A vault over [`OneFormula`] that compiles any code, and its formula storage.
+fn formula_vault(lent: bool) -> (Vault, Arc<OneFormula>) {
+    let formulas = Arc::new(OneFormula {
+        lent,
+        updates: std::sync::atomic::AtomicUsize::default(),
+    });
+    let mut code = MockCode::new();
+    code.expect_check().returning(|_| Ok(()));
+    let vault = Vault::new(Ports {
+        formulas: formulas.clone(),
+        code: Arc::new(code),
+        ..ports(MockTenants::new(), MockApplications::new())
+    });
+    (vault, formulas)
+}
+
+fn updates(formulas: &OneFormula) -> usize {
+    formulas.updates.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn formula_body(code: &str) -> crate::reactor::RawFormula {
+    crate::reactor::RawFormula {
+        name: Some("f".into()),
+        code: Some(code.into()),
+        ..Default::default()
+    }
+}
+
+const OTHER_CODE: &str =
+    "module.exports = async (req) => ({ tokenize: { a: { type: 'token', data: 'x' } } });";
+
+#[tokio::test]
+async fn new_code_for_a_lent_formula_needs_the_right_to_lend() {
+    let id = Uuid::from_u128(300);
+    // reactor:update alone: the code a reactor with an application runs stays as it is.
+    let (vault, formulas) = formula_vault(true);
+    let caller = principal(&[Permission::ReactorUpdate]);
+    assert!(matches!(
+        vault
+            .update_formula(&caller, id, formula_body(OTHER_CODE))
+            .await,
+        Err(Error::Forbidden)
+    ));
+    assert_eq!(updates(&formulas), 0);
+    // The same code under another name is no new code.
+    let renamed = vault
+        .update_formula(&caller, id, formula_body(CODE))
+        .await
+        .unwrap();
+    assert_eq!(renamed.code, CODE);
+    assert_eq!(updates(&formulas), 1);
+    // Whoever may lend applications may change it.
+    for lending in [Permission::ApplicationCreate, Permission::ApplicationUpdate] {
+        let caller = principal(&[Permission::ReactorUpdate, lending]);
+        let changed = vault
+            .update_formula(&caller, id, formula_body(OTHER_CODE))
+            .await
+            .unwrap();
+        assert_eq!(changed.code, OTHER_CODE);
+    }
+    assert_eq!(updates(&formulas), 3);
+    // A formula no reactor with an application uses is reactor:update's.
+    let (vault, formulas) = formula_vault(false);
+    assert!(
+        vault
+            .update_formula(&caller, id, formula_body(OTHER_CODE))
+            .await
+            .is_ok()
+    );
+    assert_eq!(updates(&formulas), 1);
+}
