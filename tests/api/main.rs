@@ -13,6 +13,8 @@ mod idempotency;
 mod isolation;
 mod operating;
 mod proxies;
+mod proxy_audit;
+mod reactor_limits;
 mod reactors;
 mod sessions;
 mod tenants;

@@ -14,13 +14,13 @@ use tokenvault_tests::{
 use super::tokens::{Client, full, with};
 
 /// Loopback destinations allowed (the tests' own), over http.
-fn loopback(config: &mut Config) {
+pub(crate) fn loopback(config: &mut Config) {
     config.proxy_allow_http = true;
     config.proxy_allowed_hosts = "127.0.0.1".into();
     config.proxy_timeout_ms = 1_000;
 }
 
-async fn proxy(app: &TestApp, body: Value) -> Value {
+pub(crate) async fn proxy(app: &TestApp, body: Value) -> Value {
     let res = app.post("/proxies", &body).await;
     assert_eq!(res.status(), 201, "create proxy");
     res.json().await.unwrap()
@@ -30,7 +30,7 @@ async fn simple(app: &TestApp, url: &str) -> Value {
     proxy(app, json!({"name": unique("p"), "destination_url": url})).await
 }
 
-async fn invoke(
+pub(crate) async fn invoke(
     app: &TestApp,
     api_key: Option<&str>,
     proxy_key: &str,
@@ -94,7 +94,7 @@ async fn stranger(app: &TestApp) -> String {
     stranger["key"].as_str().unwrap().to_string()
 }
 
-async fn token(c: &Client<'_>, body: Value) -> String {
+pub(crate) async fn token(c: &Client<'_>, body: Value) -> String {
     let res = c.post("/tokens", &body).await;
     assert_eq!(res.status(), 201, "create token");
     let t: Value = res.json().await.unwrap();

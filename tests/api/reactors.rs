@@ -8,7 +8,7 @@ use super::tokens::{Client, full, with};
 
 const ECHO: &str = "module.exports = async function (req) { return { raw: { args: req.args } }; };";
 
-async fn formula(app: &TestApp, code: &str, params: Value, config: Value) -> Value {
+pub(crate) async fn formula(app: &TestApp, code: &str, params: Value, config: Value) -> Value {
     let res = app
         .post(
             "/reactor-formulas",
@@ -20,7 +20,7 @@ async fn formula(app: &TestApp, code: &str, params: Value, config: Value) -> Val
     res.json().await.unwrap()
 }
 
-async fn reactor(app: &TestApp, code: &str, params: Value, extra: Value) -> Value {
+pub(crate) async fn reactor(app: &TestApp, code: &str, params: Value, extra: Value) -> Value {
     let f = formula(app, code, params, json!([])).await;
     let mut body = json!({"name": unique("r"), "configuration": {}, "formula": {"id": f["id"]}});
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
@@ -31,11 +31,11 @@ async fn reactor(app: &TestApp, code: &str, params: Value, extra: Value) -> Valu
     res.json().await.unwrap()
 }
 
-fn p(name: &str, ty: &str, optional: bool) -> Value {
+pub(crate) fn p(name: &str, ty: &str, optional: bool) -> Value {
     json!({"name": name, "type": ty, "optional": optional})
 }
 
-async fn react(c: &Client<'_>, id: &Value, args: Value) -> reqwest::Response {
+pub(crate) async fn react(c: &Client<'_>, id: &Value, args: Value) -> reqwest::Response {
     c.post(
         &format!("/reactors/{}/react", id.as_str().unwrap()),
         &json!({ "args": args }),

@@ -64,8 +64,9 @@ pub struct HttpSettings {
     /// (`https://shop.example`), or `*` for any (the caller's origin is echoed); empty: no
     /// CORS headers. No other route answers CORS ([`BrowserCors`]).
     pub cors_origins: Vec<String>,
-    /// Requests a second per application, bursts of twice that (0: no limit).
-    pub rate_limit_per_second: u32,
+    /// Requests a second per application, bursts of twice that (off by default); shared with
+    /// `req.svc` ([`svc::HttpSvcFactory`]), whose calls count too.
+    pub rate_limit: std::sync::Arc<limit::RateLimit>,
     /// What `GET /metrics` shows (shared with the code-runner decorator of the server).
     pub metrics: std::sync::Arc<metrics::Metrics>,
     /// The changes running as their own task (`complete.rs`), bounded; the server's shutdown
@@ -81,7 +82,7 @@ impl Default for HttpSettings {
             shutdown_timeout_secs: 30,
             included_monthly_active_tokens: 1000,
             cors_origins: Vec::new(),
-            rate_limit_per_second: 0,
+            rate_limit: std::sync::Arc::new(limit::RateLimit::new(0)),
             metrics: std::sync::Arc::default(),
             detached: std::sync::Arc::default(),
         }
@@ -152,7 +153,7 @@ pub fn server(
     let vault = web::Data::new(vault);
     let metrics = web::Data::from(settings.metrics.clone());
     let detached = web::Data::from(settings.detached.clone());
-    let limit = web::Data::new(limit::RateLimit::new(settings.rate_limit_per_second));
+    let limit = web::Data::from(settings.rate_limit.clone());
     let browser = BrowserCors::new(&settings.cors_origins);
     let body_limit = settings.body_limit;
     let included = web::Data::new(routes::tenants::IncludedTokens(

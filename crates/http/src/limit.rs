@@ -11,10 +11,16 @@ use uuid::Uuid;
 
 use crate::problem::ApiError;
 
+/// How many checks pass between two prunings of the keys whose allowance is full again.
+const PRUNE_EVERY: u64 = 4096;
+
 /// The limiter of one server.
 pub struct RateLimit {
     limiter: Option<DefaultKeyedRateLimiter<Uuid>>,
     clock: DefaultClock,
+    /// Checks since the last pruning: the limiter keeps a state per key until pruned, so a
+    /// stream of distinct keys (new applications, proxies) would grow it without end.
+    checks: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for RateLimit {
@@ -35,7 +41,20 @@ impl RateLimit {
         Self {
             limiter,
             clock: DefaultClock::default(),
+            checks: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The key a proxy's calls are counted under: derived from the proxy key the call names
+    /// (a name-based UUID, so it never equals an application's id).
+    pub fn proxy(proxy_key: &str) -> Uuid {
+        const PROXIES: Uuid = Uuid::from_u128(0x6d1c_2b7e_51f4_4c0a_9a3e_7f5b_0c2d_8e41);
+        Uuid::new_v5(&PROXIES, proxy_key.as_bytes())
+    }
+
+    /// How many keys the limiter holds a state for (for tests).
+    pub fn tracked(&self) -> usize {
+        self.limiter.as_ref().map_or(0, RateLimiter::len)
     }
 
     /// Counts a request of `application`; a 429 with `Retry-After` when it is over its rate.
@@ -43,6 +62,15 @@ impl RateLimit {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
+        let n = self
+            .checks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            // A key whose allowance is full again behaves as a new one: forgetting it changes
+            // no answer.
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
         limiter.check_key(&application).map_err(|not_until| {
             let wait = not_until.wait_time_from(self.clock.now());
             // Whole seconds, rounded up, at least 1.
@@ -57,6 +85,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn keys_whose_allowance_is_full_again_are_forgotten() {
+        let limit = RateLimit::new(1000);
+        for _ in 0..(2 * PRUNE_EVERY) {
+            assert!(limit.check(Uuid::new_v4()).is_ok());
+        }
+        // Without pruning it would hold 8192 states; the last pruning kept only the keys seen
+        // within their allowance's refill (a millisecond or two at 1000/s).
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        for _ in 0..PRUNE_EVERY {
+            // Over its burst after 2000: the answers do not matter here, the count does.
+            let _ = limit.check(Uuid::nil());
+        }
+        assert!(limit.tracked() < 100, "{} keys kept", limit.tracked());
+    }
+
+    #[test]
     fn a_burst_of_twice_the_rate_then_429_with_retry_after() {
         let limit = RateLimit::new(2);
         let app = Uuid::new_v4();
@@ -69,6 +113,7 @@ mod tests {
         // Another application has its own allowance; 0 turns limits off.
         assert!(limit.check(Uuid::new_v4()).is_ok());
         let off = RateLimit::new(0);
+        assert_eq!(off.tracked(), 0);
         for _ in 0..100 {
             assert!(off.check(app).is_ok());
         }

@@ -12,22 +12,38 @@ use tokenvault_domain::code::{Svc, SvcFactory};
 use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
 
 use crate::dto::Paginated;
+use crate::limit::RateLimit;
 use crate::problem::ApiError;
 use crate::routes::tokens::{TokenResponse, filter_from_query, tokenized_json};
 
 /// Makes a [`Svc`] per application.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HttpSvcFactory;
+#[derive(Clone, Debug)]
+pub struct HttpSvcFactory {
+    limit: Arc<RateLimit>,
+}
+
+impl HttpSvcFactory {
+    /// `req.svc` calls count against `limit`, the server's own per-application rate limit
+    /// (docs/decisions.md §11): code cannot make more calls than its application could.
+    pub fn new(limit: Arc<RateLimit>) -> Self {
+        Self { limit }
+    }
+}
 
 impl SvcFactory for HttpSvcFactory {
     fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc> {
-        Arc::new(ApplicationSvc { vault, principal })
+        Arc::new(ApplicationSvc {
+            vault,
+            principal,
+            limit: self.limit.clone(),
+        })
     }
 }
 
 struct ApplicationSvc {
     vault: Vault,
     principal: Principal,
+    limit: Arc<RateLimit>,
 }
 
 fn arg(args: &[Value], i: usize) -> Value {
@@ -102,6 +118,9 @@ impl ApplicationSvc {
 #[async_trait]
 impl Svc for ApplicationSvc {
     async fn call(&self, method: &str, args: Vec<Value>) -> Result<Value, Value> {
+        self.limit
+            .check(self.principal.application_id)
+            .map_err(|e| e.problem_body())?;
         self.dispatch(method, &args)
             .await
             .map_err(|e| e.problem_body())

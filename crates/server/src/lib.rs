@@ -21,6 +21,7 @@ use tokenvault_domain::ports::Clock;
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
+use tokenvault_http::limit::RateLimit;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::DatabaseConnection;
@@ -131,22 +132,38 @@ fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
 pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
-    Ok(open_metered_vault(config, Arc::default()).await?.0)
+    Ok(open_metered_vault(config, &Shared::new(config)).await?.0)
 }
 
-/// [`open_vault`], counting code-runner calls in `metrics`; also the database it opened.
+/// What the HTTP server and the use cases share: the code runner's counters for `GET /metrics`,
+/// and the per-application rate limit, which `req.svc` calls count against too.
+struct Shared {
+    metrics: Arc<Metrics>,
+    limit: Arc<RateLimit>,
+}
+
+impl Shared {
+    fn new(config: &Config) -> Self {
+        Self {
+            metrics: Arc::default(),
+            limit: Arc::new(RateLimit::new(config.rate_limit_per_second)),
+        }
+    }
+}
+
+/// [`open_vault`] with `shared`; also the database it opened.
 async fn open_metered_vault(
     config: &Config,
-    metrics: Arc<Metrics>,
+    shared: &Shared,
 ) -> anyhow::Result<(Vault, DatabaseConnection)> {
     let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
-    open_vault_with(config, cipher, metrics).await
+    open_vault_with(config, cipher, shared).await
 }
 
 async fn open_vault_with(
     config: &Config,
     cipher: EnvelopeCipher,
-    metrics: Arc<Metrics>,
+    shared: &Shared,
 ) -> anyhow::Result<(Vault, DatabaseConnection)> {
     let url = config.effective_database_url();
     if config.database_url.as_deref().is_none_or(str::is_empty) {
@@ -202,9 +219,11 @@ async fn open_vault_with(
         forwarder: Arc::new(forwarder),
         code: Arc::new(CountedRunner {
             inner: code,
-            metrics,
+            metrics: shared.metrics.clone(),
         }),
-        svc: Arc::new(tokenvault_http::svc::HttpSvcFactory),
+        svc: Arc::new(tokenvault_http::svc::HttpSvcFactory::new(
+            shared.limit.clone(),
+        )),
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     });
@@ -425,17 +444,17 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let metrics = Arc::new(Metrics::default());
-    let (vault, db) = open_metered_vault(&config, metrics.clone()).await?;
+    let shared = Shared::new(&config);
+    let (vault, db) = open_metered_vault(&config, &shared).await?;
     refuse_foreign_master_keys(&vault).await?;
     bootstrap(&vault, &config).await?;
     let settings = HttpSettings {
         body_limit: config.body_limit,
         workers: config.workers,
         included_monthly_active_tokens: config.included_monthly_active_tokens,
-        rate_limit_per_second: config.rate_limit_per_second,
+        rate_limit: shared.limit.clone(),
         cors_origins: config.cors_origins()?,
-        metrics,
+        metrics: shared.metrics.clone(),
         ..HttpSettings::default()
     };
     let addr = listener.local_addr()?;
@@ -544,8 +563,12 @@ pub async fn rotate_master_key(
     let mut accepted = vec![current_master_key(config)?];
     accepted.extend(previous_master_keys(config)?);
     let id = new.id_hex();
-    let (vault, _) =
-        open_vault_with(config, EnvelopeCipher::new(new, accepted), Arc::default()).await?;
+    let (vault, _) = open_vault_with(
+        config,
+        EnvelopeCipher::new(new, accepted),
+        &Shared::new(config),
+    )
+    .await?;
     let rewrapped = vault
         .rotate_master_key()
         .await

@@ -15,6 +15,7 @@ use crate::BodyLimit;
 use crate::dto::{Paginated, format_time};
 use crate::extract::{Caller, Json, QueryParams, path_uuid};
 use crate::idempotency::NeverReplayed;
+use crate::limit::RateLimit;
 use crate::metrics::Metrics;
 use crate::problem::{ApiError, Problem, TenantResponse, current_trace_id};
 use crate::routes::reactors::IdRef;
@@ -239,7 +240,11 @@ fn proxy_error(err: ApiError) -> HttpResponse {
         return response;
     }
     let body = serde_json::json!({ "proxy_error": err.problem_body() });
-    response = HttpResponse::build(err.status())
+    let mut builder = HttpResponse::build(err.status());
+    if let Some(seconds) = err.retry_after() {
+        builder.insert_header(("Retry-After", seconds.to_string()));
+    }
+    response = builder
         .content_type("application/json")
         .body(body.to_string());
     response.extensions_mut().insert(TenantResponse);
@@ -308,6 +313,14 @@ pub async fn invoke(
     };
     if let Some(key) = header(PROXY_KEY_HEADER) {
         proxy_key = Some(key);
+    }
+    // Counted per proxy (by the key the call names) before anything is read for it: a call
+    // without an API key has no application to count against.
+    if let (Some(limit), Some(key)) = (request.app_data::<web::Data<RateLimit>>(), &proxy_key)
+        && let Err(refused) = limit.check(RateLimit::proxy(key))
+    {
+        metrics.proxy_call(None);
+        return proxy_error(refused);
     }
     let headers = request
         .headers()

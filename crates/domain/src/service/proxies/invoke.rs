@@ -246,7 +246,7 @@ impl Vault {
         };
         let (application, ahead) = join(application, ahead).await;
         let application = application?;
-        let detokenizer = caller.or_else(|| application.clone());
+        let detokenizer = caller.clone().or_else(|| application.clone());
         // Where the call goes, settled before anything is detokenized or run: always on the
         // destination's origin and below its path.
         let url =
@@ -276,65 +276,56 @@ impl Vault {
             .filter(|(n, _)| forwardable(n))
             .cloned()
             .collect();
-        if let Some(code) = &proxy.request_transform {
-            let args = json!({
-                "body": body.take().unwrap_or_else(|| body_value(&call.body, json)),
-                "headers": headers_object(&headers),
-                "method": call.method,
-                "path": call.tail,
-                "query": Value::Object(call.query.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect()),
-            });
-            let out = self
-                .run_transform(
-                    &proxy,
-                    code,
-                    args,
-                    application.clone(),
-                    call.trace_id.clone(),
-                )
-                .await?;
-            body = Some(out.get("body").cloned().unwrap_or(Value::Null));
-            if let Some(h) = out.get("headers").filter(|h| !h.is_null()) {
-                headers = headers_from(h)?
-                    .into_iter()
-                    .filter(|(n, _)| forwardable(n))
-                    .collect();
+        // Whether the request went out: a destination that timed out or hung up may still have
+        // the data.
+        let mut sent = false;
+        let outcome = async {
+            if let Some(code) = &proxy.request_transform {
+                let args = json!({
+                    "body": body.take().unwrap_or_else(|| body_value(&call.body, json)),
+                    "headers": headers_object(&headers),
+                    "method": call.method,
+                    "path": call.tail,
+                    "query": Value::Object(call.query.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect()),
+                });
+                let out = self
+                    .run_transform(
+                        &proxy,
+                        code,
+                        args,
+                        application.clone(),
+                        call.trace_id.clone(),
+                    )
+                    .await?;
+                body = Some(out.get("body").cloned().unwrap_or(Value::Null));
+                if let Some(h) = out.get("headers").filter(|h| !h.is_null()) {
+                    headers = headers_from(h)?
+                        .into_iter()
+                        .filter(|(n, _)| forwardable(n))
+                        .collect();
+                }
             }
+            let body = match body {
+                Some(value) => body_bytes(&value),
+                None => call.body,
+            };
+            sent = true;
+            self.ports
+                .forwarder
+                .forward(OutboundRequest {
+                    method: call.method.clone(),
+                    url,
+                    headers,
+                    body,
+                })
+                .await
+                .map_err(destination_error)
         }
-        let body = match body {
-            Some(value) => body_bytes(&value),
-            None => call.body,
-        };
-        let response = self
-            .ports
-            .forwarder
-            .forward(OutboundRequest {
-                method: call.method.clone(),
-                url,
-                headers,
-                body,
-            })
-            .await
-            .map_err(destination_error)?;
-        // Recorded once the request went out: a destination that answered has the data.
-        match &detokenizer {
-            Some(acting) => {
-                self.audit(acting, "invoke", "proxy", [proxy.id.to_string()]);
-                self.audit(
-                    acting,
-                    "use",
-                    "token",
-                    used_tokens.iter().map(String::as_str),
-                );
-            }
-            None => self.audit_unkeyed(
-                proxy.tenant_id,
-                ActorType::Anonymous,
-                "invoke",
-                "proxy",
-                proxy.id.to_string(),
-            ),
-        }
+        .await;
+        // Recorded once the data left the vault — to the transform or to the destination —
+        // whatever became of it then, as who called: the caller's key, or nobody's.
+        self.audit_proxy_use(&proxy, caller.as_ref(), &used_tokens, sent);
+        let response = outcome?;
         let destination_status = response.status;
         let (Some(code), true) = (
             &proxy.response_transform,
@@ -380,6 +371,33 @@ impl Vault {
             headers,
             body: body_bytes(out.get("body").unwrap_or(&Value::Null)),
         })
+    }
+
+    /// The audit of one call: `invoke` of the proxy when the request was sent, and `use` of each
+    /// token handed on. A call without a key is `anonymous`, even when the proxy's application
+    /// detokenized for it.
+    fn audit_proxy_use(
+        &self,
+        proxy: &Proxy,
+        caller: Option<&Principal>,
+        used: &std::collections::BTreeSet<String>,
+        sent: bool,
+    ) {
+        let proxy_id = proxy.id.to_string();
+        if let Some(caller) = caller {
+            if sent {
+                self.audit(caller, "invoke", "proxy", [proxy_id]);
+            }
+            self.audit(caller, "use", "token", used.iter().map(String::as_str));
+            return;
+        }
+        let anonymous = ActorType::Anonymous;
+        if sent {
+            self.audit_unkeyed(proxy.tenant_id, anonymous, "invoke", "proxy", proxy_id);
+        }
+        for id in used {
+            self.audit_unkeyed(proxy.tenant_id, anonymous, "use", "token", id.clone());
+        }
     }
 
     /// The proxy's application as a principal (what `svc` and unauthenticated

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::code_error;
 use crate::auth::Principal;
-use crate::code::CodeCall;
+use crate::code::{CodeCall, CodeError};
 use crate::error::Error;
 use crate::permission::Permission;
 use crate::reactor::{Reactor, bind_arguments};
@@ -80,11 +80,14 @@ impl Vault {
                 trace_id,
                 svc,
             })
-            .await
-            .map_err(code_error)?;
-        self.record_active(caller.tenant_id, used.iter().map(String::as_str));
-        // The code has seen the data: recorded whatever follows.
-        self.audit(caller, "use", "token", used.iter().map(String::as_str));
+            .await;
+        // The code has seen the data unless it never started (every worker busy): recorded
+        // whatever it did then, a throw or a limit included.
+        if !matches!(returned, Err(CodeError::Busy)) {
+            self.record_active(caller.tenant_id, used.iter().map(String::as_str));
+            self.audit(caller, "use", "token", used.iter().map(String::as_str));
+        }
+        let returned = returned.map_err(code_error)?;
         let (raw, tokenize) = match returned {
             Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
             Value::Null => (None, None),
