@@ -57,6 +57,16 @@ pub(crate) struct DetokenizeAs<'a> {
     pub with_filters: bool,
 }
 
+/// The most token data (ciphertext bytes, a bound of the plaintext) one request may have
+/// decrypted: checked before any is, so a request naming 100 large tokens costs nothing.
+const MAX_DECRYPTED_BYTES: usize = MAX_DETOKENIZED_BYTES;
+/// The most token data the filters of one request may read together: every distinct filtered
+/// expression reads its token's whole data, so 1,000 filters over a 1 MiB token would read a
+/// gigabyte.
+const MAX_FILTER_INPUT: usize = 32 << 20;
+/// What encryption adds to a token's data (nonce and tag), at most.
+const CIPHER_OVERHEAD: usize = 64;
+
 /// The most distinct filtered expressions (`{{ id | … }}`) in one request.
 const MAX_EXPRESSIONS: usize = 1000;
 
@@ -183,6 +193,13 @@ impl Vault {
                 how.permission,
             )?);
         }
+        let stored_bytes: usize = found.iter().map(|t| t.data.len()).sum();
+        if stored_bytes > MAX_DECRYPTED_BYTES + found.len() * CIPHER_OVERHEAD {
+            return Err(Error::invalid(
+                how.field,
+                "the tokens of one request may hold at most 10 MiB of data together",
+            ));
+        }
         self.ensure_key(caller.tenant_id).await?;
         let mut shown = BTreeMap::new();
         for (stored, transform) in found.into_iter().zip(transforms) {
@@ -192,6 +209,8 @@ impl Vault {
         }
         let mut values = BTreeMap::new();
         let mut rendered = 0_usize;
+        let mut read_by_filters = 0_usize;
+        let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
         for e in &expressions {
             let key = e.key();
             if values.contains_key(&key) {
@@ -209,6 +228,15 @@ impl Vault {
                         return Err(Error::invalid(
                             how.field,
                             "at most 1,000 distinct expressions in one request",
+                        ));
+                    }
+                    let size = *sizes.entry(e.id.as_str()).or_insert_with(|| json_len(data));
+                    read_by_filters += size;
+                    if read_by_filters > MAX_FILTER_INPUT {
+                        return Err(Error::invalid(
+                            how.field,
+                            "the expressions of one request may read at most 32 MiB of token \
+                             data together",
                         ));
                     }
                     let value = self.filtered(filter, data).map_err(|why| {
