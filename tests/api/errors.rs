@@ -106,3 +106,24 @@ async fn trace_id_is_echoed_or_generated_and_in_problems() {
     })
     .await;
 }
+
+/// A field of the wrong type is named without echoing the value, even a value that reads like
+/// the error's own words (before, the text after its first "expected " was echoed).
+#[tokio::test]
+async fn a_type_error_never_echoes_the_value() {
+    on_each_backend(async |app| {
+        let res = app
+            .post(
+                "/applications",
+                &json!({"name": "n", "type": "private", "permissions": ["token:read"],
+                        "rules": [{"priority": "x, expected 4242424242424242 and more",
+                                   "container": "/", "transform": "reveal",
+                                   "permissions": ["token:read"]}]}),
+            )
+            .await;
+        let body = assert_problem(res, 400).await;
+        assert!(body["errors"]["rules.0.priority"].is_array(), "{body}");
+        assert!(!body.to_string().contains("4242"), "{body}");
+    })
+    .await;
+}

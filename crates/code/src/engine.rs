@@ -359,7 +359,7 @@ fn failure<'js>(
         return Err(Stop::Time);
     }
     let message = caught_message(caught);
-    if message.contains("out of memory") {
+    if is_out_of_memory(caught, &message) {
         return Err(Stop::Memory);
     }
     let value = match caught {
@@ -374,6 +374,20 @@ fn failure<'js>(
             message,
             errors: None,
         }))
+}
+
+/// Whether `caught` is the engine's own out-of-memory error: an `InternalError` whose message is
+/// exactly that. (An `Error('out of memory')` the code throws is its own error. The engine's
+/// error carries no mark code could not copy through a caught `InternalError`'s constructor; a
+/// call that does so only reports its own failure as the memory limit.)
+fn is_out_of_memory(caught: &CaughtError<'_>, message: &str) -> bool {
+    let CaughtError::Exception(e) = caught else {
+        return false;
+    };
+    message == "out of memory"
+        && e.as_object()
+            .get::<_, String>("name")
+            .is_ok_and(|name| name == "InternalError")
 }
 
 /// Maps a thrown object of one of the prelude's classes to its status and `errors`.
@@ -528,6 +542,15 @@ mod tests {
             assert!(outcome.is_err(), "{code}");
             assert!(discard, "{code}");
         }
+        // Words are not a limit: a thrown "out of memory" is the code's own error.
+        let mut forged = engine();
+        let (outcome, _) = forged.run(&call(
+            "module.exports = () => { throw new Error('out of memory'); };",
+        ));
+        assert!(
+            matches!(&outcome, Err(CodeError::Thrown { status: 500, message, .. }) if message == "out of memory"),
+            "{outcome:?}"
+        );
         // A plain throw keeps it.
         let mut engine = engine();
         let (outcome, discard) = engine.run(&call(

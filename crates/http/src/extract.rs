@@ -212,7 +212,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 /// serde's message without any echoed value ("invalid type: integer `123`, expected a string"
 /// becomes "must be a string").
 fn type_message(raw: &str) -> String {
-    if let Some(expected) = raw.split("expected ").nth(1) {
+    // serde writes `<what was found>, expected <what the type wants>`: the found part may hold
+    // the caller's value, "expected " included, so only the text after the last separator
+    // (written by the type, never by the caller) is kept.
+    if let Some((_, expected)) = raw.rsplit_once(", expected ") {
         format!("must be {}", expected.trim_end_matches('.'))
     } else if raw.starts_with("missing field") {
         "is required".into()
@@ -399,6 +402,18 @@ mod tests {
         let err = serde_path_to_error::deserialize::<_, Body>(value).unwrap_err();
         assert_eq!(dotted(err.path()), "rules.0.priority");
         assert_eq!(type_message(&err.inner().to_string()), "must be i64");
+    }
+
+    #[test]
+    fn a_value_that_says_expected_is_not_echoed() {
+        let value: serde_json::Value = serde_json::from_str(
+            r#"{"rules": [{"priority": "x, expected 4242424242424242, expected 4"}]}"#,
+        )
+        .unwrap();
+        let err = serde_path_to_error::deserialize::<_, Body>(value).unwrap_err();
+        let said = type_message(&err.inner().to_string());
+        assert_eq!(said, "must be i64");
+        assert!(!said.contains("4242"));
     }
 
     #[test]
