@@ -172,3 +172,27 @@ async fn one_tenant_flooding_slow_code_leaves_workers_for_others() {
     }
     assert!(ran >= 1);
 }
+
+/// Where the filter cannot be installed the pool refuses to start, unless the operator opted
+/// out; then the workers run without it (and each start is logged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_seccomp_the_pool_refuses_unless_the_operator_opted_out() {
+    let mut unavailable = settings(1);
+    unavailable.command.args.push("--without-seccomp".into());
+    let refused = QuickJsRunner::start(unavailable.clone()).await;
+    let why = refused.err().unwrap_or_default();
+    assert!(why.contains("TOKENVAULT_CODE_SANDBOX=off"), "{why}");
+    unavailable.require_sandbox = false;
+    let r = QuickJsRunner::start(unavailable).await.unwrap();
+    assert_eq!(
+        r.run(call(Uuid::new_v4(), TRIVIAL)).await.unwrap(),
+        json!("ok")
+    );
+    let pid = r.worker_pids()[0];
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.split_whitespace().eq(["Seccomp:", "0"]))
+    );
+}
