@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::Vault;
 use crate::audit::{
-    ActorType, AuditBreak, AuditEntry, AuditEvent, AuditFilter, AuditHead, AuditVerification,
-    StoredEvent, chain_input,
+    ActorType, AppendOutcome, AuditBreak, AuditEntry, AuditEvent, AuditFilter, AuditHead,
+    AuditVerification, StoredEvent, chain_input,
 };
 use crate::auth::Principal;
 use crate::error::Error;
@@ -348,8 +348,8 @@ impl Vault {
                 .append(tenant_id, head.as_ref(), &entries)
                 .await;
             unwritten.appending = None;
-            let appended = match appended {
-                Ok(appended) => appended,
+            let outcome = match appended {
+                Ok(outcome) => outcome,
                 Err(e) => {
                     // The append may have committed before it failed (a connection lost during
                     // its `COMMIT`): the next flush looks in the chain before writing these
@@ -362,16 +362,50 @@ impl Vault {
                     return Err(e.into());
                 }
             };
-            if appended {
-                self.audit_buffer
-                    .written
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(tenant_id, seq);
-                return Ok(entries.len());
+            match outcome {
+                AppendOutcome::Appended => {
+                    self.audit_buffer
+                        .written
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(tenant_id, seq);
+                    return Ok(entries.len());
+                }
+                // Another instance appended first: build on its head.
+                AppendOutcome::HeadMoved => {}
+                AppendOutcome::SeqTaken => {
+                    let after = head.as_ref().map_or(0, |h| h.seq);
+                    return Err(self.blocked_chain(tenant_id, after).await);
+                }
             }
         }
         Err(Error::internal("the audit chain head kept moving"))
+    }
+
+    /// The error of an append whose place was taken by a row beyond the unchanged head at
+    /// `after`: no appender can be racing (the head did not move), the chain is broken, and
+    /// every later append of the tenant meets the same row. Logged as an error naming the row
+    /// (`tokenvault audit verify` reports it too); the events wait in the buffer, within the
+    /// tenant's bound, until the row is removed.
+    async fn blocked_chain(&self, tenant_id: Uuid, after: i64) -> Error {
+        let blocking = match self.ports.audit.chain(tenant_id, after, 1).await {
+            Ok(rows) => rows.into_iter().next(),
+            Err(_) => None,
+        };
+        let (seq, entry_id) = blocking.map_or((after + 1, None), |e| (e.seq, Some(e.event.id)));
+        tracing::error!(
+            %tenant_id,
+            head = after,
+            blocking_sequence = seq,
+            blocking_entry = ?entry_id,
+            "the audit chain is broken: a row lies beyond its head that no append wrote, and \
+             no entry of this tenant can be recorded until it is removed (tokenvault audit \
+             verify names it)"
+        );
+        Error::internal(format!(
+            "the audit chain of tenant {tenant_id} is broken: entry {seq} lies beyond its head \
+             (sequence {after}) and blocks every append"
+        ))
     }
 
     /// A flush dropped while its append for `tenant_id` was in flight left the events behind
@@ -449,8 +483,10 @@ impl Vault {
 
     /// `tokenvault audit verify`: walks each tenant's chain (or one tenant's) and reports the
     /// first entry at which it does not hold: a gap in the sequence (a deleted entry), a hash
-    /// that does not match (an edited entry), or a head that does not match the last entry (a
-    /// deleted end).
+    /// that does not match (an edited entry), a head that does not match the last entry (a
+    /// deleted end), or a row beyond the head (one no append wrote, which blocks every later
+    /// append). Entries appended while it runs are verified too: the head is read again at the
+    /// end.
     pub async fn verify_audit(
         &self,
         tenant: Option<Uuid>,
@@ -469,7 +505,7 @@ impl Vault {
 
     async fn verify_tenant(&self, tenant_id: Uuid) -> Result<AuditVerification, Error> {
         self.ensure_key(tenant_id).await?;
-        let head = self.ports.audit.head(tenant_id).await?;
+        let mut head = self.ports.audit.head(tenant_id).await?;
         let mut previous = String::new();
         let mut last = 0_i64;
         let mut entries = 0_u64;
@@ -479,25 +515,58 @@ impl Vault {
             entry_id,
             reason,
         };
-        // Entries past the head read first may be appended while this runs: they are left to
-        // a later run.
-        let end = head.as_ref().map_or(i64::MAX, |h| h.seq);
-        'walk: loop {
+        let reach = |head: &Option<AuditHead>| head.as_ref().map_or(0, |h| h.seq);
+        // Every row of the tenant is read, past the head too: a row beyond the head blocks
+        // every later append (its place is taken), and must not pass as a log at rest. An
+        // append commits its entries with the head, so a row read before the head is read
+        // again lies within that head if an append wrote it; the head is read again whenever a
+        // row lies past the one read before, and at the end.
+        loop {
             let batch = self
                 .ports
                 .audit
                 .chain(tenant_id, last, VERIFY_BATCH)
                 .await?;
             if batch.is_empty() {
+                let now = self.ports.audit.head(tenant_id).await?;
+                let moved = now != head;
+                head = now;
+                if moved && reach(&head) > last {
+                    // Appended meanwhile: read on.
+                    continue;
+                }
                 break;
             }
             for entry in batch {
-                if last >= end {
-                    break 'walk;
+                if entry.seq > reach(&head) {
+                    head = self.ports.audit.head(tenant_id).await?;
+                }
+                let end = reach(&head);
+                if entry.seq > end && last >= end {
+                    let reason = format!(
+                        "entry {} lies beyond the head ({}): no append wrote it, and it \
+                         blocks every later append to this log",
+                        entry.seq,
+                        head.as_ref().map_or_else(
+                            || "there is none".to_string(),
+                            |h| format!("sequence {}", h.seq)
+                        ),
+                    );
+                    return Ok(verification(
+                        tenant_id,
+                        head.as_ref(),
+                        entries,
+                        Some(broken(entry.seq, Some(entry.event.id), reason)),
+                    ));
                 }
                 let expected = last + 1;
                 if entry.seq != expected {
-                    let reason = format!("entries {expected} to {} are missing", entry.seq - 1);
+                    let to = (entry.seq - 1).min(end);
+                    let reason = if to < entry.seq - 1 {
+                        format!("entries {expected} to {to} are missing (the end of the log)")
+                    } else {
+                        format!("entries {expected} to {to} are missing")
+                    };
                     return Ok(verification(
                         tenant_id,
                         head.as_ref(),
