@@ -295,3 +295,62 @@ async fn a_client_that_leaves_never_leaves_half_a_change() {
     })
     .await;
 }
+
+/// The SQL that plants a copy of each tenant's last entry just past its head (sequence head +
+/// 1, entity id `planted`), which the head does not reach: as someone with the database's
+/// credentials could, on either backend.
+fn plant_past_the_head(app: &TestApp) -> String {
+    let id = match app.backend {
+        tokenvault_tests::DbBackend::Postgres => "gen_random_uuid()",
+        tokenvault_tests::DbBackend::Sqlite => "randomblob(16)",
+    };
+    format!(
+        "INSERT INTO audit_log (id, tenant_id, seq, actor_type, actor_id, operation, \
+         entity_type, entity_id, trace_id, created_at, hash) \
+         SELECT {id}, l.tenant_id, l.seq + 1, l.actor_type, l.actor_id, l.operation, \
+         l.entity_type, 'planted', l.trace_id, l.created_at, l.hash \
+         FROM audit_log l JOIN audit_heads h ON h.tenant_id = l.tenant_id AND h.seq = l.seq"
+    )
+}
+
+/// A row planted just past the chain head takes the place of the next entry, so the tenant's
+/// log stops recording: `audit verify` must not answer ok, and must name that row. Once it is
+/// removed, the events that waited are written and the chain verifies again.
+#[tokio::test]
+async fn verify_names_a_row_beyond_the_head_that_stops_the_log() {
+    on_each_backend(async |app| {
+        activity(app).await;
+        logs(app, &app.key, "").await;
+        assert!(verify(app).await.1);
+        assert_eq!(app.execute_sql(&plant_past_the_head(app)).await, 1);
+        let planted = logs(app, &app.key, "&entity_id=planted").await;
+        let planted = entries(&planted)[0].clone();
+
+        // The log has stopped: what happens now is not recorded.
+        let made = app
+            .create_app(&json!({"name": "unrecorded", "type": "private",
+                "permissions": ["token:read"]}))
+            .await;
+        let made_id = made["id"].as_str().unwrap();
+        let recorded = logs(app, &app.key, &format!("&entity_id={made_id}")).await;
+        assert_eq!(recorded["pagination"]["total_items"], 0);
+
+        let (report, ok) = verify(app).await;
+        assert!(!ok, "a log that stopped recording is not ok: {report}");
+        let broken = &report["tenants"][0]["first_broken"];
+        assert_eq!(broken["sequence"], planted["sequence"], "{report}");
+        assert_eq!(broken["entry_id"], planted["id"], "{report}");
+
+        // The operator removes the row: the log goes on, with what waited.
+        assert_eq!(
+            app.execute_sql("DELETE FROM audit_log WHERE entity_id = 'planted'")
+                .await,
+            1
+        );
+        let recorded = logs(app, &app.key, &format!("&entity_id={made_id}")).await;
+        assert_eq!(recorded["pagination"]["total_items"], 1);
+        let (report, ok) = verify(app).await;
+        assert!(ok, "{report}");
+    })
+    .await;
+}

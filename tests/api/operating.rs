@@ -377,13 +377,39 @@ async fn ceilings_measure_the_adapter_and_the_cipher() {
         let data_dir = std::env::temp_dir().join(tokenvault_tests::unique("tokenvault-ceilings"));
         let mut config = tokenvault_server::Config::for_tests(db.url.clone(), data_dir.clone());
         config.code_worker = Some(tokenvault_tests::code_worker());
-        let measured = tokenvault_server::ceilings::measure(&config, Duration::from_millis(200), 4)
-            .await
-            .unwrap();
+        let measured =
+            tokenvault_server::ceilings::measure(&config, Duration::from_millis(200), 4, false)
+                .await
+                .unwrap();
         assert!(measured.insert_per_s > 0.0, "{measured:?}");
         assert!(measured.read_per_s > 0.0, "{measured:?}");
         assert!(measured.encrypt_decrypt_per_s > 0.0, "{measured:?}");
         let _ = std::fs::remove_dir_all(data_dir);
         db.destroy().await;
+    }
+}
+
+/// `ceilings` adds a tenant and rows to whatever database is configured: it refuses one that
+/// holds other tenants, unless told to measure there anyway.
+#[tokio::test]
+async fn ceilings_refuse_a_database_that_holds_other_tenants() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let ceilings = |allow| {
+            tokenvault_server::ceilings::measure(&app.config, Duration::from_millis(50), 1, allow)
+        };
+        let added = async || {
+            app.execute_sql("UPDATE tenants SET name = name WHERE name = 'ceilings'")
+                .await
+        };
+        let message = ceilings(false)
+            .await
+            .expect_err("other tenants: refused")
+            .to_string();
+        assert!(message.contains("--allow-other-tenants"), "{message}");
+        assert_eq!(added().await, 0, "no tenant added");
+        ceilings(true).await.unwrap();
+        assert_eq!(added().await, 1);
+        app.stop().await;
     }
 }

@@ -168,3 +168,45 @@ async fn deleting_a_tenant_revokes_every_key_and_spares_others() {
     })
     .await;
 }
+
+/// Deduplication compares fingerprints: a token made before it was switched on is found only
+/// if a fingerprint was computed for it then (the tenant fingerprinted, or the create asked for
+/// one), by the same expression.
+#[tokio::test]
+async fn tokens_made_before_deduplication_are_found_only_when_they_were_fingerprinted() {
+    on_each_backend(async |app| {
+        let key = tokenvault_tests::full_private(app).await;
+        let create = async |data: &str| {
+            let res = app
+                .request_as(Some(&key), reqwest::Method::POST, "/tokens")
+                .json(&json!({"type": "token", "data": data}))
+                .send()
+                .await
+                .unwrap();
+            let status = res.status().as_u16();
+            let body: serde_json::Value = res.json().await.unwrap();
+            (status, body["id"].as_str().unwrap().to_string())
+        };
+        let settings = async |fingerprint: &str, dedup: &str| {
+            let res = app
+                .put(
+                    "/tenants/self",
+                    &json!({"name": "Default", "settings": {
+                        "fingerprint_tokens": fingerprint, "deduplicate_tokens": dedup}}),
+                )
+                .await;
+            assert_eq!(res.status(), 200);
+        };
+        let (_, plain) = create("made-plain").await;
+        settings("true", "false").await;
+        let (_, fingerprinted) = create("made-fingerprinted").await;
+        settings("false", "true").await;
+        let (status, id) = create("made-plain").await;
+        assert_eq!(status, 201, "no fingerprint then: a new token");
+        assert_ne!(id, plain);
+        let (status, id) = create("made-fingerprinted").await;
+        assert_eq!(status, 200, "fingerprinted then: found");
+        assert_eq!(id, fingerprinted);
+    })
+    .await;
+}

@@ -125,6 +125,21 @@ pub struct AuditHead {
     pub hash: String,
 }
 
+/// What an append did (`AuditRepository::append`). Whatever it did not write, it wrote nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// The entries are in the chain and the head is the last of them.
+    Appended,
+    /// The head was not the expected one: another appender (another instance) moved it first.
+    /// Build on the new head and try again.
+    HeadMoved,
+    /// The head was the expected one, yet a (tenant, sequence) place of the entries was taken
+    /// already: a row lies beyond the head that no append wrote (planted, or left behind by a
+    /// deleted head). The chain is broken, and no append can pass that row until it is removed;
+    /// trying again changes nothing.
+    SeqTaken,
+}
+
 /// Filters of `GET /logs`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AuditFilter {
@@ -187,8 +202,9 @@ pub struct AuditVerification {
     pub tenant_id: Uuid,
     /// Entries checked.
     pub entries: u64,
-    /// The head as read at the start (keep it outside the database: a later run must find at
-    /// least this sequence with this hash, which rewinding the log cannot fake).
+    /// The head the walk ended on, read again at the end (keep it outside the database: a later
+    /// run must find at least this sequence with this hash, which rewinding the log cannot
+    /// fake).
     pub head: Option<AuditHead>,
     /// The first break, if any.
     pub broken: Option<AuditBreak>,

@@ -4,9 +4,12 @@
 //! `INSERT … ON CONFLICT DO NOTHING` for a tenant's first entries) and then inserts the
 //! entries. Moving the head first is deliberate: on PostgreSQL the head row's lock serializes
 //! concurrent appenders (other server instances), the loser re-evaluating its `WHERE` against
-//! the winner's head and matching nothing; on SQLite a write as the transaction's first
-//! statement takes the write lock at once, where a read first would need a lock upgrade that
-//! can fail with `SQLITE_BUSY` instead of waiting. The unique (tenant, seq) index backs this up.
+//! the winner's head and matching nothing (`HeadMoved`); on SQLite a write as the transaction's
+//! first statement takes the write lock at once, where a read first would need a lock upgrade
+//! that can fail with `SQLITE_BUSY` instead of waiting. The unique (tenant, seq) index backs
+//! this up. Once the head has moved, no other appender can be racing for the places after it,
+//! so an entry that meets a taken (tenant, seq) meets a row beyond the head that no append
+//! wrote: `SeqTaken`, the chain is broken (trying again would meet it again).
 //!
 //! `created_at` is stored in UTC at microsecond precision. On SQLite, where timestamps are text
 //! and compare as text, it is written (and compared) with exactly six fractional digits: the
@@ -24,7 +27,7 @@ use sea_orm::{
 };
 use time::{OffsetDateTime, UtcOffset};
 use tokenvault_domain::RepoError;
-use tokenvault_domain::audit::{AuditEntry, AuditFilter, AuditHead, StoredEvent};
+use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead, StoredEvent};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
@@ -227,9 +230,9 @@ fn insert_entries(
     Ok(insert)
 }
 
-/// Whether `err` is a violation of the unique (tenant, seq) index: another appender took the
-/// place (any other uniqueness violation, a reused entry id, stays an error).
-fn lost_the_place(err: &DbErr) -> bool {
+/// Whether `err` is a violation of the unique (tenant, seq) index: a row beyond the head holds
+/// the place (any other uniqueness violation, a reused entry id, stays an error).
+fn seq_taken(err: &DbErr) -> bool {
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(what)) => {
             what.contains(SEQ_INDEX) || what.contains("audit_log.seq")
@@ -257,9 +260,9 @@ impl AuditRepository for SeaOrmAuditRepository {
         tenant_id: Uuid,
         expected: Option<&AuditHead>,
         entries: &[AuditEntry],
-    ) -> Result<bool, RepoError> {
+    ) -> Result<AppendOutcome, RepoError> {
         let Some(last) = entries.last() else {
-            return Ok(true);
+            return Ok(AppendOutcome::Appended);
         };
         check_entries(tenant_id, expected, entries)?;
         if let Some(file) = &self.sqlite {
@@ -322,21 +325,21 @@ impl AuditRepository for SeaOrmAuditRepository {
         };
         if moved != 1 {
             txn.rollback().await.map_err(repo_err)?;
-            return Ok(false);
+            return Ok(AppendOutcome::HeadMoved);
         }
         for chunk in entries.chunks(INSERT_CHUNK) {
             let insert = insert_entries(backend, chunk)?;
             if let Err(e) = txn.execute(&insert).await {
                 txn.rollback().await.map_err(repo_err)?;
-                return if lost_the_place(&e) {
-                    Ok(false)
+                return if seq_taken(&e) {
+                    Ok(AppendOutcome::SeqTaken)
                 } else {
                     Err(repo_err(e))
                 };
             }
         }
         txn.commit().await.map_err(repo_err)?;
-        Ok(true)
+        Ok(AppendOutcome::Appended)
     }
 
     async fn list(

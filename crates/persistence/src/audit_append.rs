@@ -2,13 +2,15 @@
 //!
 //! The same transaction as the SeaORM append in `audit.rs`, statement for statement: the head
 //! moves first (a conditional `UPDATE`, or an `INSERT … ON CONFLICT DO NOTHING` for a tenant's
-//! first entries), then the entries go in; a head that did not move, or an entry that lands on a
-//! taken (tenant, seq), means another appender took the place, and nothing is written. Values
+//! first entries), then the entries go in; a head that did not move means another appender got
+//! there first (`HeadMoved`), an entry that lands on a taken (tenant, seq) behind a head that
+//! did move means a row beyond the head that no append wrote (`SeqTaken`: the chain is broken).
+//! Either way nothing is written. Values
 //! are bound as sqlx binds them: UUIDs as 16 bytes, `created_at` as fixed-width UTC text.
 
 use rusqlite::{Connection, ErrorCode, params};
 use tokenvault_domain::RepoError;
-use tokenvault_domain::audit::{AuditEntry, AuditHead};
+use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
 use crate::audit::sqlite_time;
@@ -26,31 +28,33 @@ const ENTRY: &str = "INSERT INTO audit_log (id, tenant_id, seq, actor_type, acto
 
 /// Why an append wrote nothing.
 enum Refused {
-    /// Another appender moved the head or took a sequence number first.
-    LostThePlace,
+    /// Another appender moved the head first.
+    HeadMoved,
+    /// The head was the expected one, but a sequence number after it was taken.
+    SeqTaken,
     Failed(rusqlite::Error),
 }
 
 impl From<rusqlite::Error> for Refused {
     fn from(err: rusqlite::Error) -> Self {
-        if lost_the_place(&err) {
-            Self::LostThePlace
+        if seq_taken(&err) {
+            Self::SeqTaken
         } else {
             Self::Failed(err)
         }
     }
 }
 
-/// Appends `entries` (checked by the caller) after `expected`: `Ok(false)` when another
-/// appender got there first, and nothing was written.
+/// Appends `entries` (checked by the caller) after `expected`; whatever else it answers, it
+/// wrote nothing.
 pub(crate) fn append(
     conn: &Connection,
     tenant_id: Uuid,
     expected: Option<&AuditHead>,
     entries: &[AuditEntry],
-) -> Result<bool, RepoError> {
+) -> Result<AppendOutcome, RepoError> {
     let Some(last) = entries.last() else {
-        return Ok(true);
+        return Ok(AppendOutcome::Appended);
     };
     let tenant = &tenant_id.as_bytes()[..];
     let written = transaction(conn, |conn| {
@@ -63,7 +67,7 @@ pub(crate) fn append(
                 .execute(params![last.seq, last.hash, tenant, head.seq, head.hash])?,
         };
         if moved != 1 {
-            return Err(Refused::LostThePlace);
+            return Err(Refused::HeadMoved);
         }
         let mut insert = conn.prepare_cached(ENTRY)?;
         for entry in entries {
@@ -85,15 +89,16 @@ pub(crate) fn append(
         Ok(())
     });
     match written {
-        Ok(()) => Ok(true),
-        Err(Refused::LostThePlace) => Ok(false),
+        Ok(()) => Ok(AppendOutcome::Appended),
+        Err(Refused::HeadMoved) => Ok(AppendOutcome::HeadMoved),
+        Err(Refused::SeqTaken) => Ok(AppendOutcome::SeqTaken),
         Err(Refused::Failed(e)) => Err(backend(e)),
     }
 }
 
 /// Whether `err` is a violation of the unique (tenant, seq) index (any other uniqueness
 /// violation, a reused entry id, stays an error).
-fn lost_the_place(err: &rusqlite::Error) -> bool {
+fn seq_taken(err: &rusqlite::Error) -> bool {
     match err {
         rusqlite::Error::SqliteFailure(failure, Some(message)) => {
             failure.code == ErrorCode::ConstraintViolation

@@ -23,7 +23,7 @@ use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
 use sea_orm::sqlx::{self, Connection};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
-use tokenvault_domain::audit::{AuditEntry, AuditHead};
+use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -52,7 +52,7 @@ struct Append {
     hash: String,
     /// The entries as binary `COPY` data.
     rows: Vec<u8>,
-    reply: oneshot::Sender<Result<bool, RepoError>>,
+    reply: oneshot::Sender<Result<AppendOutcome, RepoError>>,
 }
 
 enum Message {
@@ -85,17 +85,16 @@ impl AuditWriter {
         Ok(Self { queue })
     }
 
-    /// Appends `entries` (checked by the caller) after `expected`: `Ok(false)` when another
-    /// appender got there first, and nothing was written. An append whose caller left before
-    /// its turn is not run.
+    /// Appends `entries` (checked by the caller) after `expected`; whatever else it answers,
+    /// it wrote nothing. An append whose caller left before its turn is not run.
     pub(crate) async fn append(
         &self,
         tenant_id: Uuid,
         expected: Option<AuditHead>,
         entries: &[AuditEntry],
-    ) -> Result<bool, RepoError> {
+    ) -> Result<AppendOutcome, RepoError> {
         let Some(last) = entries.last() else {
-            return Ok(true);
+            return Ok(AppendOutcome::Appended);
         };
         let (reply, answer) = oneshot::channel();
         let append = Append {
@@ -196,20 +195,20 @@ enum Failed {
 }
 
 /// One append's transaction on `conn`.
-async fn write(conn: &mut PgConnection, a: &Append) -> Result<bool, Failed> {
+async fn write(conn: &mut PgConnection, a: &Append) -> Result<AppendOutcome, Failed> {
     sqlx::raw_sql("BEGIN")
         .execute(&mut *conn)
         .await
         .map_err(Failed::Before)?;
     match moved_and_copied(conn, a).await {
-        Ok(true) => {
+        Ok(AppendOutcome::Appended) => {
             sqlx::raw_sql("COMMIT")
                 .execute(&mut *conn)
                 .await
                 .map_err(Failed::AtCommit)?;
-            Ok(true)
+            Ok(AppendOutcome::Appended)
         }
-        Ok(false) => rollback(conn).await.map(|()| false),
+        Ok(refused) => rollback(conn).await.map(|()| refused),
         Err(e) if answered(&e) => {
             rollback(conn).await?;
             Err(Failed::Before(e))
@@ -226,8 +225,12 @@ async fn rollback(conn: &mut PgConnection) -> Result<(), Failed> {
         .map_err(Failed::Before)
 }
 
-/// Moves the head, then copies the entries: `Ok(false)` when another appender took the place.
-async fn moved_and_copied(conn: &mut PgConnection, a: &Append) -> Result<bool, sqlx::Error> {
+/// Moves the head, then copies the entries: `HeadMoved` when another appender moved the head
+/// first, `SeqTaken` when the head moved but a row beyond it held an entry's place.
+async fn moved_and_copied(
+    conn: &mut PgConnection,
+    a: &Append,
+) -> Result<AppendOutcome, sqlx::Error> {
     // The tenant's row first (`audit::LOCK_TENANT`). A tenant already gone is an error, and
     // the domain then drops its events.
     if sqlx::query(crate::audit::LOCK_TENANT)
@@ -257,20 +260,20 @@ async fn moved_and_copied(conn: &mut PgConnection, a: &Append) -> Result<bool, s
             .rows_affected(),
     };
     if moved != 1 {
-        return Ok(false);
+        return Ok(AppendOutcome::HeadMoved);
     }
     let mut copy = conn.copy_in_raw(COPY).await?;
     // Should `send` fail, the connection is out of step and is closed.
     copy.send(a.rows.as_slice()).await?;
     match copy.finish().await {
-        Ok(_) => Ok(true),
-        Err(e) if lost_the_place(&e) => Ok(false),
+        Ok(_) => Ok(AppendOutcome::Appended),
+        Err(e) if seq_taken(&e) => Ok(AppendOutcome::SeqTaken),
         Err(e) => Err(e),
     }
 }
 
 /// Whether `err` is a violation of the unique (tenant, seq) index.
-fn lost_the_place(err: &sqlx::Error) -> bool {
+fn seq_taken(err: &sqlx::Error) -> bool {
     match err {
         sqlx::Error::Database(db) => db
             .try_downcast_ref::<PgDatabaseError>()

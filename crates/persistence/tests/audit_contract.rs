@@ -5,6 +5,7 @@
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use time::macros::{datetime, offset};
 use time::{Duration, OffsetDateTime};
+use tokenvault_domain::audit::AppendOutcome::{Appended, HeadMoved, SeqTaken};
 use tokenvault_domain::audit::{AuditEntry, AuditFilter, AuditHead, StoredEvent};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{AuditRepository, TenantRepository};
@@ -106,7 +107,7 @@ async fn appends_compare_and_swap_the_head_and_the_chain_reads_back() {
         first[1].event.entity_id = "é/".repeat(100);
         first[2].event.created_at = datetime!(2030-06-01 10:20:30.123_456_789 +02:00);
         first[2].hash = "3".repeat(44);
-        assert!(r.audit.append(t, None, &first).await.unwrap());
+        assert_eq!(r.audit.append(t, None, &first).await.unwrap(), Appended);
         assert_eq!(r.audit.head(t).await.unwrap(), Some(head_of(&first)));
         let mut stored = first.clone();
         stored[2].event.created_at = datetime!(2030-06-01 08:20:30.123_456 UTC);
@@ -124,22 +125,26 @@ async fn appends_compare_and_swap_the_head_and_the_chain_reads_back() {
         };
         for (expected, next) in [(None, 1), (Some(&stale_seq), 3), (Some(&stale_hash), 4)] {
             let more = entries(t, next, next + 1);
-            assert!(!r.audit.append(t, expected, &more).await.unwrap());
+            assert_eq!(r.audit.append(t, expected, &more).await.unwrap(), HeadMoved);
             assert_eq!(r.audit.head(t).await.unwrap(), Some(head_of(&first)));
             assert_eq!(whole_chain(&r.audit, t).await, stored);
         }
         // Nothing to append: nothing written, whatever the head.
-        assert!(r.audit.append(t, None, &[]).await.unwrap());
-        assert!(r.audit.append(t, Some(&stale_seq), &[]).await.unwrap());
+        assert_eq!(r.audit.append(t, None, &[]).await.unwrap(), Appended);
+        assert_eq!(
+            r.audit.append(t, Some(&stale_seq), &[]).await.unwrap(),
+            Appended
+        );
         assert_eq!(r.audit.head(t).await.unwrap(), Some(head_of(&first)));
 
         // The right head moves.
         let second = entries(t, 4, 5);
-        assert!(
+        assert_eq!(
             r.audit
                 .append(t, Some(&head_of(&first)), &second)
                 .await
-                .unwrap()
+                .unwrap(),
+            Appended
         );
         assert_eq!(r.audit.head(t).await.unwrap(), Some(head_of(&second)));
         stored.extend(second);
@@ -183,11 +188,11 @@ async fn entries_that_do_not_follow_the_head_are_refused() {
 }
 
 #[tokio::test]
-async fn a_taken_place_in_the_chain_is_a_lost_race_and_rolls_back() {
+async fn a_taken_place_after_a_vanished_head_is_a_broken_chain_and_rolls_back() {
     each_backend(|r| async move {
         let t = r.tenant;
         let first = entries(t, 1, 2);
-        assert!(r.audit.append(t, None, &first).await.unwrap());
+        assert_eq!(r.audit.append(t, None, &first).await.unwrap(), Appended);
         // The head vanishes (as if never written): a new chain from 1 gets past the head but
         // not past the unique (tenant, seq), and leaves no head behind.
         r.db.execute_raw(Statement::from_string(
@@ -196,9 +201,64 @@ async fn a_taken_place_in_the_chain_is_a_lost_race_and_rolls_back() {
         ))
         .await
         .unwrap();
-        assert!(!r.audit.append(t, None, &entries(t, 1, 1)).await.unwrap());
+        assert_eq!(
+            r.audit.append(t, None, &entries(t, 1, 1)).await.unwrap(),
+            SeqTaken
+        );
         assert_eq!(r.audit.head(t).await.unwrap(), None);
         assert_eq!(whole_chain(&r.audit, t).await, first);
+    })
+    .await;
+}
+
+/// A row just past the head (planted with the database's credentials, or the end of a head
+/// moved back) takes the next entry's place. The head did not move, so no other appender is
+/// racing: the append says the place is taken, writes nothing, and says so again on every try,
+/// while a stale head still says the head moved.
+#[tokio::test]
+async fn a_row_beyond_an_unchanged_head_takes_the_place_and_says_so() {
+    each_backend(|r| async move {
+        let t = r.tenant;
+        let first = entries(t, 1, 3);
+        assert_eq!(r.audit.append(t, None, &first).await.unwrap(), Appended);
+        // The head goes back onto entry 2: entry 3 now lies beyond it.
+        r.db.execute_raw(Statement::from_string(
+            r.db.get_database_backend(),
+            "UPDATE audit_heads SET seq = 2, hash = 'h2'",
+        ))
+        .await
+        .unwrap();
+        let head = head_of(&first[..2]);
+        for _ in 0..2 {
+            let next = entries(t, 3, 4);
+            assert_eq!(
+                r.audit.append(t, Some(&head), &next).await.unwrap(),
+                SeqTaken
+            );
+            assert_eq!(r.audit.head(t).await.unwrap(), Some(head.clone()));
+            assert_eq!(whole_chain(&r.audit, t).await, first);
+        }
+        let stale = head_of(&first[..1]);
+        assert_eq!(
+            r.audit
+                .append(t, Some(&stale), &entries(t, 2, 2))
+                .await
+                .unwrap(),
+            HeadMoved
+        );
+        // Once the row is gone, the chain goes on from the head.
+        r.db.execute_raw(Statement::from_string(
+            r.db.get_database_backend(),
+            "DELETE FROM audit_log WHERE seq = 3",
+        ))
+        .await
+        .unwrap();
+        let next = entries(t, 3, 4);
+        assert_eq!(
+            r.audit.append(t, Some(&head), &next).await.unwrap(),
+            Appended
+        );
+        assert_eq!(r.audit.head(t).await.unwrap(), Some(head_of(&next)));
     })
     .await;
 }
@@ -208,7 +268,7 @@ async fn a_large_batch_is_appended_whole() {
     each_backend(|r| async move {
         let t = r.tenant;
         let batch = entries(t, 1, 1_234);
-        assert!(r.audit.append(t, None, &batch).await.unwrap());
+        assert_eq!(r.audit.append(t, None, &batch).await.unwrap(), Appended);
         assert_eq!(r.audit.head(t).await.unwrap(), Some(head_of(&batch)));
         assert_eq!(whole_chain(&r.audit, t).await, batch);
         // A batch whose last chunk collides is rolled back whole, head included.
@@ -236,7 +296,7 @@ async fn any_text_round_trips_and_a_refused_append_leaves_the_log_writable() {
         first[0].event.trace_id = Some("\\.\n\\N\t".into());
         first[1].event.entity_id = "\\".into();
         first[1].event.trace_id = Some(String::new());
-        assert!(r.audit.append(t, None, &first).await.unwrap());
+        assert_eq!(r.audit.append(t, None, &first).await.unwrap(), Appended);
         assert_eq!(whole_chain(&r.audit, t).await, first);
 
         // Refusals of every kind (a duplicate id, a value over its column's length where the
@@ -256,7 +316,10 @@ async fn any_text_round_trips_and_a_refused_append_leaves_the_log_writable() {
                         seq: head.seq,
                         hash: "another".into(),
                     };
-                    assert!(!r.audit.append(t, Some(&stale), &refused).await.unwrap());
+                    assert_eq!(
+                        r.audit.append(t, Some(&stale), &refused).await.unwrap(),
+                        HeadMoved
+                    );
                 }
             }
             if round < 2 {
@@ -264,7 +327,10 @@ async fn any_text_round_trips_and_a_refused_append_leaves_the_log_writable() {
             }
             assert_eq!(r.audit.head(t).await.unwrap(), Some(head.clone()));
             let landed = entries(t, next, next + 2);
-            assert!(r.audit.append(t, Some(&head), &landed).await.unwrap());
+            assert_eq!(
+                r.audit.append(t, Some(&head), &landed).await.unwrap(),
+                Appended
+            );
             chain.extend(landed);
             assert_eq!(whole_chain(&r.audit, t).await, chain);
         }
@@ -297,7 +363,10 @@ async fn listed(r: &Repos, tenant_id: Uuid) -> Vec<AuditEntry> {
             e
         })
         .collect();
-    assert!(r.audit.append(tenant_id, None, &stored).await.unwrap());
+    assert_eq!(
+        r.audit.append(tenant_id, None, &stored).await.unwrap(),
+        Appended
+    );
     stored
 }
 
@@ -442,7 +511,7 @@ async fn concurrent_appenders_never_fork_the_chain() {
                     let mut e = entry(t, seq, now());
                     e.event.id = id;
                     e.hash = format!("h{seq}-{i}");
-                    if audit.append(t, head.as_ref(), &[e]).await.unwrap() {
+                    if audit.append(t, head.as_ref(), &[e]).await.unwrap() == Appended {
                         return id;
                     }
                 }
@@ -466,8 +535,14 @@ async fn deleting_the_tenant_removes_its_log() {
         let other = tenant(&r.tenants).await;
         let mine = entries(r.tenant, 1, 3);
         let theirs = entries(other, 1, 2);
-        assert!(r.audit.append(r.tenant, None, &mine).await.unwrap());
-        assert!(r.audit.append(other, None, &theirs).await.unwrap());
+        assert_eq!(
+            r.audit.append(r.tenant, None, &mine).await.unwrap(),
+            Appended
+        );
+        assert_eq!(
+            r.audit.append(other, None, &theirs).await.unwrap(),
+            Appended
+        );
         let mut both = vec![r.tenant, other];
         both.sort_unstable();
         assert_eq!(r.audit.tenants().await.unwrap(), both);
@@ -506,7 +581,7 @@ async fn a_tenant_deleted_while_its_log_is_appended_to_is_deleted() {
         for _ in 0..20 {
             let t = tenant(&r.tenants).await;
             let first = entries(t, 1, 2);
-            assert!(r.audit.append(t, None, &first).await.unwrap());
+            assert_eq!(r.audit.append(t, None, &first).await.unwrap(), Appended);
             let (head, next) = (head_of(&first), entries(t, 3, 40));
             let (appended, deleted) =
                 tokio::join!(r.audit.append(t, Some(&head), &next), r.tenants.delete(t));

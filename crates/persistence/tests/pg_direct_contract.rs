@@ -10,7 +10,7 @@
 use sea_orm::{ConnectionTrait, Statement};
 use time::Duration;
 use tokenvault_domain::application::KeyHash;
-use tokenvault_domain::audit::{AuditEntry, AuditHead, StoredEvent};
+use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead, StoredEvent};
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::AuditRepository;
 use tokenvault_domain::ports::{
@@ -212,29 +212,32 @@ async fn audit_appends_outlive_the_runtimes_that_made_them_and_closed_connection
                 .enable_all()
                 .build()
                 .unwrap();
-            assert!(
+            assert_eq!(
                 runtime
                     .block_on(elsewhere.append(t, None, &[audit_entry(t, 1)]))
-                    .unwrap()
+                    .unwrap(),
+                AppendOutcome::Appended
             );
         })
         .join()
         .unwrap();
-        assert!(
+        assert_eq!(
             audit
                 .append(t, Some(&head(1)), &[audit_entry(t, 2)])
                 .await
-                .unwrap()
+                .unwrap(),
+            AppendOutcome::Appended
         );
 
         // The server closes the appender's connection: the next append, which had sent
         // nothing yet, goes in on a new one.
         terminate(&db).await;
-        assert!(
+        assert_eq!(
             audit
                 .append(t, Some(&head(2)), &[audit_entry(t, 3)])
                 .await
-                .unwrap()
+                .unwrap(),
+            AppendOutcome::Appended
         );
         // SeaORM's pool lost its connections too; its first reads may meet one of them.
         let mut chain = Err(tokenvault_domain::RepoError::Conflict(String::new()));

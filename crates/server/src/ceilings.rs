@@ -86,16 +86,24 @@ where
     Ok(per_second(n, started))
 }
 
+/// The name of the tenant `ceilings` adds.
+pub const TENANT_NAME: &str = "ceilings";
+
 /// Measures the ceilings on the configured database (use a fresh one: it adds a tenant and
-/// its rows).
+/// its rows). Refuses a database that holds tenants other than those it added before, unless
+/// `allow_other_tenants`: measuring there would add a tenant, rows and load to a vault in use.
 pub async fn measure(
     config: &Config,
     duration: Duration,
     concurrency: usize,
+    allow_other_tenants: bool,
 ) -> anyhow::Result<Ceilings> {
     let vault = open_vault(config).await?;
+    if !allow_other_tenants {
+        refuse_other_tenants(config).await?;
+    }
     let tenant = vault
-        .provision_tenant("ceilings", None, None)
+        .provision_tenant(TENANT_NAME, None, None)
         .await
         .map_err(|e| anyhow::anyhow!("cannot create the tenant: {e}"))?
         .tenant
@@ -152,6 +160,33 @@ pub async fn measure(
         read_per_s,
         encrypt_decrypt_per_s,
     })
+}
+
+/// Fails when the configured database holds a tenant not named [`TENANT_NAME`].
+async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
+    let options = tokenvault_persistence::DbOptions {
+        max_connections: 1,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+    };
+    let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
+    let tenants = SeaOrmTenantRepository::new(db);
+    let mut others = 0_usize;
+    for (id, _) in tenants.data_keys().await? {
+        if tenants
+            .get(id)
+            .await?
+            .is_some_and(|tenant| tenant.name != TENANT_NAME)
+        {
+            others += 1;
+        }
+    }
+    anyhow::ensure!(
+        others == 0,
+        "the database holds {others} tenant(s) besides those `ceilings` added: it measures on a \
+         fresh database, adding a tenant and rows; give --allow-other-tenants to measure here \
+         anyway"
+    );
+    Ok(())
 }
 
 /// Adds `count` tokens to `tenant` through the persistence adapter, in transactions of a

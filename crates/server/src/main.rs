@@ -39,7 +39,9 @@ enum Command {
         command: AuditCommand,
     },
     /// Measure what the storage and the cipher reach on this machine, without HTTP, and print
-    /// it as JSON (used by `cargo xtask bench`; run it on a fresh database: it adds a tenant).
+    /// it as JSON (used by `cargo xtask bench`). It adds a tenant and rows to the configured
+    /// database, so it refuses one that holds other tenants.
+    #[command(hide = true)]
     Ceilings {
         /// Seconds each measurement runs.
         #[arg(long, default_value_t = 5)]
@@ -47,6 +49,9 @@ enum Command {
         /// Concurrent writers and readers.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// Measure even though the database holds other tenants.
+        #[arg(long)]
+        allow_other_tenants: bool,
     },
     /// Add COUNT tokens to a tenant through the storage layer, for measuring at scale (used by
     /// `cargo xtask bench --scale`); prints how many were added.
@@ -171,11 +176,13 @@ async fn serve_or_run() -> anyhow::Result<()> {
         Command::Ceilings {
             duration,
             concurrency,
+            allow_other_tenants,
         } => {
             let measured = tokenvault_server::ceilings::measure(
                 &config,
                 std::time::Duration::from_secs(duration),
                 concurrency,
+                allow_other_tenants,
             )
             .await?;
             println!("{}", serde_json::to_string_pretty(&measured)?);
@@ -193,5 +200,23 @@ async fn serve_or_run() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&printed)?);
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::Cli;
+
+    /// The measuring commands (`ceilings`, `fill`) add tenants and rows to the configured
+    /// database: they run for `cargo xtask bench`, and `--help` does not offer them.
+    #[test]
+    fn measuring_commands_are_not_listed_in_help() {
+        let help = Cli::command().render_help().to_string();
+        for hidden in ["ceilings", "fill"] {
+            assert!(!help.contains(hidden), "{hidden} listed:\n{help}");
+        }
+        assert!(Cli::try_parse_from(["tokenvault", "ceilings", "--duration", "1"]).is_ok());
     }
 }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::audit::{AuditEntry, AuditFilter, AuditHead};
+use crate::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead};
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
 
@@ -18,13 +18,16 @@ pub trait AuditRepository: Send + Sync {
 
     /// Appends `entries` (consecutive, following `expected`) and moves the head to the last,
     /// atomically, only if the head is still `expected` (compare and swap: instances sharing a
-    /// database never fork a chain). `false`, with nothing written, when it moved.
+    /// database never fork a chain). Nothing is written unless it answers
+    /// [`AppendOutcome::Appended`]: [`AppendOutcome::HeadMoved`] when the head was not
+    /// `expected`, [`AppendOutcome::SeqTaken`] when it was but an entry's (tenant, seq) place
+    /// was taken already (a row beyond the head: the chain is broken).
     async fn append(
         &self,
         tenant_id: Uuid,
         expected: Option<&AuditHead>,
         entries: &[AuditEntry],
-    ) -> Result<bool, RepoError>;
+    ) -> Result<AppendOutcome, RepoError>;
 
     /// A page of the tenant's entries matching `filter`, newest first.
     async fn list(

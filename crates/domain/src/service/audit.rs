@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::Vault;
 use crate::audit::{
-    ActorType, AuditBreak, AuditEntry, AuditEvent, AuditFilter, AuditHead, AuditVerification,
-    StoredEvent, chain_input,
+    ActorType, AppendOutcome, AuditBreak, AuditEntry, AuditEvent, AuditFilter, AuditHead,
+    AuditVerification, StoredEvent, chain_input,
 };
 use crate::auth::Principal;
 use crate::error::Error;
@@ -21,19 +21,146 @@ use crate::permission::Permission;
 /// How many times a flush retries a tenant whose head another instance moved meanwhile.
 const APPEND_ATTEMPTS: usize = 8;
 
+/// While a tenant's chain stays blocked, its error is logged once every this many flushes
+/// (about a minute at the flusher's pace).
+const BLOCKED_LOG_EVERY: u64 = 300;
+
 /// Entries read per query while verifying.
 const VERIFY_BATCH: u64 = 1_000;
 
-/// The most events kept waiting (about 300 MB) while the database refuses them; beyond, new
-/// events are dropped and counted, and every flush reports the count as an error.
+/// The most events kept waiting (about 300 MB) while the database refuses them.
 const MAX_PENDING: usize = 1_000_000;
+
+/// The most events of one tenant kept waiting: beyond, that tenant's new events are dropped and
+/// counted, and every flush reports the count as an error naming the tenant. One tenant's
+/// flood (or its log that cannot be written) never drops another tenant's events.
+const MAX_PENDING_PER_TENANT: usize = 100_000;
+
+/// One tenant's events, in the order recorded.
+type TenantEvents = (Uuid, Vec<AuditEvent>);
+
+/// Events waiting to be written, per tenant in the order recorded, each tenant within its own
+/// bound.
+pub(super) struct Pending {
+    /// Tenants in the order they first had an event waiting, each with its events.
+    tenants: Vec<TenantEvents>,
+    /// Where each tenant is in `tenants`.
+    index: HashMap<Uuid, usize>,
+    /// Events waiting, all tenants.
+    len: usize,
+    /// Events dropped per tenant, not yet reported.
+    dropped: HashMap<Uuid, u64>,
+    /// The most events of one tenant.
+    per_tenant: usize,
+    /// The most events of all tenants.
+    total: usize,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self {
+            tenants: Vec::new(),
+            index: HashMap::new(),
+            len: 0,
+            dropped: HashMap::new(),
+            per_tenant: MAX_PENDING_PER_TENANT,
+            total: MAX_PENDING,
+        }
+    }
+}
+
+impl Pending {
+    /// Other bounds (tests).
+    #[cfg(test)]
+    pub(super) fn limit(&mut self, per_tenant: usize, total: usize) {
+        self.per_tenant = per_tenant;
+        self.total = total;
+    }
+
+    fn events_of(&mut self, tenant_id: Uuid) -> &mut Vec<AuditEvent> {
+        let i = *self.index.entry(tenant_id).or_insert_with(|| {
+            self.tenants.push((tenant_id, Vec::new()));
+            self.tenants.len() - 1
+        });
+        &mut self.tenants[i].1
+    }
+
+    /// Adds `events` (all of `tenant_id`), dropping and counting what does not fit: beyond
+    /// its own bound a tenant's new events are dropped; with the whole buffer full, an event
+    /// of a tenant holding fewer than the tenant holding the most takes the place of that
+    /// one's newest (dropped and counted against it), else it is dropped itself.
+    fn admit(&mut self, tenant_id: Uuid, events: Vec<AuditEvent>) {
+        let per_tenant = self.per_tenant;
+        let mut dropped = 0_u64;
+        for event in events {
+            let mine = self.events_of(tenant_id).len();
+            if mine >= per_tenant {
+                dropped += 1;
+                continue;
+            }
+            if self.len >= self.total {
+                // The tenant holding the most (the first of them, in recording order).
+                let fullest = self
+                    .tenants
+                    .iter_mut()
+                    .filter(|(_, events)| !events.is_empty())
+                    .rev()
+                    .max_by_key(|(_, events)| events.len());
+                match fullest {
+                    Some((other, theirs)) if *other != tenant_id && theirs.len() > mine + 1 => {
+                        theirs.pop();
+                        let other = *other;
+                        *self.dropped.entry(other).or_insert(0) += 1;
+                        self.len -= 1;
+                    }
+                    _ => {
+                        dropped += 1;
+                        continue;
+                    }
+                }
+            }
+            self.len += 1;
+            self.events_of(tenant_id).push(event);
+        }
+        if dropped > 0 {
+            *self.dropped.entry(tenant_id).or_insert(0) += dropped;
+        }
+    }
+
+    /// Puts `events` back ahead of those of their tenants recorded since they were taken,
+    /// bounds aside (they were admitted once).
+    fn requeue(&mut self, events: Vec<AuditEvent>) {
+        let mut by_tenant: Vec<(Uuid, Vec<AuditEvent>)> = Vec::new();
+        for event in events {
+            match by_tenant.iter_mut().find(|(t, _)| *t == event.tenant_id) {
+                Some((_, mine)) => mine.push(event),
+                None => by_tenant.push((event.tenant_id, vec![event])),
+            }
+        }
+        for (tenant_id, back) in by_tenant {
+            self.len += back.len();
+            let mine = self.events_of(tenant_id);
+            let later = std::mem::replace(mine, back);
+            mine.extend(later);
+        }
+    }
+
+    /// Everything waiting, per tenant in order, and the drops not yet reported.
+    fn take(&mut self) -> (Vec<TenantEvents>, HashMap<Uuid, u64>) {
+        self.index.clear();
+        self.len = 0;
+        self.tenants.retain(|(_, events)| !events.is_empty());
+        (
+            std::mem::take(&mut self.tenants),
+            std::mem::take(&mut self.dropped),
+        )
+    }
+}
 
 /// Events waiting to be written.
 #[derive(Default)]
 pub struct AuditBuffer {
-    pending: Mutex<Vec<AuditEvent>>,
-    /// Events dropped because the buffer was full, not yet reported.
-    dropped: std::sync::atomic::AtomicU64,
+    pub(super) pending: Mutex<Pending>,
     /// The last sequence number this instance wrote per tenant: a head found below it was
     /// rewound in the database (entries deleted from the end), and nothing is built on it.
     written: Mutex<HashMap<Uuid, i64>>,
@@ -41,6 +168,10 @@ pub struct AuditBuffer {
     flushing: futures_util::lock::Mutex<()>,
     /// Per tenant, the events of an append that was in flight when its flush was dropped.
     unsure: Mutex<HashMap<Uuid, Unsure>>,
+    /// Tenants whose chain a row beyond the head blocks, with the flushes that found it so.
+    /// Their events wait without making the flusher hurry (`audit_backlog`), and each flush
+    /// looks whether the row is still there before building their entries again.
+    blocked: Mutex<HashMap<Uuid, u64>>,
 }
 
 /// Events put back by a flush dropped during their append, which may have committed.
@@ -59,17 +190,24 @@ impl AuditBuffer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn blocked(&self) -> MutexGuard<'_, HashMap<Uuid, u64>> {
+        self.blocked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(super) fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Puts `events` back ahead of those recorded since they were taken.
     fn requeue(&self, events: Vec<AuditEvent>) {
         if events.is_empty() {
             return;
         }
-        let mut pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let later = std::mem::replace(&mut *pending, events);
-        pending.extend(later);
+        self.pending().requeue(events);
     }
 }
 
@@ -204,27 +342,20 @@ impl Vault {
         if events.is_empty() {
             return;
         }
-        let mut pending = self
-            .audit_buffer
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if pending.len() + events.len() > MAX_PENDING {
-            self.audit_buffer
-                .dropped
-                .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
-            return;
-        }
-        pending.extend(events);
+        self.audit_buffer.pending().admit(tenant_id, events);
     }
 
-    /// How many events wait for the next flush.
+    /// How many events wait for the next flush, leaving out those of tenants whose chain is
+    /// blocked (they cannot be written; counting them would have the flusher run at once,
+    /// again and again).
     pub fn audit_backlog(&self) -> usize {
-        self.audit_buffer
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        let blocked = self.audit_buffer.blocked();
+        let pending = self.audit_buffer.pending();
+        let waiting_blocked: usize = blocked
+            .keys()
+            .filter_map(|t| pending.index.get(t).map(|&i| pending.tenants[i].1.len()))
+            .sum();
+        pending.len - waiting_blocked
     }
 
     /// Background job (and `GET /logs`): appends buffered events to their tenants' chains.
@@ -235,23 +366,15 @@ impl Vault {
     /// of the buffer (`Unwritten`).
     pub async fn flush_audit(&self) -> Result<usize, Error> {
         let one_at_a_time = self.audit_buffer.flushing.lock().await;
-        let dropped = self
-            .audit_buffer
-            .dropped
-            .swap(0, std::sync::atomic::Ordering::Relaxed);
-        if dropped > 0 {
+        let (batch, dropped) = self.audit_buffer.pending().take();
+        for (tenant_id, dropped) in dropped {
             tracing::error!(
+                %tenant_id,
                 dropped,
-                "audit events dropped: the log could not be written"
+                "audit events dropped: the tenant's log could not be written fast enough and \
+                 its waiting events reached their bound"
             );
         }
-        let batch: Vec<AuditEvent> = std::mem::take(
-            &mut *self
-                .audit_buffer
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
         if batch.is_empty() {
             return Ok(0);
         }
@@ -264,14 +387,7 @@ impl Vault {
             appending: None,
             _one_at_a_time: one_at_a_time,
         };
-        let mut index: HashMap<Uuid, usize> = HashMap::new();
-        for event in batch {
-            let i = *index.entry(event.tenant_id).or_insert_with(|| {
-                unwritten.waiting.push_back((event.tenant_id, Vec::new()));
-                unwritten.waiting.len() - 1
-            });
-            unwritten.waiting[i].1.push(event);
-        }
+        unwritten.waiting.extend(batch);
         let mut written = 0;
         let mut failure = None;
         // Each tenant on its own: one tenant's broken chain never stops another's log.
@@ -289,7 +405,9 @@ impl Vault {
                         self.audit_buffer.unsure().remove(&tenant_id);
                         continue;
                     }
-                    tracing::error!(%tenant_id, error = %e, "audit events not written; kept for the next flush");
+                    if !self.audit_buffer.blocked().contains_key(&tenant_id) {
+                        tracing::error!(%tenant_id, error = %e, "audit events not written; kept for the next flush");
+                    }
                     if let Some((_, events)) = unwritten.current.take() {
                         self.audit_buffer.requeue(events);
                     }
@@ -320,10 +438,18 @@ impl Vault {
         }
         for _ in 0..APPEND_ATTEMPTS {
             let head = self.ports.audit.head(tenant_id).await?;
-            if head.as_ref().map_or(0, |h| h.seq) < self.last_written(tenant_id) {
+            let after = head.as_ref().map_or(0, |h| h.seq);
+            if after < self.last_written(tenant_id) {
                 return Err(Error::internal(
                     "the audit chain head moved backwards: entries were removed from its end",
                 ));
+            }
+            // Blocked before: a look past the head, rather than building every entry again.
+            if self.audit_buffer.blocked().contains_key(&tenant_id) {
+                let beyond = self.ports.audit.chain(tenant_id, after, 1).await?;
+                if let Some(row) = beyond.into_iter().next() {
+                    return Err(self.blocked_chain(tenant_id, after, Some(row)));
+                }
             }
             let (mut seq, mut previous) = head
                 .as_ref()
@@ -348,8 +474,8 @@ impl Vault {
                 .append(tenant_id, head.as_ref(), &entries)
                 .await;
             unwritten.appending = None;
-            let appended = match appended {
-                Ok(appended) => appended,
+            let outcome = match appended {
+                Ok(outcome) => outcome,
                 Err(e) => {
                     // The append may have committed before it failed (a connection lost during
                     // its `COMMIT`): the next flush looks in the chain before writing these
@@ -362,16 +488,61 @@ impl Vault {
                     return Err(e.into());
                 }
             };
-            if appended {
-                self.audit_buffer
-                    .written
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(tenant_id, seq);
-                return Ok(entries.len());
+            match outcome {
+                AppendOutcome::Appended => {
+                    if self.audit_buffer.blocked().remove(&tenant_id).is_some() {
+                        tracing::warn!(%tenant_id, "the audit chain is no longer blocked: the waiting events are written");
+                    }
+                    self.audit_buffer
+                        .written
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(tenant_id, seq);
+                    return Ok(entries.len());
+                }
+                // Another instance appended first: build on its head.
+                AppendOutcome::HeadMoved => {}
+                AppendOutcome::SeqTaken => {
+                    let beyond = self.ports.audit.chain(tenant_id, after, 1).await;
+                    let row = beyond.ok().and_then(|rows| rows.into_iter().next());
+                    return Err(self.blocked_chain(tenant_id, after, row));
+                }
             }
         }
         Err(Error::internal("the audit chain head kept moving"))
+    }
+
+    /// The error of an append whose place was taken by a row beyond the unchanged head at
+    /// `after`: no appender can be racing (the head did not move), the chain is broken, and
+    /// every later append of the tenant meets the same row. Logged as an error naming the row
+    /// (`tokenvault audit verify` reports it too); the events wait in the buffer, within the
+    /// tenant's bound, until the row is removed.
+    ///
+    /// Logged when first found, then every [`BLOCKED_LOG_EVERY`] flushes while it lasts.
+    fn blocked_chain(&self, tenant_id: Uuid, after: i64, row: Option<AuditEntry>) -> Error {
+        let (seq, entry_id) = row.map_or((after + 1, None), |e| (e.seq, Some(e.event.id)));
+        let flushes = {
+            let mut blocked = self.audit_buffer.blocked();
+            let flushes = blocked.entry(tenant_id).or_insert(0);
+            *flushes += 1;
+            *flushes
+        };
+        if flushes % BLOCKED_LOG_EVERY == 1 {
+            tracing::error!(
+                %tenant_id,
+                head = after,
+                blocking_sequence = seq,
+                blocking_entry = ?entry_id,
+                flushes,
+                "the audit chain is broken: a row lies beyond its head that no append wrote, and \
+                 no entry of this tenant can be recorded until it is removed (tokenvault audit \
+                 verify names it); its events wait within the tenant's bound"
+            );
+        }
+        Error::internal(format!(
+            "the audit chain of tenant {tenant_id} is broken: entry {seq} lies beyond its head \
+             (sequence {after}) and blocks every append"
+        ))
     }
 
     /// A flush dropped while its append for `tenant_id` was in flight left the events behind
@@ -449,8 +620,10 @@ impl Vault {
 
     /// `tokenvault audit verify`: walks each tenant's chain (or one tenant's) and reports the
     /// first entry at which it does not hold: a gap in the sequence (a deleted entry), a hash
-    /// that does not match (an edited entry), or a head that does not match the last entry (a
-    /// deleted end).
+    /// that does not match (an edited entry), a head that does not match the last entry (a
+    /// deleted end), or a row beyond the head (one no append wrote, which blocks every later
+    /// append). Entries appended while it runs are verified too: the head is read again at the
+    /// end.
     pub async fn verify_audit(
         &self,
         tenant: Option<Uuid>,
@@ -469,7 +642,7 @@ impl Vault {
 
     async fn verify_tenant(&self, tenant_id: Uuid) -> Result<AuditVerification, Error> {
         self.ensure_key(tenant_id).await?;
-        let head = self.ports.audit.head(tenant_id).await?;
+        let mut head = self.ports.audit.head(tenant_id).await?;
         let mut previous = String::new();
         let mut last = 0_i64;
         let mut entries = 0_u64;
@@ -479,25 +652,58 @@ impl Vault {
             entry_id,
             reason,
         };
-        // Entries past the head read first may be appended while this runs: they are left to
-        // a later run.
-        let end = head.as_ref().map_or(i64::MAX, |h| h.seq);
-        'walk: loop {
+        let reach = |head: &Option<AuditHead>| head.as_ref().map_or(0, |h| h.seq);
+        // Every row of the tenant is read, past the head too: a row beyond the head blocks
+        // every later append (its place is taken), and must not pass as a log at rest. An
+        // append commits its entries with the head, so a row read before the head is read
+        // again lies within that head if an append wrote it; the head is read again whenever a
+        // row lies past the one read before, and at the end.
+        loop {
             let batch = self
                 .ports
                 .audit
                 .chain(tenant_id, last, VERIFY_BATCH)
                 .await?;
             if batch.is_empty() {
+                let now = self.ports.audit.head(tenant_id).await?;
+                let moved = now != head;
+                head = now;
+                if moved && reach(&head) > last {
+                    // Appended meanwhile: read on.
+                    continue;
+                }
                 break;
             }
             for entry in batch {
-                if last >= end {
-                    break 'walk;
+                if entry.seq > reach(&head) {
+                    head = self.ports.audit.head(tenant_id).await?;
+                }
+                let end = reach(&head);
+                if entry.seq > end && last >= end {
+                    let reason = format!(
+                        "entry {} lies beyond the head ({}): no append wrote it, and it \
+                         blocks every later append to this log",
+                        entry.seq,
+                        head.as_ref().map_or_else(
+                            || "there is none".to_string(),
+                            |h| format!("sequence {}", h.seq)
+                        ),
+                    );
+                    return Ok(verification(
+                        tenant_id,
+                        head.as_ref(),
+                        entries,
+                        Some(broken(entry.seq, Some(entry.event.id), reason)),
+                    ));
                 }
                 let expected = last + 1;
                 if entry.seq != expected {
-                    let reason = format!("entries {expected} to {} are missing", entry.seq - 1);
+                    let to = (entry.seq - 1).min(end);
+                    let reason = if to < entry.seq - 1 {
+                        format!("entries {expected} to {to} are missing (the end of the log)")
+                    } else {
+                        format!("entries {expected} to {to} are missing")
+                    };
                     return Ok(verification(
                         tenant_id,
                         head.as_ref(),

@@ -168,6 +168,232 @@ async fn a_tenant_whose_head_was_deleted_is_still_verified() {
     assert!(results[0].broken.is_some());
 }
 
+/// A row planted just past the head (sequence head + 1), which no append wrote and the head
+/// does not reach: the verifier reads past the head and names it.
+#[tokio::test]
+async fn an_entry_planted_beyond_the_head_is_named() {
+    let (vault, store) = audit_vault();
+    recorded(&vault, 3).await;
+    let planted = {
+        let mut entries = store.entries.lock().unwrap();
+        let mut planted = entries[2].clone();
+        planted.seq = 4;
+        planted.event.id = Uuid::from_u128(4_444);
+        entries.push(planted.clone());
+        planted
+    };
+    let broken = first_break(&vault).await.expect("the planted row is found");
+    assert_eq!(broken.seq, 4);
+    assert_eq!(broken.entry_id, Some(planted.event.id));
+    assert!(
+        broken.reason.contains("beyond the head"),
+        "{}",
+        broken.reason
+    );
+}
+
+/// Entries appended while the verifier walks are read on: the head is read again at the end,
+/// and what lies between the two heads is verified, not reported.
+#[tokio::test]
+async fn entries_appended_during_verification_are_not_a_break() {
+    let store = Arc::new(Racing::default());
+    let vault = vault_over(store.clone());
+    for i in 0..3 {
+        record(&vault, 100, &format!("a{i}"));
+    }
+    vault.flush_audit().await.unwrap();
+    // The first head read sees sequence 3; entries 4 and 5 land right after it.
+    let late = vault_over(store.clone());
+    *store.after_first_head.lock().unwrap() = Some(Box::new(move || {
+        record(&late, 100, "a3");
+        record(&late, 100, "a4");
+        futures_util::FutureExt::now_or_never(late.flush_audit())
+            .expect("in memory")
+            .unwrap();
+    }));
+    let report = vault
+        .verify_audit(Some(Uuid::from_u128(100)))
+        .await
+        .unwrap();
+    assert_eq!(report[0].broken, None, "{:?}", report[0].broken);
+    assert_eq!(report[0].entries, 5);
+    assert_eq!(report[0].head.as_ref().map(|h| h.seq), Some(5));
+}
+
+/// The in-memory log that runs a hook once, right after the first head read of a tenant that
+/// has one (another instance appending while the verifier walks).
+#[derive(Default)]
+struct Racing {
+    store: NoAudit,
+    #[allow(clippy::type_complexity)]
+    after_first_head: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+#[async_trait]
+impl AuditRepository for Racing {
+    async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
+        let head = self.store.head(tenant_id).await;
+        let hook = self.after_first_head.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        head
+    }
+    async fn append(
+        &self,
+        tenant_id: Uuid,
+        expected: Option<&AuditHead>,
+        entries: &[AuditEntry],
+    ) -> Result<AppendOutcome, RepoError> {
+        self.store.append(tenant_id, expected, entries).await
+    }
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        filter: &AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, RepoError> {
+        self.store.list(tenant_id, filter, page).await
+    }
+    async fn chain(
+        &self,
+        tenant_id: Uuid,
+        after: i64,
+        limit: u64,
+    ) -> Result<Vec<AuditEntry>, RepoError> {
+        self.store.chain(tenant_id, after, limit).await
+    }
+    async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
+        self.store.tenants().await
+    }
+}
+
+/// A row beyond an unchanged head takes the next entry's place: no other appender can be
+/// racing (the head did not move), so trying again is pointless. The flush fails at once,
+/// naming a broken chain, keeps the events, and writes them once the row is gone; other
+/// tenants' logs go on meanwhile.
+#[tokio::test]
+async fn a_place_taken_beyond_an_unchanged_head_is_a_broken_chain_not_a_race() {
+    let (vault, store) = audit_vault();
+    recorded(&vault, 2).await;
+    let planted = {
+        let mut entries = store.entries.lock().unwrap();
+        let mut planted = entries[1].clone();
+        planted.seq = 3;
+        planted.event.id = Uuid::from_u128(3_333);
+        entries.push(planted.clone());
+        planted
+    };
+    store.appends.store(0, std::sync::atomic::Ordering::SeqCst);
+    record(&vault, 100, "blocked");
+    record(&vault, 200, "elsewhere");
+    let failed = vault.flush_audit().await.expect_err("the chain is broken");
+    assert!(
+        failed.to_string().contains("broken") || format!("{failed:?}").contains("broken"),
+        "{failed:?}"
+    );
+    assert_eq!(
+        store.appends.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "one append for each tenant, none tried again"
+    );
+    assert!(
+        store
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.event.tenant_id == Uuid::from_u128(200)),
+        "another tenant's log goes on"
+    );
+    // While blocked, its events do not hurry the flusher, and a flush looks past the head
+    // instead of building the entries again.
+    assert_eq!(vault.audit_backlog(), 0);
+    assert!(vault.flush_audit().await.is_err());
+    assert_eq!(
+        store.appends.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "not appended again while the row is there"
+    );
+    // The operator removes the row: the kept event is written.
+    store
+        .entries
+        .lock()
+        .unwrap()
+        .retain(|e| e.event.id != planted.event.id);
+    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    assert_eq!(first_break(&vault).await, None);
+}
+
+fn written_by(store: &NoAudit) -> Vec<(Uuid, i64, String)> {
+    store
+        .entries
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| (e.event.tenant_id, e.seq, e.event.entity_id.clone()))
+        .collect()
+}
+
+/// The buffer bounds each tenant on its own: one tenant recording far more than the database
+/// takes (here: more than the whole buffer holds) loses only its own overflow, counted; every
+/// other tenant's events are kept and written.
+#[tokio::test]
+async fn one_tenants_flood_drops_only_its_own_events() {
+    let (vault, store) = audit_vault();
+    vault.audit_buffer.pending().limit(10, 25);
+    for i in 0..1_000 {
+        record(&vault, 100, &format!("flood-{i}"));
+    }
+    for tenant in [200, 300] {
+        for i in 0..3 {
+            record(&vault, tenant, &format!("calm-{i}"));
+        }
+    }
+    assert_eq!(vault.flush_audit().await.unwrap(), 16);
+    let written = written_by(&store);
+    let of = |tenant: u128| {
+        written
+            .iter()
+            .filter(|(t, _, _)| *t == Uuid::from_u128(tenant))
+            .map(|(_, _, id)| id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        of(100),
+        (0..10).map(|i| format!("flood-{i}")).collect::<Vec<_>>()
+    );
+    assert_eq!(of(200), ["calm-0", "calm-1", "calm-2"]);
+    assert_eq!(of(300), ["calm-0", "calm-1", "calm-2"]);
+}
+
+/// Many tenants flooding at once fill the whole buffer: a tenant holding less than the others
+/// still gets its events in, in place of the newest events of the tenant holding the most.
+#[tokio::test]
+async fn a_full_buffer_makes_room_from_the_tenant_holding_the_most() {
+    let (vault, store) = audit_vault();
+    vault.audit_buffer.pending().limit(10, 25);
+    for tenant in [100, 101, 102] {
+        for i in 0..20 {
+            record(&vault, tenant, &format!("flood-{i}"));
+        }
+    }
+    record(&vault, 200, "calm");
+    assert_eq!(vault.audit_backlog(), 25);
+    assert_eq!(vault.flush_audit().await.unwrap(), 25);
+    let written = written_by(&store);
+    let count = |tenant: u128| {
+        written
+            .iter()
+            .filter(|(t, _, _)| *t == Uuid::from_u128(tenant))
+            .count()
+    };
+    assert_eq!(count(200), 1, "the calm tenant's event is kept");
+    for tenant in [100, 101, 102] {
+        assert!(count(tenant) >= 7, "{tenant}: {}", count(tenant));
+    }
+}
+
 /// How [`Stuck`]'s `append` behaves.
 const APPEND: u8 = 0;
 const HANG_BEFORE_WRITING: u8 = 1;
@@ -209,7 +435,7 @@ impl AuditRepository for Stuck {
         tenant_id: Uuid,
         expected: Option<&AuditHead>,
         entries: &[AuditEntry],
-    ) -> Result<bool, RepoError> {
+    ) -> Result<AppendOutcome, RepoError> {
         match self.mode.load(std::sync::atomic::Ordering::SeqCst) {
             HANG_BEFORE_WRITING => std::future::pending().await,
             FAIL_BEFORE_WRITING => Err(RepoError::Backend("the database is gone".into())),

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{Ports, Vault};
 use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
-use crate::audit::{AuditEntry, AuditFilter, AuditHead};
+use crate::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead};
 use crate::auth::Principal;
 use crate::code::{CodeCall, CodeError, CodeRunner, Svc, SvcFactory};
 use crate::error::{Error, RepoError};
@@ -305,6 +305,8 @@ impl IdempotencyRepository for NoIdempotency {
 pub(super) struct NoAudit {
     pub(super) entries: std::sync::Mutex<Vec<AuditEntry>>,
     pub(super) heads: std::sync::Mutex<std::collections::HashMap<Uuid, AuditHead>>,
+    /// Appends tried.
+    pub(super) appends: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait]
@@ -317,10 +319,22 @@ impl AuditRepository for NoAudit {
         tenant_id: Uuid,
         expected: Option<&AuditHead>,
         entries: &[AuditEntry],
-    ) -> Result<bool, RepoError> {
+    ) -> Result<AppendOutcome, RepoError> {
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut heads = self.heads.lock().unwrap();
         if heads.get(&tenant_id) != expected {
-            return Ok(false);
+            return Ok(AppendOutcome::HeadMoved);
+        }
+        // The unique (tenant, seq) index.
+        if self
+            .entries
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.event.tenant_id == tenant_id && entries.iter().any(|new| new.seq == e.seq))
+        {
+            return Ok(AppendOutcome::SeqTaken);
         }
         if let Some(last) = entries.last() {
             heads.insert(
@@ -332,7 +346,7 @@ impl AuditRepository for NoAudit {
             );
         }
         self.entries.lock().unwrap().extend(entries.iter().cloned());
-        Ok(true)
+        Ok(AppendOutcome::Appended)
     }
     async fn list(
         &self,
