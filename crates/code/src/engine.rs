@@ -367,6 +367,9 @@ fn failure<'js>(
         CaughtError::Value(v) => Some(v.clone()),
         CaughtError::Error(_) => None,
     };
+    if message.len() > MAX_THROWN {
+        return Ok(thrown_too_large());
+    }
     Ok(value
         .and_then(|v| thrown(ctx, &v, &message))
         .unwrap_or(CodeError::Thrown {
@@ -390,6 +393,14 @@ fn is_out_of_memory(caught: &CaughtError<'_>, message: &str) -> bool {
             .is_ok_and(|name| name == "InternalError")
 }
 
+/// The largest error a call may throw (its message and `errors`, or a custom response's headers
+/// and body), as JSON text: checked here, before anything leaves the worker.
+const MAX_THROWN: usize = 1 << 20;
+
+fn thrown_too_large() -> CodeError {
+    CodeError::Limit("the error the code threw is larger than 1 MiB".into())
+}
+
 /// Maps a thrown object of one of the prelude's classes to its status and `errors`.
 fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<CodeError> {
     let object: &Object = value.as_object()?;
@@ -397,20 +408,27 @@ fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<Code
         let status: f64 = custom.get("status").unwrap_or(500.0);
         let headers: Value = custom.get("headers").ok()?;
         let body: Value = custom.get("body").ok()?;
+        let (Ok(headers), Ok(body)) = (json_of(ctx, headers), json_of(ctx, body)) else {
+            return Some(thrown_too_large());
+        };
         return Some(CodeError::Custom {
             status: status_code(status),
-            headers: json_of(ctx, headers).unwrap_or(Json::Null),
-            body: json_of(ctx, body).unwrap_or(Json::Null),
+            headers: headers.unwrap_or(Json::Null),
+            body: body.unwrap_or(Json::Null),
         });
     }
     let status: f64 = object.get("__tokenvault_status").ok()?;
-    let errors: Option<Value> = object.get("errors").ok();
+    let errors = match object.get::<_, Value>("errors") {
+        Ok(e) if !e.is_undefined() => match json_of(ctx, e) {
+            Ok(errors) => errors,
+            Err(()) => return Some(thrown_too_large()),
+        },
+        _ => None,
+    };
     Some(CodeError::Thrown {
         status: status_code(status),
         message: message.to_string(),
-        errors: errors
-            .filter(|e| !e.is_undefined())
-            .and_then(|e| json_of(ctx, e)),
+        errors,
     })
 }
 
@@ -425,9 +443,20 @@ fn status_code(status: f64) -> u16 {
     }
 }
 
-fn json_of<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Option<Json> {
-    let text = ctx.json_stringify(value).ok()??.to_string().ok()?;
-    serde_json::from_str(&text).ok()
+/// The JSON of `value`; `Err` when its text is larger than [`MAX_THROWN`] (never parsed).
+fn json_of<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<Option<Json>, ()> {
+    let Some(text) = ctx
+        .json_stringify(value)
+        .ok()
+        .flatten()
+        .and_then(|t| t.to_string().ok())
+    else {
+        return Ok(None);
+    };
+    if text.len() > MAX_THROWN {
+        return Err(());
+    }
+    Ok(serde_json::from_str(&text).ok())
 }
 
 fn caught_message(caught: &CaughtError<'_>) -> String {
@@ -486,10 +515,20 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     Ok(())
 }
 
+/// The largest arguments of one `req.svc` call, as JSON text.
+const MAX_SVC_ARGS: usize = 2 << 20;
+
 /// The host side of `req.svc`: the host answers it (the worker asks the server and blocks; its
 /// JavaScript waits anyway). The server bounds the call by the call's deadline.
 fn svc_host<'js>(ctx: &Ctx<'js>, host: Rc<dyn Host>) -> rquickjs::Result<Function<'js>> {
     Function::new(ctx.clone(), move |method: String, args: String| -> String {
+        // What one call may ask of the server is bounded here, before it leaves the worker:
+        // the HTTP API's own body limit, with room for the method's other arguments.
+        if args.len() > MAX_SVC_ARGS || method.len() > 64 {
+            return serde_json::json!({"error": {"status": 413, "title": "Payload Too Large",
+                "detail": "the arguments of a svc call are limited to 2 MiB"}})
+            .to_string();
+        }
         let args: Vec<Json> = serde_json::from_str(&args).unwrap_or_default();
         host.svc(method, args).to_string()
     })

@@ -413,7 +413,7 @@ impl QuickJsRunner {
                     let Some(svc) = &call.svc else {
                         return Err(Broken::Channel("a svc call without svc".into()));
                     };
-                    let reply = svc_reply(svc.as_ref(), &method, args, deadline).await;
+                    let reply = svc_reply(svc, method, args, deadline).await;
                     send(&mut worker.input, &ToWorker::SvcReply(reply))
                         .await
                         .map_err(channel)?;
@@ -426,14 +426,32 @@ impl QuickJsRunner {
     }
 }
 
-/// Answers a `req.svc` call on the server, within what is left of the call's deadline.
-async fn svc_reply(svc: &dyn Svc, method: &str, args: Vec<Value>, deadline: Instant) -> Value {
+/// Answers a `req.svc` call on the server, within what is left of the call's deadline. The
+/// use case runs as a task of its own: a call the code stops waiting for (its deadline passed,
+/// its worker was killed) still completes, so a token it created or deleted has its audit
+/// entry. Past the deadline no new one starts.
+async fn svc_reply(
+    svc: &Arc<dyn Svc>,
+    method: String,
+    args: Vec<Value>,
+    deadline: Instant,
+) -> Value {
+    let out_of_time = || {
+        json!({"error": {"status": 500, "title": "Internal Server Error",
+            "detail": "the code ran out of time in a svc call"}})
+    };
     let remaining = deadline.saturating_duration_since(Instant::now());
-    match tokio::time::timeout(remaining, svc.call(method, args)).await {
-        Ok(Ok(value)) => json!({ "ok": value }),
-        Ok(Err(problem)) => json!({ "error": problem }),
-        Err(_) => json!({"error": {"status": 500, "title": "Internal Server Error",
-            "detail": "the code ran out of time in a svc call"}}),
+    if remaining.is_zero() {
+        return out_of_time();
+    }
+    let svc = svc.clone();
+    let task = tokio::spawn(async move { svc.call(&method, args).await });
+    match tokio::time::timeout(remaining, task).await {
+        Ok(Ok(Ok(value))) => json!({ "ok": value }),
+        Ok(Ok(Err(problem))) => json!({ "error": problem }),
+        Ok(Err(_)) => json!({"error": {"status": 500, "title": "Internal Server Error",
+            "detail": "the svc call failed"}}),
+        Err(_) => out_of_time(),
     }
 }
 

@@ -10,9 +10,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// The largest frame either side accepts (a request carries at most a 1 MiB body detokenized
-/// into at most 100 tokens, and a result is bounded at 1 MiB; this leaves room for both).
+/// The largest frame a worker accepts (a request carries at most a 1 MiB body detokenized into
+/// at most 10 MiB of token data).
 pub const MAX_FRAME: usize = 64 << 20;
+/// The largest frame the server accepts from a worker: the worker bounds what it sends (a
+/// result or a thrown error at 1 MiB each, a custom response's headers and body at 1 MiB, a
+/// `svc` call's arguments at 2 MiB, a log line at 4 KiB), so a bigger one is a broken worker,
+/// refused before it is read into memory.
+pub const MAX_FROM_WORKER: usize = 4 << 20;
 
 /// The server to the worker.
 #[derive(Debug, Serialize, Deserialize)]
@@ -140,12 +145,13 @@ pub async fn send(out: &mut (impl AsyncWrite + Unpin), message: &impl Serialize)
     out.flush().await
 }
 
-/// Reads one frame (async side); an error at the end of the stream (the worker died).
+/// Reads one frame (async side) of at most [`MAX_FROM_WORKER`] bytes; an error at the end of
+/// the stream (the worker died).
 pub async fn receive<T: DeserializeOwned>(input: &mut (impl AsyncRead + Unpin)) -> io::Result<T> {
     let mut len = [0u8; 4];
     input.read_exact(&mut len).await?;
     let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME {
+    if len > MAX_FROM_WORKER {
         return Err(too_large());
     }
     let mut bytes = vec![0u8; len];

@@ -196,3 +196,85 @@ async fn without_seccomp_the_pool_refuses_unless_the_operator_opted_out() {
             .any(|l| l.split_whitespace().eq(["Seccomp:", "0"]))
     );
 }
+
+/// A `svc` that takes longer than the call may wait, and says when it finished.
+struct SlowSvc {
+    finished: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl tokenvault_domain::code::Svc for SlowSvc {
+    async fn call(
+        &self,
+        _: &str,
+        _: Vec<serde_json::Value>,
+    ) -> Result<serde_json::Value, serde_json::Value> {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        self.finished
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(json!({"id": "made"}))
+    }
+}
+
+/// Before, the use case was dropped at the deadline mid-write: a token created or deleted by
+/// code that ran out of time had no audit entry. Now the call the code stops waiting for
+/// completes on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_svc_call_the_code_stops_waiting_for_still_completes() {
+    let r = QuickJsRunner::start(settings(1)).await.unwrap();
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut c = call(
+        Uuid::new_v4(),
+        "module.exports = async (req) => { try { await req.svc.tokens.create({}); return 'made'; } \
+         catch (e) { return e.message; } };",
+    );
+    c.svc = Some(Arc::new(SlowSvc {
+        finished: finished.clone(),
+    }));
+    let said = r.run(c).await;
+    assert!(
+        matches!(&said, Ok(v) if v.as_str().is_some_and(|m| m.contains("out of time"))),
+        "{said:?}"
+    );
+    assert!(!finished.load(std::sync::atomic::Ordering::SeqCst));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        finished.load(std::sync::atomic::Ordering::SeqCst),
+        "the svc call was abandoned half-way"
+    );
+}
+
+/// What a worker sends the server is bounded in the worker: a `svc` call's arguments, a thrown
+/// error, a custom response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_code_sends_the_server_is_bounded_in_the_worker() {
+    let r = QuickJsRunner::start(settings(1)).await.unwrap();
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut c = call(
+        Uuid::new_v4(),
+        "module.exports = async (req) => { const a = []; a.length = 1e6; \
+         try { await req.svc.tokenize(a); return 'sent'; } catch (e) { return e.status; } };",
+    );
+    c.svc = Some(Arc::new(SlowSvc {
+        finished: finished.clone(),
+    }));
+    assert_eq!(r.run(c).await.unwrap(), json!(413));
+    assert!(!finished.load(std::sync::atomic::Ordering::SeqCst));
+    for code in [
+        "module.exports = () => { const a = []; a.length = 1e6; throw new BadRequestError(a); };",
+        "module.exports = () => { throw new Error('x'.repeat(2e6)); };",
+        "module.exports = () => { const a = []; a.length = 1e6; \
+         throw new CustomHttpResponseError({ status: 400, body: a }); };",
+    ] {
+        let outcome = r.run(call(Uuid::new_v4(), code)).await;
+        assert!(
+            matches!(&outcome, Err(CodeError::Limit(m)) if m.contains("1 MiB")),
+            "{code}: {outcome:?}"
+        );
+    }
+    // The worker is still good.
+    assert_eq!(
+        r.run(call(Uuid::new_v4(), TRIVIAL)).await.unwrap(),
+        json!("ok")
+    );
+}
