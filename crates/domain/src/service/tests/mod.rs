@@ -21,8 +21,9 @@ use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
-    KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, SessionRepository,
-    StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
+    KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, RenderError,
+    SessionRepository, StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite,
+    TypeCount,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
@@ -101,7 +102,7 @@ mock! {
     pub Exprs {}
     impl Expressions for Exprs {
         fn check(&self, expression: &str) -> Result<(), String>;
-        fn render(&self, expression: &str, data: &serde_json::Value) -> Result<String, String>;
+        fn render_metered(&self, expression: &str, data: &serde_json::Value, steps: &mut u64) -> Result<String, RenderError>;
         fn select(&self, path: &str, data: &serde_json::Value) -> Result<serde_json::Value, String>;
     }
 }

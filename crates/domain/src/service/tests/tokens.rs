@@ -21,7 +21,8 @@ fn cipher() -> MockCiph {
 fn exprs() -> MockExprs {
     let mut e = MockExprs::new();
     e.expect_check().returning(|_| Ok(()));
-    e.expect_render().returning(|_, data| Ok(data.to_string()));
+    e.expect_render_metered()
+        .returning(|_, data, _| Ok(data.to_string()));
     e
 }
 

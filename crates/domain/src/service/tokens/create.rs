@@ -23,6 +23,9 @@ impl Vault {
         let mut errors = ValidationErrors::new();
         if let Some(mask) = &new.mask {
             self.check_mask(mask, &mut errors);
+            if errors.is_empty() {
+                self.check_mask_cost(mask, &new.data, &mut errors);
+            }
         }
         if let Some(expr) = &new.fingerprint_expression {
             self.check_expression("fingerprint_expression", expr, &mut errors);
@@ -80,7 +83,7 @@ impl Vault {
                     .ports
                     .expressions
                     .render(expr, data)
-                    .map_err(|_| Error::invalid("id", "cannot be evaluated on this data"))?;
+                    .map_err(|e| super::sealing::render_error("id", &e))?;
                 check_literal_id(&id).map_err(|m| {
                     Error::invalid(
                         "id",

@@ -4,7 +4,8 @@
 use crate::access::Transform;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
-use crate::mask::render_mask;
+use crate::mask::{render_mask, try_render_mask};
+use crate::ports::RenderError;
 use crate::service::Vault;
 use crate::token::{StoredToken, Token, data_context, mask_expressions};
 use crate::token_type::TokenType;
@@ -21,6 +22,18 @@ fn fingerprint_input(token_type: TokenType, expr: &str, rendered: &str) -> Vec<u
         input.extend_from_slice(part.as_bytes());
     }
     input
+}
+
+/// What a 400 says of an expression that needs more work or output than its budget.
+pub(super) const TOO_COSTLY: &str =
+    "needs more work than an expression may do on this data (its step budget or 1 MiB of output)";
+
+/// The 400 of an expression that cannot be rendered on the token's data, naming `field`.
+pub(super) fn render_error(field: &str, e: &RenderError) -> Error {
+    match e {
+        RenderError::TooCostly(_) => Error::invalid(field, TOO_COSTLY),
+        RenderError::Failed(_) => Error::invalid(field, "cannot be evaluated on this data"),
+    }
 }
 
 fn to_json_bytes(v: &Value) -> Vec<u8> {
@@ -65,6 +78,23 @@ impl Vault {
         mask_expressions(mask, "mask", &mut exprs);
         for (field, expr) in exprs {
             self.check_expression(&field, expr, errors);
+        }
+    }
+
+    /// Refuses (400 naming `mask`) a mask that is too costly to render on `data`: more work
+    /// than its step budget or more than 1 MiB. Checked where the mask or the data changes, so
+    /// that reads never meet one (a read that does shows no data).
+    pub(super) fn check_mask_cost(
+        &self,
+        mask: &Value,
+        data: &Value,
+        errors: &mut ValidationErrors,
+    ) {
+        if let Err(RenderError::TooCostly(why)) =
+            try_render_mask(self.ports.expressions.as_ref(), mask, data)
+        {
+            tracing::debug!(reason = %why, "mask refused");
+            errors.add("mask", TOO_COSTLY);
         }
     }
 
@@ -162,9 +192,11 @@ impl Vault {
         expr: &str,
         data: &Value,
     ) -> Result<String, Error> {
-        let rendered = self.ports.expressions.render(expr, data).map_err(|_| {
-            Error::invalid("fingerprint_expression", "cannot be evaluated on this data")
-        })?;
+        let rendered = self
+            .ports
+            .expressions
+            .render(expr, data)
+            .map_err(|e| render_error("fingerprint_expression", &e))?;
         let input = fingerprint_input(token_type, expr, &rendered);
         self.ports
             .cipher

@@ -57,6 +57,13 @@ impl Vault {
             return Err(Error::Forbidden);
         }
         let transform = caller.require_on(token.reference(), Permission::TokenUpdate)?;
+        if (changed.data || changed.mask)
+            && let Some(mask) = &token.mask
+        {
+            let mut errors = ValidationErrors::new();
+            self.check_mask_cost(mask, &token.data, &mut errors);
+            errors.into_result(())?;
+        }
         let refingerprint = changed.data
             || changed.fingerprint_expression
             || (dedup && token.fingerprint.is_none());
