@@ -285,19 +285,33 @@ pub trait TokenRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Vec<StoredToken>, RepoError>;
 
-    /// The live token of this type in this container with this fingerprint, oldest first.
-    /// Deduplication never looks into another container (docs/decisions.md §6).
+    /// The live token of this type in this container with this fingerprint, made with the
+    /// same fingerprint expression (`None`: the type's default), oldest first. Deduplication
+    /// never looks into another container (docs/decisions.md §6).
     async fn find_by_fingerprint(
         &self,
         tenant_id: Uuid,
         token_type: &str,
         container: &str,
         fingerprint: &str,
+        expression: Option<String>,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError>;
 
-    /// Replaces every mutable field of the token.
+    /// Replaces every mutable field of the token if its row is still at `token.version` (the
+    /// version read), and moves the version on: `Missing` when the token is gone or another
+    /// write came first (the caller reads again to tell which).
     async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+
+    /// Deletes the tenant's expired tokens that hold one of these `(container, dedup key)`
+    /// pairs, so that no expired token blocks a write (they are gone at once, decisions §6,
+    /// whether the sweep has run or not); returns how many.
+    async fn delete_expired_holders(
+        &self,
+        tenant_id: Uuid,
+        keys: &[(String, String)],
+        now: OffsetDateTime,
+    ) -> Result<u64, RepoError>;
 
     /// Deletes the token and its associations; `false` when it did not exist.
     async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
