@@ -15,6 +15,7 @@ mod m20261129_000009_sqlite_fixed_width_times;
 mod m20261130_000010_tokens_count_index;
 mod m20261201_000011_partial_token_indexes;
 mod m20261202_000012_token_counts;
+mod m20261203_000013_token_version_and_dedup_choice;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000010_tokens_count_index::Migration),
             Box::new(m20261201_000011_partial_token_indexes::Migration),
             Box::new(m20261202_000012_token_counts::Migration),
+            Box::new(m20261203_000013_token_version_and_dedup_choice::Migration),
         ]
     }
 }

@@ -20,3 +20,4 @@ mod reactors;
 mod sessions;
 mod tenants;
 mod tokens;
+mod tokens_review;

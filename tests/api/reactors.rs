@@ -330,7 +330,7 @@ async fn svc_acts_as_the_reactors_application() {
         assert_eq!(
             raw,
             json!({"data": "via svc", "meta": {"k": "v"}, "total": 1, "tokenized": "string",
-                   "refused": 403, "gone": 404, "tooBig": 400}),
+                   "refused": 403, "gone": 404, "tooBig": 413}),
             "svc has the application's rights, not the caller's"
         );
     })

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::ports::Expressions;
+use crate::ports::{Expressions, RENDER_STEPS, RenderError};
 
 /// If `expr` is exactly `{{ data }}` or `{{ data.a.b }}` (no filters), the path after `data`.
 fn plain_path(expr: &str) -> Option<Vec<&str>> {
@@ -29,11 +29,40 @@ pub const MAX_RENDERED: usize = 1 << 20;
 
 /// Evaluates a mask over `data`: a string mask renders to a string; an object mask keeps the
 /// JSON shape, renders each leaf, copies plain `{{ data.x }}` leaves with their JSON type, and
-/// drops every key it does not name. `None` when rendering fails or the fields together pass
-/// [`MAX_RENDERED`] (the caller shows no data).
+/// drops every key it does not name. `None` when rendering fails, or when the fields together
+/// pass [`MAX_RENDERED`] or the step budget (the caller shows no data).
 pub fn render_mask(engine: &dyn Expressions, mask: &Value, data: &Value) -> Option<Value> {
-    let mut budget = MAX_RENDERED;
-    render_within(engine, mask, data, &mut budget).ok()?
+    try_render_mask(engine, mask, data).ok().flatten()
+}
+
+/// [`render_mask`], telling a mask too costly for `data` (`Err`: it passes [`MAX_RENDERED`] or
+/// the one step budget, [`RENDER_STEPS`], that all its leaves share) from one that renders to
+/// nothing (`Ok(None)`). Create and PATCH refuse the first with a 400.
+pub fn try_render_mask(
+    engine: &dyn Expressions,
+    mask: &Value,
+    data: &Value,
+) -> Result<Option<Value>, RenderError> {
+    let mut budget = Budget {
+        bytes: MAX_RENDERED,
+        steps: RENDER_STEPS,
+    };
+    render_within(engine, mask, data, &mut budget)
+}
+
+struct Budget {
+    bytes: usize,
+    steps: u64,
+}
+
+impl Budget {
+    fn spend(&mut self, n: usize) -> Result<(), RenderError> {
+        self.bytes = self
+            .bytes
+            .checked_sub(n)
+            .ok_or_else(|| RenderError::TooCostly("the mask renders to more than 1 MiB".into()))?;
+        Ok(())
+    }
 }
 
 /// Renders `mask` while `budget` lasts. `Err` once it is spent (the whole mask fails); `Ok(None)`
@@ -42,27 +71,24 @@ fn render_within(
     engine: &dyn Expressions,
     mask: &Value,
     data: &Value,
-    budget: &mut usize,
-) -> Result<Option<Value>, ()> {
-    let mut spend = |n: usize| -> Result<(), ()> {
-        *budget = budget.checked_sub(n).ok_or(())?;
-        Ok(())
-    };
+    budget: &mut Budget,
+) -> Result<Option<Value>, RenderError> {
     match mask {
         Value::String(expr) => {
             if let Some(path) = plain_path(expr) {
                 let Some(found) = lookup(data, &path) else {
                     return Ok(None);
                 };
-                spend(json_len(found))?;
+                budget.spend(json_len(found))?;
                 return Ok(Some(found.clone()));
             }
-            match engine.render(expr, data) {
+            match engine.render_metered(expr, data, &mut budget.steps) {
                 Ok(text) => {
-                    spend(text.len())?;
+                    budget.spend(text.len())?;
                     Ok(Some(Value::String(text)))
                 }
-                Err(_) => Ok(None),
+                Err(e @ RenderError::TooCostly(_)) => Err(e),
+                Err(RenderError::Failed(_)) => Ok(None),
             }
         }
         Value::Object(fields) => {
@@ -105,9 +131,20 @@ mod tests {
         fn check(&self, _: &str) -> Result<(), String> {
             Ok(())
         }
-        fn render(&self, expression: &str, _: &Value) -> Result<String, String> {
+        fn render_metered(
+            &self,
+            expression: &str,
+            _: &Value,
+            steps: &mut u64,
+        ) -> Result<String, RenderError> {
+            // One step per character, so that tests can spend the budget.
+            let cost = expression.len() as u64;
+            if cost > *steps {
+                return Err(RenderError::TooCostly("over budget".into()));
+            }
+            *steps -= cost;
             if expression.contains("fail") {
-                Err("bad".into())
+                Err(RenderError::Failed("bad".into()))
             } else {
                 Ok(expression.to_uppercase())
             }
@@ -149,5 +186,21 @@ mod tests {
             .map(|i| (format!("k{i}"), json!("{{ data }}")))
             .collect();
         assert_eq!(render_mask(&Upper, &Value::Object(many), &big), None);
+    }
+
+    #[test]
+    fn the_leaves_of_a_mask_share_one_step_budget() {
+        let long = "y".repeat(usize::try_from(RENDER_STEPS / 4).unwrap() + 1);
+        let three: Map<String, Value> = (0..3).map(|i| (format!("k{i}"), json!(long))).collect();
+        assert!(render_mask(&Upper, &Value::Object(three), &json!("x")).is_some());
+        let four: Map<String, Value> = (0..4).map(|i| (format!("k{i}"), json!(long))).collect();
+        assert!(matches!(
+            try_render_mask(&Upper, &Value::Object(four), &json!("x")),
+            Err(RenderError::TooCostly(_))
+        ));
+        assert_eq!(
+            try_render_mask(&Upper, &json!("fail"), &json!("x")),
+            Ok(None)
+        );
     }
 }

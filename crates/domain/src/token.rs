@@ -58,6 +58,10 @@ pub struct Token {
     pub modified_at: Option<OffsetDateTime>,
     /// When it stops existing.
     pub expires_at: Option<OffsetDateTime>,
+    /// Its own `deduplicate_token` choice (`None`: the create made none).
+    pub deduplicate: Option<bool>,
+    /// The stored row's version as read (0 for a new token).
+    pub version: i64,
 }
 
 impl Token {
@@ -115,6 +119,11 @@ pub struct StoredToken {
     pub modified_at: Option<OffsetDateTime>,
     /// Expiry.
     pub expires_at: Option<OffsetDateTime>,
+    /// The token's own `deduplicate_token` choice (`None`: the create made none).
+    pub deduplicate: Option<bool>,
+    /// The row's version as read (0 for a new token): an update writes only over the version
+    /// it read, and moves it on.
+    pub version: i64,
 }
 
 /// `POST /tokens` (and each tokenize object) as a client sent it.
@@ -601,6 +610,8 @@ mod tests {
             modified_by: None,
             modified_at: None,
             expires_at: None,
+            deduplicate: None,
+            version: 0,
         };
         assert!(!format!("{t:?}").contains("super-secret"));
         let raw = raw("token", json!("super-secret"));

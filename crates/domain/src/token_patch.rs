@@ -261,6 +261,8 @@ mod tests {
             modified_by: None,
             modified_at: None,
             expires_at: None,
+            deduplicate: None,
+            version: 0,
         }
     }
 

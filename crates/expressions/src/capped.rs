@@ -12,6 +12,13 @@
 //!
 //! Together with the capped writer of the template output, no expression can make the server
 //! allocate more than a small multiple of 1 MiB.
+//!
+//! The work is bounded too (a step budget per rendering, [`Meter`]): every filter pays, before
+//! it runs, one step per value it is given (an array's items and an object's entries, each
+//! recursively; a string one step per 32 bytes) and the same for what it returns; `sort` and
+//! `sort_natural` pay that times log₂ of the item count, `uniq` (quadratic in liquid) the item
+//! count times the size over two. A filter that would pass the budget is refused before it
+//! runs, so `{{ data | uniq }}` over 20,000 items fails at once instead of taking seconds.
 
 use std::fmt;
 
@@ -175,16 +182,126 @@ impl fmt::Display for CappedFilter {
 /// The length of a value as text: scalars their bytes, collections the sum of their items
 /// plus one per item (a separator).
 pub fn size(v: &dyn ValueView) -> usize {
+    weigh(v).bytes
+}
+
+/// Bytes of text in a string that count as one step of work.
+const BYTES_PER_STEP: usize = 32;
+
+/// What a value weighs: its [`size`] and the steps a pass over it costs.
+#[derive(Clone, Copy, Default)]
+pub struct Weight {
+    /// Its length as text.
+    pub bytes: usize,
+    /// One per value, a string one more per 32 bytes.
+    pub steps: u64,
+}
+
+impl std::ops::Add for Weight {
+    type Output = Self;
+    fn add(self, other: Self) -> Self {
+        Self {
+            bytes: self.bytes.saturating_add(other.bytes),
+            steps: self.steps.saturating_add(other.steps),
+        }
+    }
+}
+
+fn text_steps(bytes: usize) -> u64 {
+    1 + (bytes / BYTES_PER_STEP) as u64
+}
+
+/// [`size`] and steps in one walk.
+pub fn weigh(v: &dyn ValueView) -> Weight {
     if let Some(a) = v.as_array() {
-        return a.values().map(|i| size(i) + 1).sum();
+        return a.values().fold(Weight { bytes: 0, steps: 1 }, |w, i| {
+            w + weigh(i) + Weight { bytes: 1, steps: 0 }
+        });
     }
     if let Some(o) = v.as_object() {
-        return o.iter().map(|(k, i)| k.len() + size(i) + 1).sum();
+        return o.iter().fold(Weight { bytes: 0, steps: 1 }, |w, (k, i)| {
+            w + weigh(i)
+                + Weight {
+                    bytes: k.len() + 1,
+                    steps: text_steps(k.len()),
+                }
+        });
     }
     if v.is_nil() {
-        return 0;
+        return Weight { bytes: 0, steps: 1 };
     }
-    v.to_kstr().len()
+    let bytes = v.to_kstr().len();
+    Weight {
+        bytes,
+        steps: text_steps(bytes),
+    }
+}
+
+/// The steps of a pass over JSON data (the conversion a rendering starts with).
+pub fn json_steps(v: &serde_json::Value) -> u64 {
+    match v {
+        serde_json::Value::String(s) => text_steps(s.len()),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .fold(1u64, |n, i| n.saturating_add(json_steps(i))),
+        serde_json::Value::Object(map) => map.iter().fold(1u64, |n, (k, i)| {
+            n.saturating_add(text_steps(k.len()))
+                .saturating_add(json_steps(i))
+        }),
+        _ => 1,
+    }
+}
+
+/// The step budget of the rendering running on this thread (renderings are synchronous, and
+/// the filters of one are called on the thread that renders it).
+pub struct Meter;
+
+thread_local! {
+    /// Steps left to the rendering running on this thread.
+    static STEPS_LEFT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Whether it was refused for its cost (steps or output), not for its data.
+    static TOO_COSTLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Meter {
+    /// Runs `f` (a rendering) with `*steps` steps; leaves what it did not use in `*steps`.
+    /// Returns what `f` returns and whether it was refused for its cost.
+    pub fn run<T>(steps: &mut u64, f: impl FnOnce() -> T) -> (T, bool) {
+        let left = STEPS_LEFT.replace(*steps);
+        let costly = TOO_COSTLY.replace(false);
+        let out = f();
+        *steps = STEPS_LEFT.replace(left);
+        (out, TOO_COSTLY.replace(costly))
+    }
+
+    /// Takes `steps` from the budget, or refuses (the budget is then spent).
+    pub fn charge(steps: u64) -> std::result::Result<(), TooCostly> {
+        let left = STEPS_LEFT.get();
+        if steps > left {
+            STEPS_LEFT.set(0);
+            return Err(Self::too_costly());
+        }
+        STEPS_LEFT.set(left - steps);
+        Ok(())
+    }
+
+    /// Marks the rendering as refused for its cost.
+    pub fn too_costly() -> TooCostly {
+        TOO_COSTLY.set(true);
+        TooCostly
+    }
+}
+
+/// A rendering refused for its cost.
+#[derive(Debug)]
+pub struct TooCostly;
+
+fn over_budget(name: &str) -> Error {
+    refuse("the expression needs more work than its step budget", name)
+}
+
+fn log2_ceil(n: u64) -> u64 {
+    u64::from(u64::BITS - n.saturating_sub(1).leading_zeros())
 }
 
 impl CappedFilter {
@@ -207,6 +324,16 @@ impl CappedFilter {
                 n.saturating_add(hits.saturating_mul(self.arg_len(1)))
             }
             "replace_first" => n.saturating_add(self.arg_len(1)),
+            // Each piece costs a separator in `size`: the pieces are counted before splitting.
+            "split" => {
+                let pattern = self.args.first().map(|p| p.to_kstr().to_string());
+                let pieces = match (pattern.as_deref(), text()) {
+                    (Some(p), Some(t)) if !p.is_empty() => t.matches(p).count() + 1,
+                    (_, Some(t)) => t.chars().count(),
+                    _ => n,
+                };
+                n.saturating_add(pieces)
+            }
             "join" => {
                 let items = input.as_array().map_or(1, |a| a.values().count());
                 let separator = if self.args.is_empty() {
@@ -235,16 +362,45 @@ impl CappedFilter {
     }
 }
 
+impl CappedFilter {
+    /// The steps the filter's own work costs beyond one pass over its input of `weight`.
+    fn extra_steps(&self, input: &dyn ValueView, weight: Weight) -> u64 {
+        let items = || {
+            input
+                .as_array()
+                .map_or(0, |a| a.size().max(0).unsigned_abs())
+        };
+        match self.name.as_str() {
+            // n·log n comparisons, each as deep as the items.
+            "sort" | "sort_natural" => weight.steps.saturating_mul(log2_ceil(items())),
+            // liquid compares each item with every distinct one before it: quadratic.
+            "uniq" => items().saturating_mul(weight.steps) / 2,
+            // Converted to JSON and back (`json`), or to JSON text, per call; a regular
+            // expression over the text (`strip_html`): measured at several times a plain pass.
+            "json" => weight.steps.saturating_mul(4),
+            "stringify" | "to_string" | "last4" | "strip_html" => weight.steps.saturating_mul(2),
+            _ => 0,
+        }
+    }
+}
+
 impl Filter for CappedFilter {
     fn evaluate(&self, input: &dyn ValueView, runtime: &dyn Runtime) -> Result<Value> {
-        let n = size(input);
+        let weight = weigh(input);
+        let n = weight.bytes;
         if n > MAX_OUTPUT || self.bound(input, n) > MAX_OUTPUT {
+            Meter::too_costly();
             return Err(refuse("the output would exceed 1 MiB", &self.name));
         }
+        Meter::charge(weight.steps.saturating_add(self.extra_steps(input, weight)))
+            .map_err(|_| over_budget(&self.name))?;
         let out = self.inner.evaluate(input, runtime)?;
-        if size(out.as_view()) > MAX_OUTPUT {
+        let weight = weigh(out.as_view());
+        if weight.bytes > MAX_OUTPUT {
+            Meter::too_costly();
             return Err(refuse("the output exceeds 1 MiB", &self.name));
         }
+        Meter::charge(weight.steps).map_err(|_| over_budget(&self.name))?;
         Ok(out)
     }
 }
@@ -259,6 +415,7 @@ pub struct CappedWriter {
 impl std::io::Write for CappedWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.buffer.len() + buf.len() > MAX_OUTPUT {
+            Meter::too_costly();
             return Err(std::io::Error::other("the output exceeds 1 MiB"));
         }
         self.buffer.extend_from_slice(buf);

@@ -7,9 +7,10 @@ mod filters;
 
 pub use capped::MAX_OUTPUT;
 
+use capped::Meter;
 use liquid::{Parser, ParserBuilder};
 use serde_json::Value;
-use tokenvault_domain::ports::Expressions;
+use tokenvault_domain::ports::{Expressions, RenderError};
 
 /// Liquid with the standard library and the vault's filters. Parsing is done per call; the
 /// parser (filter registry) is built once.
@@ -60,20 +61,38 @@ impl Expressions for LiquidExpressions {
         })
     }
 
-    fn render(&self, expression: &str, data: &Value) -> Result<String, String> {
-        refuse_tags(expression)?;
-        contained(|| {
-            let template = self.parser.parse(expression).map_err(|e| e.to_string())?;
-            let mut globals = liquid::Object::new();
-            globals.insert(
-                "data".into(),
-                liquid_core::model::to_value(data).map_err(|e| e.to_string())?,
-            );
-            let mut out = capped::CappedWriter::default();
-            template
-                .render_to(&mut out, &globals)
-                .map_err(|e| e.to_string())?;
-            String::from_utf8(out.buffer).map_err(|e| e.to_string())
+    fn render_metered(
+        &self,
+        expression: &str,
+        data: &Value,
+        steps: &mut u64,
+    ) -> Result<String, RenderError> {
+        refuse_tags(expression).map_err(RenderError::Failed)?;
+        let (out, costly) = Meter::run(steps, || {
+            contained(|| {
+                let template = self.parser.parse(expression).map_err(|e| e.to_string())?;
+                // The data is converted whole, once per rendering: that pass (measured at twice
+                // a filter's pass) is paid for too, before it is made.
+                Meter::charge(capped::json_steps(data).saturating_mul(2))
+                    .map_err(|_| "the data is larger than the step budget".to_string())?;
+                let mut globals = liquid::Object::new();
+                globals.insert(
+                    "data".into(),
+                    liquid_core::model::to_value(data).map_err(|e| e.to_string())?,
+                );
+                let mut out = capped::CappedWriter::default();
+                template
+                    .render_to(&mut out, &globals)
+                    .map_err(|e| e.to_string())?;
+                String::from_utf8(out.buffer).map_err(|e| e.to_string())
+            })
+        });
+        out.map_err(|why| {
+            if costly {
+                RenderError::TooCostly(why)
+            } else {
+                RenderError::Failed(why)
+            }
         })
     }
 
@@ -263,6 +282,44 @@ mod tests {
         );
         let lines = json!("\n".repeat(200_000));
         assert!(e.render("{{ data | newline_to_br }}", &lines).is_err());
+    }
+
+    /// The review's finding: `uniq` is quadratic in liquid (3.4 s over 20,000 items on every
+    /// masked read). Work is budgeted: quadratic work over a large array is refused before it
+    /// runs, and every render ends quickly, whatever it is asked.
+    #[test]
+    fn work_is_budgeted_and_quadratic_work_is_refused() {
+        let e = LiquidExpressions::new();
+        let items: Vec<Value> = (0..20_000).map(|i| json!(format!("v{i}"))).collect();
+        let data = Value::Array(items);
+        let started = std::time::Instant::now();
+        assert!(e.render("{{ data | uniq | size }}", &data).is_err());
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(500),
+            "refused before it runs: {:?}",
+            started.elapsed()
+        );
+        // Linear and n·log n work over the same array stays within the budget.
+        assert_eq!(e.render("{{ data | size }}", &data).unwrap(), "20000");
+        assert_eq!(e.render("{{ data | sort | first }}", &data).unwrap(), "v0");
+        assert_eq!(
+            e.render("{{ data | reverse | last }}", &data).unwrap(),
+            "v0"
+        );
+        // A small array may still be made unique.
+        assert_eq!(
+            e.render("{{ data | uniq | join: ',' }}", &json!([1, 2, 1]))
+                .unwrap(),
+            "1,2"
+        );
+        // A long chain of linear filters over a large array adds up and is refused.
+        let chain = " | reverse".repeat(400);
+        let started = std::time::Instant::now();
+        assert!(
+            e.render(&format!("{{{{ data{chain} | size }}}}"), &data)
+                .is_err()
+        );
+        assert!(started.elapsed() < std::time::Duration::from_millis(500));
     }
 
     #[test]

@@ -97,7 +97,7 @@ macro_rules! token_columns {
     () => {
         "k.tenant_id, k.id, k.token_type, k.container, k.metadata, k.data, k.mask, \
          k.fingerprint, k.dedup_key, k.fingerprint_expression, k.created_by, k.created_at, \
-         k.modified_by, k.modified_at, k.expires_at"
+         k.modified_by, k.modified_at, k.expires_at, k.deduplicate, k.version"
     };
 }
 
@@ -139,6 +139,8 @@ fn token_row(row: &Row<'_>, at: usize) -> rusqlite::Result<token::Model> {
         modified_by: opt_uuid_at(row, at + 12)?,
         modified_at: opt_time_at(row, at + 13)?,
         expires_at: opt_time_at(row, at + 14)?,
+        deduplicate: row.get(at + 15)?,
+        version: row.get(at + 16)?,
     })
 }
 

@@ -25,8 +25,8 @@ use crate::writer::transaction;
 
 const INSERT: &str = "INSERT INTO tokens (tenant_id, id, token_type, container, metadata, data, \
      mask, fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \
-     modified_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-     ?15)";
+     modified_at, expires_at, deduplicate) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
+     ?12, ?13, ?14, ?15, ?16)";
 
 pub(crate) type Answer = Result<TokenWrite, RepoError>;
 
@@ -102,6 +102,7 @@ fn insert_one(conn: &Connection, t: &StoredToken) -> rusqlite::Result<Answer> {
         uuid(t.modified_by),
         t.modified_at.map(time).transpose()?,
         t.expires_at.map(time).transpose()?,
+        t.deduplicate,
     ]);
     match inserted {
         Ok(_) => Ok(Ok(TokenWrite::Done)),

@@ -45,7 +45,7 @@ const MAX_GROUP: usize = 256;
 
 const COLUMNS: &str = "tenant_id, id, token_type, container, metadata, data, mask, fingerprint, \
      dedup_key, fingerprint_expression, created_by, created_at, modified_by, modified_at, \
-     expires_at";
+     expires_at, deduplicate";
 
 /// The group insert; rows left out by a unique index are not returned.
 fn group_sql() -> String {
@@ -53,7 +53,8 @@ fn group_sql() -> String {
         "INSERT INTO tokens ({COLUMNS}) SELECT * FROM UNNEST($1::uuid[], $2::varchar[], \
          $3::varchar[], $4::varchar[], $5::text[], $6::bytea[], $7::bytea[], $8::varchar[], \
          $9::varchar[], $10::text[], $11::uuid[], $12::timestamptz[], $13::uuid[], \
-         $14::timestamptz[], $15::timestamptz[]) ON CONFLICT DO NOTHING RETURNING tenant_id, id"
+         $14::timestamptz[], $15::timestamptz[], $16::bool[]) ON CONFLICT DO NOTHING \
+         RETURNING tenant_id, id"
     )
 }
 
@@ -61,7 +62,7 @@ fn group_sql() -> String {
 fn single_sql() -> String {
     format!(
         "INSERT INTO tokens ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-         $12, $13, $14, $15)"
+         $12, $13, $14, $15, $16)"
     )
 }
 
@@ -236,7 +237,8 @@ async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<()
         .bind(rows.iter().map(|t| stamp(t.created_at)).collect::<Vec<_>>())
         .bind(rows.iter().map(|t| t.modified_by).collect::<Vec<_>>())
         .bind(stamped(|t| t.modified_at))
-        .bind(stamped(|t| t.expires_at));
+        .bind(stamped(|t| t.expires_at))
+        .bind(rows.iter().map(|t| t.deduplicate).collect::<Vec<_>>());
     let result = within(statement.fetch_all(&mut *conn)).await;
     match result {
         Ok(stored) => {
@@ -289,7 +291,8 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
         .bind(stamp(t.created_at))
         .bind(t.modified_by)
         .bind(t.modified_at.map(stamp))
-        .bind(t.expires_at.map(stamp));
+        .bind(t.expires_at.map(stamp))
+        .bind(t.deduplicate);
     let result = within(statement.execute(&mut *conn)).await;
     match result {
         Ok(_) => {
@@ -337,6 +340,8 @@ mod tests {
             modified_by: None,
             modified_at: None,
             expires_at: None,
+            deduplicate: None,
+            version: 0,
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Alias, Expr, Query};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
     EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
@@ -85,6 +85,8 @@ fn to_active(t: &StoredToken) -> token::ActiveModel {
         modified_by: Set(t.modified_by),
         modified_at: Set(t.modified_at.map(stamp)),
         expires_at: Set(t.expires_at.map(stamp)),
+        deduplicate: Set(t.deduplicate),
+        version: Set(t.version),
     }
 }
 
@@ -107,6 +109,8 @@ pub(crate) fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
         modified_by: m.modified_by,
         modified_at: m.modified_at.map(unstamp),
         expires_at: m.expires_at.map(unstamp),
+        deduplicate: m.deduplicate,
+        version: m.version,
     })
 }
 
@@ -269,9 +273,14 @@ impl TokenRepository for SeaOrmTokenRepository {
         token_type: &str,
         container: &str,
         fingerprint: &str,
+        expression: Option<String>,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
         fingerprint_lookup(tenant_id, token_type, container, fingerprint, now)
+            .filter(match expression {
+                Some(e) => token::Column::FingerprintExpression.eq(e),
+                None => token::Column::FingerprintExpression.is_null(),
+            })
             .one(&self.reads)
             .await
             .map_err(repo_err)?
@@ -303,8 +312,16 @@ impl TokenRepository for SeaOrmTokenRepository {
                 token::Column::ExpiresAt,
                 Expr::value(t.expires_at.map(stamp)),
             )
+            .col_expr(token::Column::Deduplicate, Expr::value(t.deduplicate))
+            // Written only over the version that was read: a PATCH that lost a race with
+            // another write changes nothing and learns it (`Missing`).
+            .col_expr(
+                token::Column::Version,
+                Expr::col(token::Column::Version).add(1),
+            )
             .filter(token::Column::TenantId.eq(t.tenant_id))
             .filter(token::Column::Id.eq(t.id.clone()))
+            .filter(token::Column::Version.eq(t.version))
             .exec(&self.db)
             .await;
         match result {
@@ -312,6 +329,39 @@ impl TokenRepository for SeaOrmTokenRepository {
             Ok(_) => Ok(TokenWrite::Missing),
             Err(e) => write_conflict(e),
         }
+    }
+
+    async fn delete_expired_holders(
+        &self,
+        tenant_id: Uuid,
+        keys: &[(String, String)],
+        now: OffsetDateTime,
+    ) -> Result<u64, RepoError> {
+        let mut deleted = 0;
+        // Two parameters a key: well under SQLite's bound-parameter limit per statement.
+        for chunk in keys.chunks(200) {
+            let held = chunk
+                .iter()
+                .fold(Condition::any(), |any, (container, key)| {
+                    any.add(
+                        Condition::all()
+                            .add(token::Column::Container.eq(container.as_str()))
+                            .add(token::Column::DedupKey.eq(key.as_str())),
+                    )
+                });
+            let result = token::Entity::delete_many()
+                .filter(token::Column::TenantId.eq(tenant_id))
+                .filter(token::Column::ExpiresAt.lte(stamp(now)))
+                .filter(held)
+                .exec(&self.db)
+                .await
+                .map_err(repo_err)?;
+            deleted += result.rows_affected;
+        }
+        if deleted > 0 {
+            drop_empty(&self.db).await?;
+        }
+        Ok(deleted)
     }
 
     async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError> {

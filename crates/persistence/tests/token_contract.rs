@@ -51,15 +51,37 @@ async fn insert_get_update_delete() {
         changed.mask = Some(vec![9]);
         changed.metadata.insert("k".into(), "v".into());
         changed.modified_at = Some(now());
+        changed.deduplicate = Some(false);
         assert_eq!(r.tokens.update(&changed).await.unwrap(), TokenWrite::Done);
+        let read = r
+            .tokens
+            .get(r.tenant, "tok-1", now())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.version, 1, "every update moves the version on");
+        assert_eq!(
+            read,
+            StoredToken {
+                version: 1,
+                ..changed.clone()
+            }
+        );
+        // A write over a version that is no longer the row's changes nothing (a concurrent
+        // PATCH came first): reported as `Missing`, the row as the first write left it.
+        let mut stale = changed.clone();
+        stale.container = "/".into();
+        assert_eq!(r.tokens.update(&stale).await.unwrap(), TokenWrite::Missing);
         assert_eq!(
             r.tokens
                 .get(r.tenant, "tok-1", now())
                 .await
                 .unwrap()
-                .unwrap(),
-            changed
+                .unwrap()
+                .container,
+            "/general/low/"
         );
+        let changed = read;
         let mut ghost = changed.clone();
         ghost.id = "ghost".into();
         assert_eq!(r.tokens.update(&ghost).await.unwrap(), TokenWrite::Missing);
@@ -105,31 +127,96 @@ async fn dedup_key_is_unique_per_tenant_and_fingerprints_are_found() {
         assert_eq!(r.tokens.insert(&b).await.unwrap(), TokenWrite::Done);
         let found = r
             .tokens
-            .find_by_fingerprint(r.tenant, "token", "/", "FP", now())
+            .find_by_fingerprint(r.tenant, "token", "/", "FP", None, now())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(found.id, "a-1", "oldest first");
         let other = r
             .tokens
-            .find_by_fingerprint(r.tenant, "token", "/other/", "FP", now())
+            .find_by_fingerprint(r.tenant, "token", "/other/", "FP", None, now())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(other.id, "c-1", "only its own container");
         assert!(
             r.tokens
-                .find_by_fingerprint(r.tenant, "token", "/none/", "FP", now())
+                .find_by_fingerprint(r.tenant, "token", "/none/", "FP", None, now())
                 .await
                 .unwrap()
                 .is_none()
         );
         assert!(
             r.tokens
-                .find_by_fingerprint(r.tenant, "card", "/", "FP", now())
+                .find_by_fingerprint(r.tenant, "card", "/", "FP", None, now())
                 .await
                 .unwrap()
                 .is_none()
+        );
+        // A token made with an expression of its own matches only that expression.
+        let mut own = token(r.tenant, "own-1", "/own/", now());
+        own.fingerprint = Some("FP".into());
+        own.fingerprint_expression = Some("{{ data }}".into());
+        assert_eq!(r.tokens.insert(&own).await.unwrap(), TokenWrite::Done);
+        let found = |expression: Option<&str>| {
+            let tokens = r.tokens.clone();
+            let expression = expression.map(str::to_string);
+            async move {
+                tokens
+                    .find_by_fingerprint(r.tenant, "token", "/own/", "FP", expression, now())
+                    .await
+                    .unwrap()
+                    .map(|t| t.id)
+            }
+        };
+        assert_eq!(found(Some("{{ data }}")).await.as_deref(), Some("own-1"));
+        assert_eq!(found(None).await, None, "never the default's match");
+        assert_eq!(found(Some("{{data}}")).await, None);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn expired_holders_of_a_dedup_key_are_deleted_on_demand() {
+    each_backend(|r| async move {
+        let past = now() - Duration::seconds(1);
+        let mut expired = token(r.tenant, "old-1", "/", past - Duration::seconds(1));
+        expired.fingerprint = Some("FP".into());
+        expired.dedup_key = Some("FP".into());
+        expired.expires_at = Some(past);
+        let mut live = token(r.tenant, "live-1", "/other/", now());
+        live.fingerprint = Some("FP".into());
+        live.dedup_key = Some("FP".into());
+        for t in [&expired, &live] {
+            assert_eq!(r.tokens.insert(t).await.unwrap(), TokenWrite::Done);
+        }
+        let mut fresh = token(r.tenant, "new-1", "/", now());
+        fresh.fingerprint = Some("FP".into());
+        fresh.dedup_key = Some("FP".into());
+        assert_eq!(
+            r.tokens.insert(&fresh).await.unwrap(),
+            TokenWrite::DuplicateFingerprint,
+            "the index still holds the expired token"
+        );
+        let keys = [
+            ("/".to_string(), "FP".to_string()),
+            ("/other/".to_string(), "FP".to_string()),
+        ];
+        assert_eq!(
+            r.tokens
+                .delete_expired_holders(r.tenant, &keys, now())
+                .await
+                .unwrap(),
+            1,
+            "the expired one only"
+        );
+        assert_eq!(r.tokens.insert(&fresh).await.unwrap(), TokenWrite::Done);
+        assert!(
+            r.tokens
+                .get(r.tenant, "live-1", now())
+                .await
+                .unwrap()
+                .is_some()
         );
     })
     .await;
@@ -156,7 +243,7 @@ async fn times_within_one_second_order_and_expire_as_times() {
         assert_eq!(ids(&list), ["t-123", "t-120", "t-100", "t-000"]);
         let oldest = r
             .tokens
-            .find_by_fingerprint(r.tenant, "token", "/", "FP", now())
+            .find_by_fingerprint(r.tenant, "token", "/", "FP", None, now())
             .await
             .unwrap()
             .unwrap();

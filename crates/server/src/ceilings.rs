@@ -47,6 +47,8 @@ fn row(cipher: &EnvelopeCipher, tenant_id: Uuid, id: String) -> anyhow::Result<S
         modified_by: None,
         modified_at: None,
         expires_at: None,
+        deduplicate: None,
+        version: 0,
     })
 }
 

@@ -285,19 +285,33 @@ pub trait TokenRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Vec<StoredToken>, RepoError>;
 
-    /// The live token of this type in this container with this fingerprint, oldest first.
-    /// Deduplication never looks into another container (docs/decisions.md §6).
+    /// The live token of this type in this container with this fingerprint, made with the
+    /// same fingerprint expression (`None`: the type's default), oldest first. Deduplication
+    /// never looks into another container (docs/decisions.md §6).
     async fn find_by_fingerprint(
         &self,
         tenant_id: Uuid,
         token_type: &str,
         container: &str,
         fingerprint: &str,
+        expression: Option<String>,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError>;
 
-    /// Replaces every mutable field of the token.
+    /// Replaces every mutable field of the token if its row is still at `token.version` (the
+    /// version read), and moves the version on: `Missing` when the token is gone or another
+    /// write came first (the caller reads again to tell which).
     async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
+
+    /// Deletes the tenant's expired tokens that hold one of these `(container, dedup key)`
+    /// pairs, so that no expired token blocks a write (they are gone at once, decisions §6,
+    /// whether the sweep has run or not); returns how many.
+    async fn delete_expired_holders(
+        &self,
+        tenant_id: Uuid,
+        keys: &[(String, String)],
+        now: OffsetDateTime,
+    ) -> Result<u64, RepoError>;
 
     /// Deletes the token and its associations; `false` when it did not exist.
     async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
@@ -390,12 +404,40 @@ pub trait Cipher: Send + Sync {
     fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
 }
 
+/// The work one rendering may do, in the steps the expression engine counts (every value a
+/// filter walks, more for sorting; docs/decisions.md §6). The leaves of one mask share it.
+pub const RENDER_STEPS: u64 = 500_000;
+
+/// Why an expression could not be rendered on some data.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// The expression fails on this data (a filter refused its input, a missing value, …).
+    #[error("{0}")]
+    Failed(String),
+    /// It would do more work than its step budget allows, or produce more than 1 MiB: refused,
+    /// not run to the end.
+    #[error("{0}")]
+    TooCostly(String),
+}
+
 /// The expression language (Liquid with the filters of docs/decisions.md §6).
 pub trait Expressions: Send + Sync {
     /// Parses `expression`; the error says why it does not parse.
     fn check(&self, expression: &str) -> Result<(), String>;
-    /// Renders `expression` with `data` bound to the variable `data`.
-    fn render(&self, expression: &str, data: &Value) -> Result<String, String>;
+    /// Renders `expression` with `data` bound to the variable `data`, doing at most `*steps`
+    /// steps of work and taking what it used from `*steps` (so that several renderings can
+    /// share one budget).
+    fn render_metered(
+        &self,
+        expression: &str,
+        data: &Value,
+        steps: &mut u64,
+    ) -> Result<String, RenderError>;
+    /// Renders `expression` with `data` bound to the variable `data`, within [`RENDER_STEPS`].
+    fn render(&self, expression: &str, data: &Value) -> Result<String, RenderError> {
+        let mut steps = RENDER_STEPS;
+        self.render_metered(expression, data, &mut steps)
+    }
     /// What a simple JSONPath (`$.number`, `$.items[0]`) selects in `data`, as JSON: one value,
     /// an array of several, or null for none. Paths that can select a node many times over
     /// (`..`, unions, filters) are refused.

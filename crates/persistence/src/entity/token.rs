@@ -23,6 +23,8 @@ pub struct Model {
     pub modified_by: Option<Uuid>,
     pub modified_at: Option<TimeDateTimeWithTimeZone>,
     pub expires_at: Option<TimeDateTimeWithTimeZone>,
+    pub deduplicate: Option<bool>,
+    pub version: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

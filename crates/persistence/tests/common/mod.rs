@@ -91,6 +91,8 @@ pub fn token(
         modified_by: None,
         modified_at: None,
         expires_at: None,
+        deduplicate: None,
+        version: 0,
     }
 }
 

@@ -21,8 +21,9 @@ use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
-    KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, SessionRepository,
-    StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite, TypeCount,
+    KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, RenderError,
+    SessionRepository, StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite,
+    TypeCount,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
@@ -70,7 +71,8 @@ mock! {
         async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
         async fn get_many(&self, tenant_id: Uuid, ids: &[String], now: OffsetDateTime) -> Result<Vec<StoredToken>, RepoError>;
-        async fn find_by_fingerprint(&self, tenant_id: Uuid, token_type: &str, container: &str, fingerprint: &str, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn find_by_fingerprint(&self, tenant_id: Uuid, token_type: &str, container: &str, fingerprint: &str, expression: Option<String>, now: OffsetDateTime) -> Result<Option<StoredToken>, RepoError>;
+        async fn delete_expired_holders(&self, tenant_id: Uuid, keys: &[(String, String)], now: OffsetDateTime) -> Result<u64, RepoError>;
         async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
         async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
         async fn list(&self, tenant_id: Uuid, filter: &TokenFilter, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
@@ -101,7 +103,7 @@ mock! {
     pub Exprs {}
     impl Expressions for Exprs {
         fn check(&self, expression: &str) -> Result<(), String>;
-        fn render(&self, expression: &str, data: &serde_json::Value) -> Result<String, String>;
+        fn render_metered(&self, expression: &str, data: &serde_json::Value, steps: &mut u64) -> Result<String, RenderError>;
         fn select(&self, path: &str, data: &serde_json::Value) -> Result<serde_json::Value, String>;
     }
 }

@@ -21,7 +21,8 @@ fn cipher() -> MockCiph {
 fn exprs() -> MockExprs {
     let mut e = MockExprs::new();
     e.expect_check().returning(|_| Ok(()));
-    e.expect_render().returning(|_, data| Ok(data.to_string()));
+    e.expect_render_metered()
+        .returning(|_, data, _| Ok(data.to_string()));
     e
 }
 
@@ -102,6 +103,8 @@ fn stored(id: &str, container: &str, data: &serde_json::Value) -> StoredToken {
         modified_by: None,
         modified_at: None,
         expires_at: None,
+        deduplicate: None,
+        version: 0,
     }
 }
 
@@ -157,7 +160,7 @@ async fn losing_a_dedup_race_returns_the_winner() {
     let mut lookups = 0;
     tokens
         .expect_find_by_fingerprint()
-        .returning(move |_, _, _, _, _| {
+        .returning(move |_, _, _, _, _, _| {
             lookups += 1;
             // Nothing the first time (before the insert), the winner after the conflict.
             Ok((lookups > 1).then(|| winner.clone()))
@@ -186,7 +189,7 @@ async fn an_expired_duplicate_in_the_index_is_purged_not_a_conflict() {
     let mut tokens = MockTokens::new();
     tokens
         .expect_find_by_fingerprint()
-        .returning(|_, _, _, _, _| Ok(None));
+        .returning(|_, _, _, _, _, _| Ok(None));
     let mut inserts = 0;
     tokens.expect_insert().times(2).returning(move |_| {
         inserts += 1;
@@ -196,7 +199,10 @@ async fn an_expired_duplicate_in_the_index_is_purged_not_a_conflict() {
             TokenWrite::Done
         })
     });
-    tokens.expect_delete_expired().times(1).returning(|_| Ok(1));
+    tokens
+        .expect_delete_expired_holders()
+        .times(1)
+        .returning(|_, _, _| Ok(1));
     let vault = token_vault(tokens);
     let settings = TenantSettings {
         fingerprint_tokens: false,

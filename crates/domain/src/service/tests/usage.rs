@@ -43,11 +43,20 @@ impl TokenRepository for Activity {
         _: &str,
         _: &str,
         _: &str,
+        _: Option<String>,
         _: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
         unreachable!()
     }
     async fn update(&self, _: &StoredToken) -> Result<TokenWrite, RepoError> {
+        unreachable!()
+    }
+    async fn delete_expired_holders(
+        &self,
+        _: Uuid,
+        _: &[(String, String)],
+        _: OffsetDateTime,
+    ) -> Result<u64, RepoError> {
         unreachable!()
     }
     async fn delete(&self, _: Uuid, _: &str) -> Result<bool, RepoError> {

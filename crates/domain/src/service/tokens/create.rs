@@ -23,6 +23,9 @@ impl Vault {
         let mut errors = ValidationErrors::new();
         if let Some(mask) = &new.mask {
             self.check_mask(mask, &mut errors);
+            if errors.is_empty() {
+                self.check_mask_cost(mask, &new.data, &mut errors);
+            }
         }
         if let Some(expr) = &new.fingerprint_expression {
             self.check_expression("fingerprint_expression", expr, &mut errors);
@@ -34,20 +37,18 @@ impl Vault {
         let dedup = new
             .deduplicate
             .unwrap_or(caller.settings.deduplicate_tokens);
-        let fingerprint = match (
-            &new.fingerprint_expression,
-            caller.settings.fingerprint_tokens || dedup,
-        ) {
-            (Some(expr), _) => {
-                Some(self.fingerprint_of(caller.tenant_id, new.token_type, expr, &new.data)?)
-            }
-            (None, true) => Some(self.fingerprint_of(
+        let fingerprint = if new.fingerprint_expression.is_some()
+            || caller.settings.fingerprint_tokens
+            || dedup
+        {
+            Some(self.fingerprint_of(
                 caller.tenant_id,
                 new.token_type,
-                new.token_type.default_fingerprint(),
+                new.fingerprint_expression.as_deref(),
                 &new.data,
-            )?),
-            (None, false) => None,
+            )?)
+        } else {
+            None
         };
         let id = self.render_id(&new.id, &new.data)?;
         Ok((
@@ -66,6 +67,8 @@ impl Vault {
                 modified_by: None,
                 modified_at: None,
                 expires_at: new.expires_at,
+                deduplicate: new.deduplicate,
+                version: 0,
             },
             dedup,
         ))
@@ -80,7 +83,7 @@ impl Vault {
                     .ports
                     .expressions
                     .render(expr, data)
-                    .map_err(|_| Error::invalid("id", "cannot be evaluated on this data"))?;
+                    .map_err(|e| super::sealing::render_error("id", &e))?;
                 check_literal_id(&id).map_err(|m| {
                     Error::invalid(
                         "id",
@@ -137,11 +140,10 @@ impl Vault {
                         return Ok((existing, false));
                     }
                     // The index still holds an expired token the sweep has not deleted yet:
-                    // expired tokens are gone at once, so delete them now and try again.
-                    if purged {
+                    // expired tokens are gone at once, so delete that one now and try again.
+                    if purged || !self.purge_expired_holders([&token], now).await? {
                         return Err(Error::Conflict("duplicate token".into()));
                     }
-                    self.ports.tokens.delete_expired(now).await?;
                     purged = true;
                 }
                 TokenWrite::Missing => {
@@ -153,6 +155,33 @@ impl Vault {
         self.audit(caller, "create", "token", [token.id.as_str()]);
         tracing::info!(token_type = token.token_type.as_str(), "token created");
         Ok((TokenView { token, shown: None }, true))
+    }
+
+    /// Deletes the expired tokens that hold the dedup keys of `tokens` (in their containers):
+    /// an expired token never wins deduplication nor blocks a write, whether the sweep has run
+    /// or not. Whether there was one.
+    pub(super) async fn purge_expired_holders<'t>(
+        &self,
+        tokens: impl IntoIterator<Item = &'t Token>,
+        now: OffsetDateTime,
+    ) -> Result<bool, Error> {
+        let mut tenant = None;
+        let keys: Vec<(String, String)> = tokens
+            .into_iter()
+            .filter_map(|t| {
+                tenant = Some(t.tenant_id);
+                Some((t.container.as_str().to_string(), t.fingerprint.clone()?))
+            })
+            .collect();
+        let Some(tenant) = tenant.filter(|_| !keys.is_empty()) else {
+            return Ok(false);
+        };
+        Ok(self
+            .ports
+            .tokens
+            .delete_expired_holders(tenant, &keys, now)
+            .await?
+            > 0)
     }
 
     pub(super) async fn existing_duplicate(
@@ -171,6 +200,7 @@ impl Vault {
                 token.token_type.as_str(),
                 token.container.as_str(),
                 fp,
+                token.fingerprint_expression.clone(),
                 now,
             )
             .await?;

@@ -9,6 +9,7 @@ use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
 use crate::mask::json_len;
 use crate::permission::Permission;
+use crate::ports::RENDER_STEPS;
 use crate::service::Vault;
 use crate::template::{collect_all, substitute_all};
 use crate::token::StoredToken;
@@ -85,14 +86,16 @@ fn lone_json_path(filter: &str) -> Option<&str> {
 impl Vault {
     /// A filtered expression's value: a lone `json: '$.path'` keeps the selected JSON (a
     /// number stays a number); any other filter chain renders to text.
-    fn filtered(&self, filter: &str, data: &Value) -> Result<Value, String> {
+    /// The rendered expressions of one request share `steps` (docs/decisions.md §6).
+    fn filtered(&self, filter: &str, data: &Value, steps: &mut u64) -> Result<Value, String> {
         match lone_json_path(filter) {
             Some(path) => self.ports.expressions.select(path, data),
             None => self
                 .ports
                 .expressions
-                .render(&format!("{{{{ data | {filter} }}}}"), data)
-                .map(Value::String),
+                .render_metered(&format!("{{{{ data | {filter} }}}}"), data, steps)
+                .map(Value::String)
+                .map_err(|e| e.to_string()),
         }
     }
 
@@ -211,6 +214,7 @@ impl Vault {
         let mut rendered = 0_usize;
         let mut read_by_filters = 0_usize;
         let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut steps = RENDER_STEPS;
         for e in &expressions {
             let key = e.key();
             if values.contains_key(&key) {
@@ -239,7 +243,7 @@ impl Vault {
                              data together",
                         ));
                     }
-                    let value = self.filtered(filter, data).map_err(|why| {
+                    let value = self.filtered(filter, data, &mut steps).map_err(|why| {
                         Error::invalid(
                             how.field,
                             format!("the expression on token {} failed: {why}", e.id),

@@ -80,8 +80,7 @@ impl Vault {
         let transform = caller.require_on(token.reference(), Permission::TokenRead)?;
         self.record_active(caller.tenant_id, [token.id.as_str()]);
         self.audit(caller, "read", "token", [token.id.as_str()]);
-        let shown = self.show(&token, transform);
-        Ok(TokenView { token, shown })
+        Ok(self.token_view(token, transform))
     }
 
     /// `GET /tokens` and `GET /tokens/{parent}/children`: filtered in the query to the
@@ -121,8 +120,7 @@ impl Vault {
             let Some(transform) = caller.access(token.reference(), Permission::TokenRead) else {
                 continue; // the query already excludes these; never show one that slipped in
             };
-            let shown = self.show(&token, transform);
-            items.push(TokenView { token, shown });
+            items.push(self.token_view(token, transform));
         }
         self.record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
         self.audit(

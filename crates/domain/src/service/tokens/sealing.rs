@@ -1,10 +1,12 @@
 //! Sealing: the tenant key, encryption of `data` and `mask` (AES-GCM bound to tenant, id and
 //! field), the caller's transform, expression checks and fingerprints.
 
+use super::TokenView;
 use crate::access::Transform;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
-use crate::mask::render_mask;
+use crate::mask::{render_mask, try_render_mask};
+use crate::ports::RenderError;
 use crate::service::Vault;
 use crate::token::{StoredToken, Token, data_context, mask_expressions};
 use crate::token_type::TokenType;
@@ -12,15 +14,36 @@ use serde_json::Value;
 use uuid::Uuid;
 
 /// What a fingerprint hashes: the type, the expression's text and its output, each
-/// length-prefixed, so that no choice of expression or data yields another token's input (a
-/// hand-made expression never matches the type's default; no planted duplicates).
-fn fingerprint_input(token_type: TokenType, expr: &str, rendered: &str) -> Vec<u8> {
-    let mut input = b"tokenvault:fingerprint:v2".to_vec();
+/// length-prefixed, so that no choice of expression or data yields another token's input (no
+/// planted duplicates). A token's own expression (`Some`) is hashed in a domain of its own, so
+/// it never matches the type's default (`None`), however it is spelled: one who spells the
+/// default by hand learns nothing from comparing fingerprints. The default keeps the format
+/// fingerprints were stored in before, so stored ones still deduplicate.
+fn fingerprint_input(token_type: TokenType, own: Option<&str>, rendered: &str) -> Vec<u8> {
+    let (mut input, expr) = match own {
+        None => (
+            b"tokenvault:fingerprint:v2".to_vec(),
+            token_type.default_fingerprint(),
+        ),
+        Some(expr) => (b"tokenvault:fingerprint:v3:own-expression".to_vec(), expr),
+    };
     for part in [token_type.as_str(), expr, rendered] {
         input.extend_from_slice(&(part.len() as u64).to_be_bytes());
         input.extend_from_slice(part.as_bytes());
     }
     input
+}
+
+/// What a 400 says of an expression that needs more work or output than its budget.
+pub(super) const TOO_COSTLY: &str =
+    "needs more work than an expression may do on this data (its step budget or 1 MiB of output)";
+
+/// The 400 of an expression that cannot be rendered on the token's data, naming `field`.
+pub(super) fn render_error(field: &str, e: &RenderError) -> Error {
+    match e {
+        RenderError::TooCostly(_) => Error::invalid(field, TOO_COSTLY),
+        RenderError::Failed(_) => Error::invalid(field, "cannot be evaluated on this data"),
+    }
 }
 
 fn to_json_bytes(v: &Value) -> Vec<u8> {
@@ -68,6 +91,23 @@ impl Vault {
         }
     }
 
+    /// Refuses (400 naming `mask`) a mask that is too costly to render on `data`: more work
+    /// than its step budget or more than 1 MiB. Checked where the mask or the data changes, so
+    /// that reads never meet one (a read that does shows no data).
+    pub(super) fn check_mask_cost(
+        &self,
+        mask: &Value,
+        data: &Value,
+        errors: &mut ValidationErrors,
+    ) {
+        if let Err(RenderError::TooCostly(why)) =
+            try_render_mask(self.ports.expressions.as_ref(), mask, data)
+        {
+            tracing::debug!(reason = %why, "mask refused");
+            errors.add("mask", TOO_COSTLY);
+        }
+    }
+
     pub(super) fn encrypt_token(&self, token: &Token, dedup: bool) -> Result<StoredToken, Error> {
         let cipher = &self.ports.cipher;
         let seal = |field: &str, v: &Value| {
@@ -99,6 +139,8 @@ impl Vault {
             modified_by: token.modified_by,
             modified_at: token.modified_at,
             expires_at: token.expires_at,
+            deduplicate: token.deduplicate,
+            version: token.version,
         })
     }
 
@@ -137,6 +179,8 @@ impl Vault {
             modified_by: stored.modified_by,
             modified_at: stored.modified_at,
             expires_at: stored.expires_at,
+            deduplicate: stored.deduplicate,
+            version: stored.version,
         })
     }
 
@@ -155,20 +199,63 @@ impl Vault {
         }
     }
 
+    /// The fingerprint of `data` under the token's own expression (`Some`) or the type's
+    /// default (`None`).
     pub(super) fn fingerprint_of(
         &self,
         tenant_id: Uuid,
         token_type: TokenType,
-        expr: &str,
+        own: Option<&str>,
         data: &Value,
     ) -> Result<String, Error> {
-        let rendered = self.ports.expressions.render(expr, data).map_err(|_| {
-            Error::invalid("fingerprint_expression", "cannot be evaluated on this data")
-        })?;
-        let input = fingerprint_input(token_type, expr, &rendered);
+        let expr = own.unwrap_or_else(|| token_type.default_fingerprint());
+        let rendered = self
+            .ports
+            .expressions
+            .render(expr, data)
+            .map_err(|e| render_error("fingerprint_expression", &e))?;
+        let input = fingerprint_input(token_type, own, &rendered);
         self.ports
             .cipher
             .fingerprint(tenant_id, &input)
             .map_err(|e| Error::internal_from("fingerprint failed", e))
+    }
+
+    /// A token as a read shows it to a caller whose transform is `transform`: `data` as the
+    /// transform shows it, and the fingerprint only under `reveal` (a fingerprint compared with
+    /// those of one's own tokens would confirm a guessed value; docs/decisions.md §6).
+    pub(in crate::service) fn token_view(
+        &self,
+        mut token: Token,
+        transform: Transform,
+    ) -> TokenView {
+        let shown = self.show(&token, transform);
+        if transform != Transform::Reveal {
+            token.fingerprint = None;
+        }
+        TokenView { token, shown }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_own_expression_never_hashes_like_the_default() {
+        for t in [
+            TokenType::SocialSecurityNumber,
+            TokenType::Card,
+            TokenType::Token,
+        ] {
+            let default = fingerprint_input(t, None, "123456789");
+            let by_hand = fingerprint_input(t, Some(t.default_fingerprint()), "123456789");
+            assert_ne!(default, by_hand);
+            assert_eq!(
+                default,
+                fingerprint_input(t, None, "123456789"),
+                "stable: stored fingerprints keep matching"
+            );
+        }
     }
 }

@@ -36,10 +36,28 @@ impl Vault {
             .iter()
             .map(|(t, dedup)| self.encrypt_token(t, *dedup))
             .collect::<Result<Vec<_>, _>>()?;
-        match self.ports.tokens.insert_all(&stored).await? {
-            TokenWrite::Done => {}
-            TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
-            _ => return Err(Error::Conflict("an identical token exists".into())),
+        let mut purged = false;
+        loop {
+            match self.ports.tokens.insert_all(&stored).await? {
+                TokenWrite::Done => break,
+                TokenWrite::DuplicateId => {
+                    return Err(Error::Conflict("token id exists".into()));
+                }
+                // An expired token still in the index (the sweep has not run): it is gone
+                // already, so it is deleted and the request tried again, once.
+                TokenWrite::DuplicateFingerprint
+                    if !purged
+                        && self
+                            .purge_expired_holders(
+                                fresh.iter().filter(|(_, d)| *d).map(|(t, _)| t),
+                                now,
+                            )
+                            .await? =>
+                {
+                    purged = true;
+                }
+                _ => return Err(Error::Conflict("an identical token exists".into())),
+            }
         }
         let active = fresh
             .iter()
