@@ -141,13 +141,20 @@ async fn proxies_are_managed_per_tenant_with_every_validation() {
             .post("/proxies", &json!({"name": "p", "destination_url": dest.url, "application": {"id": management["id"]}}))
             .await;
         assert_invalid(res, &["application.id"]).await;
-        // Code that does not compile: 422 naming the transform.
+        // Code is stored as given; a transform that does not compile is a 422 `proxy_error`
+        // at invocation, and the destination sees nothing.
         let res = app
             .post("/proxies", &json!({"name": "p", "destination_url": dest.url,
-                                      "response_transform": {"code": "module.exports = ("}}))
+                                      "request_transform": {"code": "module.exports = ("}}))
             .await;
-        let body = assert_problem(res, 422).await;
-        assert!(body["errors"]["response_transform.code"].is_array(), "{body}");
+        assert_eq!(res.status(), 201);
+        let bad: Value = res.json().await.unwrap();
+        let caller = with(app, &["token:use"], json!([])).await;
+        let seen = dest.received().len();
+        let res = invoke(app, Some(&caller.key), bad["key"].as_str().unwrap(), Method::POST, "", Some(&json!({}))).await;
+        let problem = assert_proxy_error(res, 422).await;
+        assert!(problem.to_string().contains("SyntaxError"), "{problem}");
+        assert_eq!(dest.received().len(), seen, "the destination saw nothing");
         // List: filters by id and by name (contains, any case).
         let named = proxy(app, json!({"name": "Payments-Gateway", "destination_url": dest.url})).await;
         let list: Value = app.get("/proxies?name=gateway").await.json().await.unwrap();

@@ -46,15 +46,28 @@ pub(crate) async fn react(c: &Client<'_>, id: &Value, args: Value) -> reqwest::R
 #[tokio::test]
 async fn formulas_and_reactors_are_managed_per_tenant() {
     on_each_backend(async |app| {
-        // Code that does not compile is a 422 naming `code`, at create and at update.
+        // Code is stored as given; code that does not compile is a 422 naming `code` and the
+        // line at its invocation.
+        let bad_code = "// a reactor\nmodule.exports = async () => { return {raw: ; }; };";
         let res = app
             .post(
                 "/reactor-formulas",
-                &json!({"name": "bad", "code": "module.exports = ("}),
+                &json!({"name": "bad", "code": bad_code}),
             )
             .await;
+        assert_eq!(res.status(), 201);
+        let bad: Value = res.json().await.unwrap();
+        assert_eq!(bad["code"], bad_code);
+        let res = app
+            .post("/reactors", &json!({"name": "bad", "configuration": {}, "formula": {"id": bad["id"]}}))
+            .await;
+        assert_eq!(res.status(), 201);
+        let bad_reactor: Value = res.json().await.unwrap();
+        let user = with(app, &["token:use"], json!([])).await;
+        let res = react(&user, &bad_reactor["id"], json!({})).await;
         let body = assert_problem(res, 422).await;
-        assert!(body["errors"]["code"].is_array(), "{body}");
+        let said = body["errors"]["code"][0].as_str().unwrap_or_default().to_string();
+        assert!(said.contains("SyntaxError") && said.contains("line 2"), "{body}");
         let res = app
             .post(
                 "/reactor-formulas",
@@ -77,7 +90,15 @@ async fn formulas_and_reactors_are_managed_per_tenant() {
                 &json!({"name": "f2", "code": "module.exports = ("}),
             )
             .await;
-        assert_problem(res, 422).await;
+        assert_eq!(res.status(), 200, "stored as given");
+        let res = app
+            .put(
+                &format!("/reactor-formulas/{fid}"),
+                &json!({"name": "f2", "code": ECHO, "request_parameters": [p("x", "string", false)],
+                        "configuration": [{"name": "limit", "type": "number"}]}),
+            )
+            .await;
+        assert_eq!(res.status(), 200);
         // Configuration must give every declared name, castable to its type.
         for (config, field) in [
             (json!({}), "configuration.limit"),

@@ -46,8 +46,6 @@ pub struct Limits {
 
 const PRELUDE: &str = include_str!("prelude.js");
 
-const CHECK: &str = r"(function (source) { new Function('module', 'exports', source); })";
-
 /// The longest `console` line kept (characters).
 const MAX_LOG_LINE: usize = 4096;
 /// The most `console` lines one call writes to the log.
@@ -173,24 +171,6 @@ impl Engine {
         self.state.timers.borrow_mut().clear();
         self.runtime.run_gc();
         self.runtime.is_job_pending()
-    }
-
-    /// Compiles `code` as a module body without running it.
-    pub fn check(&self, code: &str) -> Result<(), String> {
-        self.deadline
-            .set(Some(Instant::now() + self.limits.timeout));
-        let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
-        let outcome = context.with(|ctx| {
-            let check: Function = ctx.eval(CHECK).catch(&ctx).map_err(|e| e.to_string())?;
-            check
-                .call::<_, ()>((code,))
-                .catch(&ctx)
-                .map_err(|e| caught_message(&e))
-        });
-        self.deadline.set(None);
-        drop(context);
-        self.runtime.run_gc();
-        outcome
     }
 
     /// Runs one call on the prepared context (preparing one if needed); `finish` throws that
@@ -397,6 +377,9 @@ fn is_out_of_memory(caught: &CaughtError<'_>, message: &str) -> bool {
 /// and body), as JSON text: checked here, before anything leaves the worker.
 const MAX_THROWN: usize = 1 << 20;
 
+/// The longest compiler message passed on (characters).
+const MAX_COMPILE_MESSAGE: usize = 1000;
+
 fn thrown_too_large() -> CodeError {
     CodeError::Limit("the error the code threw is larger than 1 MiB".into())
 }
@@ -404,6 +387,10 @@ fn thrown_too_large() -> CodeError {
 /// Maps a thrown object of one of the prelude's classes to its status and `errors`.
 fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<CodeError> {
     let object: &Object = value.as_object()?;
+    if let Ok(why) = object.get::<_, String>("__tokenvault_compile") {
+        let why: String = why.chars().take(MAX_COMPILE_MESSAGE).collect();
+        return Some(CodeError::Compile(why));
+    }
     if let Ok(custom) = object.get::<_, Object>("__tokenvault_custom") {
         let status: f64 = custom.get("status").unwrap_or(500.0);
         let headers: Value = custom.get("headers").ok()?;

@@ -327,6 +327,7 @@ fn outcome(o: Outcome) -> Result<Value, CodeError> {
             body,
         }),
         Outcome::Limit(why) => Err(CodeError::Limit(why)),
+        Outcome::Compile(why) => Err(CodeError::Compile(why)),
         Outcome::Internal(why) => Err(CodeError::Internal(why)),
     }
 }
@@ -418,7 +419,7 @@ impl QuickJsRunner {
                         .await
                         .map_err(channel)?;
                 }
-                other => {
+                other @ FromWorker::Ready { .. } => {
                     return Err(Broken::Channel(format!("unexpected {other:?}")));
                 }
             }
@@ -457,33 +458,6 @@ async fn svc_reply(
 
 #[async_trait]
 impl CodeRunner for QuickJsRunner {
-    async fn check(&self, code: &str) -> Result<(), String> {
-        let limits = self.pool.settings.limits;
-        let (mut lease, _permit) = self
-            .lease(limits.timeout)
-            .await
-            .map_err(|_| "the code workers are busy".to_string())?;
-        let worker = lease.worker().map_err(|_| "no code worker".to_string())?;
-        let answer = tokio::time::timeout(limits.timeout + GRACE, async {
-            send(
-                &mut worker.input,
-                &ToWorker::Check {
-                    code: code.to_string(),
-                },
-            )
-            .await?;
-            receive::<FromWorker>(&mut worker.output).await
-        })
-        .await;
-        match answer {
-            Ok(Ok(FromWorker::Checked(outcome))) => {
-                lease.release();
-                outcome
-            }
-            _ => Err("the code could not be checked in time".into()),
-        }
-    }
-
     async fn run(&self, call: CodeCall) -> Result<Value, CodeError> {
         let limits = self.pool.settings.limits;
         // The tenant's share first: its own flood waits here, not in front of other tenants.

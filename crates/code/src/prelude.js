@@ -107,9 +107,22 @@ delete globalThis.__host;
 
 // Loads the tenant's module with `new Function` (the source is parsed as a function body in the
 // global scope, so it cannot close the wrapper early nor see this module) and calls its export.
+// Code is stored as given; one that does not compile fails here, marked for the host (a 422
+// naming the error and its line, counted from the module's first line).
 toHost.run = function run(source, request) {
   const module = { exports: {} };
-  new Function('module', 'exports', source)(module, module.exports);
+  let load;
+  try {
+    load = new Function('module', 'exports', source);
+  } catch (e) {
+    const name = (e && e.name) || 'SyntaxError';
+    const message = (e && e.message) || String(e);
+    const at = /:(\d+):\d+/.exec((e && e.stack) || '');
+    // `new Function` puts two lines before the source.
+    const line = at ? Math.max(1, Number(at[1]) - 2) : null;
+    throw { __tokenvault_compile: line === null ? `${name}: ${message}` : `${name}: ${message} (line ${line})` };
+  }
+  load(module, module.exports);
   const main = module.exports;
   if (typeof main !== 'function') throw new TypeError('module.exports must be a function');
   return main(request);

@@ -42,11 +42,6 @@ pub enum ToWorker {
         /// Whether `req.svc` is a client (else null).
         svc: bool,
     },
-    /// Compile a module without running it.
-    Check {
-        /// The module's source.
-        code: String,
-    },
     /// The answer to [`FromWorker::Svc`]: `{"ok": …}` or `{"error": <problem>}`.
     SvcReply(Value),
 }
@@ -77,8 +72,6 @@ pub enum FromWorker {
     },
     /// The end of a `Run`.
     Done(Outcome),
-    /// The end of a `Check`.
-    Checked(Result<(), String>),
 }
 
 /// How a run ended, as the domain's `CodeError` says it (which derives no `Serialize`).
@@ -90,6 +83,8 @@ pub enum Outcome {
     Thrown(u16, String, Option<Value>),
     /// `CustomHttpResponseError`: status, headers, body.
     Custom(u16, Value, Value),
+    /// The code does not compile: the error and its line.
+    Compile(String),
     /// A limit was reached.
     Limit(String),
     /// The runtime failed.
@@ -166,11 +161,11 @@ mod tests {
     #[test]
     fn a_frame_reads_back_and_the_end_is_none() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, &FromWorker::Checked(Err("x".into())))
+        write_frame(&mut buf, &FromWorker::Done(Outcome::Limit("x".into())))
             .unwrap_or_else(|e| panic!("{e}"));
         let mut input = &buf[..];
         let back: Option<FromWorker> = read_frame(&mut input).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(back, Some(FromWorker::Checked(Err(m))) if m == "x"));
+        assert!(matches!(back, Some(FromWorker::Done(Outcome::Limit(m))) if m == "x"));
         let end: Option<FromWorker> = read_frame(&mut input).unwrap_or_else(|e| panic!("{e}"));
         assert!(end.is_none());
     }

@@ -71,7 +71,8 @@ fn outcome(result: Result<Value, CodeError>) -> Outcome {
             body,
         }) => Outcome::Custom(status, headers, body),
         Err(CodeError::Limit(why)) => Outcome::Limit(why),
-        Err(CodeError::Compile(why) | CodeError::Internal(why)) => Outcome::Internal(why),
+        Err(CodeError::Compile(why)) => Outcome::Compile(why),
+        Err(CodeError::Internal(why)) => Outcome::Internal(why),
         Err(CodeError::Busy) => Outcome::Internal("busy".into()),
     }
 }
@@ -141,38 +142,33 @@ fn serve(
 ) -> i32 {
     loop {
         let message = channel.borrow_mut().receive();
-        let reply = match message {
+        let (code, request, svc) = match message {
             Ok(None) => return 0,
-            Ok(Some(ToWorker::Run { code, request, svc })) => {
-                let (result, discard) = engine.run(&Call {
-                    code: &code,
-                    request: &request,
-                    svc,
-                });
-                let reply = FromWorker::Done(outcome(result));
-                if channel.borrow_mut().send(&reply).is_err() {
-                    return 1;
-                }
-                // The spent context is released, and the next call's made, after the answer.
-                if discard || engine.finish() || engine.prepare().is_err() {
-                    match Engine::new(limits, host.clone()).and_then(|mut e| {
-                        e.prepare()?;
-                        Ok(e)
-                    }) {
-                        Ok(fresh) => *engine = fresh,
-                        Err(e) => {
-                            eprintln!("tokenvault code-worker: cannot replace QuickJS: {e}");
-                            return 1;
-                        }
-                    }
-                }
-                continue;
-            }
-            Ok(Some(ToWorker::Check { code })) => FromWorker::Checked(engine.check(&code)),
+            Ok(Some(ToWorker::Run { code, request, svc })) => (code, request, svc),
+            // Anything else breaks the protocol.
             Ok(Some(_)) | Err(_) => return 1,
         };
+        let (result, discard) = engine.run(&Call {
+            code: &code,
+            request: &request,
+            svc,
+        });
+        let reply = FromWorker::Done(outcome(result));
         if channel.borrow_mut().send(&reply).is_err() {
             return 1;
+        }
+        // The spent context is released, and the next call's made, after the answer.
+        if discard || engine.finish() || engine.prepare().is_err() {
+            match Engine::new(limits, host.clone()).and_then(|mut e| {
+                e.prepare()?;
+                Ok(e)
+            }) {
+                Ok(fresh) => *engine = fresh,
+                Err(e) => {
+                    eprintln!("tokenvault code-worker: cannot replace QuickJS: {e}");
+                    return 1;
+                }
+            }
         }
     }
 }

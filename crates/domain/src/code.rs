@@ -45,7 +45,7 @@ impl std::fmt::Debug for CodeCall {
 /// whatever their code put there); nothing of the vault's is added to it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CodeError {
-    /// The code does not compile (422 at create/update).
+    /// The code does not compile (422 at its invocation): the error and its line.
     Compile(String),
     /// The code threw: one of the error classes (their status) or anything else (500). `errors`
     /// is the class's constructor argument, for the problem body.
@@ -77,12 +77,10 @@ pub enum CodeError {
 /// Runs tenant code in the sandbox.
 ///
 /// # Errors
-/// `check`: the compiler's message. `run`: a [`CodeError`] for anything but a JSON result.
+/// `run`: a [`CodeError`] for anything but a JSON result (code that does not compile included:
+/// code is stored as given).
 #[async_trait]
 pub trait CodeRunner: Send + Sync {
-    /// Compiles `code` without running it.
-    async fn check(&self, code: &str) -> Result<(), String>;
-
     /// Runs `call.code` with `call.request` and returns the JSON of what it returned.
     async fn run(&self, call: CodeCall) -> Result<Value, CodeError>;
 }

@@ -238,10 +238,6 @@ struct CountedRunner {
 
 #[async_trait::async_trait]
 impl CodeRunner for CountedRunner {
-    async fn check(&self, code: &str) -> Result<(), String> {
-        self.inner.check(code).await
-    }
-
     async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError> {
         let outcome = self.inner.run(call).await;
         self.metrics.code_call(outcome.is_ok());

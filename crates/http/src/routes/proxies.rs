@@ -151,10 +151,11 @@ impl From<ProxyView> for ProxyResponse {
     }
 }
 
-/// Create a proxy (its transforms must compile: 422 otherwise).
+/// Create a proxy. Transforms are stored as given; one that does not compile fails the
+/// invocation with a 422 `proxy_error`.
 #[utoipa::path(post, path = "/proxies", tag = "proxies", request_body = ProxyRequest,
     responses((status = 201, body = ProxyResponse), (status = 400, body = Problem),
-              (status = 401, body = Problem), (status = 403, body = Problem), (status = 422, body = Problem)),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn create(
     vault: web::Data<Vault>,
@@ -203,8 +204,7 @@ pub async fn get(
 #[utoipa::path(put, path = "/proxies/{id}", tag = "proxies", params(("id" = Uuid, Path)),
     request_body = ProxyRequest,
     responses((status = 200, body = ProxyResponse), (status = 400, body = Problem),
-              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
-              (status = 422, body = Problem)),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)),
     security(("api_key" = [])))]
 pub async fn update(
     vault: web::Data<Vault>,
@@ -261,6 +261,8 @@ fn proxy_error(err: ApiError) -> HttpResponse {
     responses((status = 200, description = "The destination's answer, whatever its status"),
               (status = 400, description = "proxy_error"), (status = 401, description = "proxy_error"),
               (status = 403, description = "proxy_error"), (status = 413, description = "proxy_error"),
+              (status = 422, description = "proxy_error: a transform does not compile"),
+              (status = 429, description = "proxy_error: rate limited"),
               (status = 502, description = "proxy_error"),
               (status = 504, description = "proxy_error")),
     security(("api_key" = [])))]

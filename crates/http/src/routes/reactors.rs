@@ -285,10 +285,11 @@ fn name_filter(query: &QueryParams) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Create a reactor formula (its code must compile: 422 otherwise).
+/// Create a reactor formula. Its code is stored as given (over 50,000 characters: 400); code
+/// that does not compile fails its invocation with a 422.
 #[utoipa::path(post, path = "/reactor-formulas", tag = "reactors", request_body = FormulaRequest,
     responses((status = 201, body = FormulaResponse), (status = 400, body = Problem),
-              (status = 401, body = Problem), (status = 403, body = Problem), (status = 422, body = Problem)),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn create_formula(
     vault: web::Data<Vault>,
@@ -335,12 +336,11 @@ pub async fn get_formula(
     Ok(HttpResponse::Ok().json(FormulaResponse::from(formula)))
 }
 
-/// Replace a formula (its code must compile: 422 otherwise).
+/// Replace a formula (its code stored as given).
 #[utoipa::path(put, path = "/reactor-formulas/{id}", tag = "reactors", params(("id" = Uuid, Path)),
     request_body = FormulaRequest,
     responses((status = 200, body = FormulaResponse), (status = 400, body = Problem),
-              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
-              (status = 422, body = Problem)),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)),
     security(("api_key" = [])))]
 pub async fn update_formula(
     vault: web::Data<Vault>,
@@ -459,6 +459,7 @@ pub async fn delete(
     request_body = ReactRequest,
     responses((status = 200, body = ReactResponse), (status = 400, body = Problem),
               (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 422, description = "the formula's code does not compile", body = Problem),
               (status = 500, body = Problem)),
     security(("api_key" = [])))]
 pub async fn react(

@@ -112,21 +112,9 @@ impl Vault {
                 None => errors.add("application.id", "does not exist"),
             },
         }
-        // Code that does not compile is a 422, but only once everything else is valid.
+        // Code is stored as given: one that does not compile fails its invocation (422).
         if !errors.is_empty() {
             return Err(Error::Validation(errors));
-        }
-        for (code, field) in [
-            (&request_transform, "request_transform.code"),
-            (&response_transform, "response_transform.code"),
-        ] {
-            if let Some(code) = code {
-                self.ports
-                    .code
-                    .check(code)
-                    .await
-                    .map_err(|why| Error::Unprocessable(ValidationErrors::single(field, why)))?;
-            }
         }
         match (name, destination_url) {
             (Some(name), Some(destination_url)) => Ok(Checked {

@@ -202,7 +202,6 @@ mock! {
     pub Code {}
     #[async_trait]
     impl CodeRunner for Code {
-        async fn check(&self, code: &str) -> Result<(), String>;
         async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError>;
     }
 }

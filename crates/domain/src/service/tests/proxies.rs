@@ -83,8 +83,7 @@ fn vault(proxies: Arc<OneProxy>) -> Vault {
     let mut apps = MockApplications::new();
     apps.expect_get()
         .returning(|tenant_id, _| Ok(Some(stored_app(tenant_id, None))));
-    let mut code = MockCode::new();
-    code.expect_check().returning(|_| Ok(()));
+    let code = MockCode::new();
     // The key of the proxy a change answers with.
     let mut cipher = MockCiph::new();
     cipher.expect_has_tenant_key().returning(|_| true);

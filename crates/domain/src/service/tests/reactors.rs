@@ -208,8 +208,7 @@ fn formula_vault(lent: bool) -> (Vault, Arc<OneFormula>) {
         lent,
         updates: std::sync::atomic::AtomicUsize::default(),
     });
-    let mut code = MockCode::new();
-    code.expect_check().returning(|_| Ok(()));
+    let code = MockCode::new();
     let vault = Vault::new(Ports {
         formulas: formulas.clone(),
         code: Arc::new(code),
