@@ -3,6 +3,7 @@
 
 pub mod ceilings;
 pub mod config;
+mod dev_key;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -17,7 +18,7 @@ use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
-use tokenvault_domain::ports::Clock;
+use tokenvault_domain::ports::{Cipher as _, Clock, TenantRepository as _};
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
@@ -117,17 +118,24 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The master keys accepted for unwrapping besides the current one:
+/// `TOKENVAULT_PREVIOUS_MASTER_KEYS`, and in development mode `<data_dir>/master.key.previous`
+/// and the staged key of a rotation that did not finish (`dev_key`).
 fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
-    config.previous_master_keys.as_ref().map_or_else(
+    let mut keys: Vec<MasterKey> = config.previous_master_keys.as_ref().map_or_else(
         || Ok(Vec::new()),
         |list| {
             list.expose_secret()
                 .split(',')
                 .filter(|s| !s.trim().is_empty())
                 .map(|k| MasterKey::from_base64(k).map_err(anyhow::Error::msg))
-                .collect()
+                .collect::<anyhow::Result<_>>()
         },
-    )
+    )?;
+    if let Some(files) = dev_key::DevKeyFiles::of(config) {
+        keys.extend(files.previous_keys()?);
+    }
+    Ok(keys)
 }
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
@@ -551,17 +559,33 @@ pub async fn verify_audit(
 
 /// `tokenvault keys rotate-master`: re-wraps every tenant key under `new_key` (base64). The
 /// configured master key (and any previous ones) must still unwrap the current keys.
+///
+/// In development mode (no master key configured) the data directory's `master.key` is
+/// replaced too, in the steps of `dev_key`: the new key is staged in `master.key.new` before
+/// the re-wrap, and once it is done the old key moves to `master.key.previous` and the new one
+/// to `master.key`. With a configured key the files are the operator's: nothing is written.
 pub async fn rotate_master_key(
     config: &Config,
     new_key: &str,
 ) -> anyhow::Result<serde_json::Value> {
     let new = MasterKey::from_base64(new_key).map_err(anyhow::Error::msg)?;
-    let mut accepted = vec![current_master_key(config)?];
+    let current = current_master_key(config)?;
+    let mut accepted = vec![current.clone()];
     accepted.extend(previous_master_keys(config)?);
     let id = new.id_hex();
-    let (vault, _) = open_vault_with(
+    let files = dev_key::DevKeyFiles::of(config);
+    let replaces_file = files.is_some() && id != current.id_hex();
+    if let Some(files) = &files {
+        if replaces_file {
+            files.stage(&new, new_key)?;
+        } else {
+            // Already the current key: nothing to replace, but never beside a staged other key.
+            files.refuse_other_staged(&new)?;
+        }
+    }
+    let (vault, db) = open_vault_with(
         config,
-        EnvelopeCipher::new(new, accepted),
+        EnvelopeCipher::new(new.clone(), accepted),
         &Shared::new(config),
     )
     .await?;
@@ -569,5 +593,22 @@ pub async fn rotate_master_key(
         .rotate_master_key()
         .await
         .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
-    Ok(serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id }))
+    let mut printed =
+        serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id });
+    if let Some(files) = files.filter(|_| replaces_file) {
+        // A key of the old `master.key.previous` is kept only while a tenant key the re-wrap
+        // left behind (changed meanwhile, see `Vault::rotate_master_key`) still needs it.
+        let wrapped = SeaOrmTenantRepository::new(db)
+            .data_keys()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot read the tenant keys: {e}"))?;
+        files.finish(&current, |key| {
+            let only = EnvelopeCipher::new(key.clone(), Vec::new());
+            wrapped
+                .iter()
+                .any(|(tenant, w)| !w.is_empty() && only.load_tenant_key(*tenant, w).is_ok())
+        })?;
+        printed["master_key_file"] = files.current.display().to_string().into();
+    }
+    Ok(printed)
 }

@@ -80,7 +80,9 @@ enum AuditCommand {
 #[derive(Subcommand)]
 enum KeyCommand {
     /// Re-wrap every tenant key under a new master key while servers keep serving. Then run
-    /// the servers with the new key as TOKENVAULT_MASTER_KEY.
+    /// the servers with the new key as TOKENVAULT_MASTER_KEY; in development mode (no master
+    /// key configured) the data directory's master.key is replaced by the new key instead,
+    /// the old one kept as master.key.previous.
     RotateMaster {
         /// File holding the new master key (base64 of 32 bytes); default $TOKENVAULT_NEW_MASTER_KEY.
         #[arg(long)]
