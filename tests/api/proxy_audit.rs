@@ -156,3 +156,31 @@ async fn proxy_calls_are_rate_limited() {
     })
     .await;
 }
+
+/// Before, calls with a key that failed authentication spent the proxy's allowance, so anyone
+/// holding only the proxy key could deny it to its real callers.
+#[tokio::test]
+async fn failed_callers_do_not_spend_a_real_callers_allowance() {
+    let limited = |config: &mut tokenvault_server::Config| {
+        loopback(config);
+        config.rate_limit_per_second = 2;
+    };
+    on_each_backend_with(limited, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let owner = full(app).await;
+        let guarded = proxy(
+            app,
+            json!({"name": unique("p"), "destination_url": dest.url, "require_auth": true}),
+        )
+        .await;
+        let key = guarded["key"].as_str().unwrap();
+        let bogus = "key_notarealkeynotarealkeynotareal1";
+        for _ in 0..10 {
+            let res = invoke(app, Some(bogus), key, Method::GET, "", None).await;
+            assert!(matches!(res.status().as_u16(), 401 | 429));
+        }
+        let res = invoke(app, Some(&owner.key), key, Method::GET, "", None).await;
+        assert_eq!(res.status(), 200, "the real caller keeps its allowance");
+    })
+    .await;
+}

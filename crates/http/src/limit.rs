@@ -45,11 +45,12 @@ impl RateLimit {
         }
     }
 
-    /// The key a proxy's calls are counted under: derived from the proxy key the call names
-    /// (a name-based UUID, so it never equals an application's id).
-    pub fn proxy(proxy_key: &str) -> Uuid {
-        const PROXIES: Uuid = Uuid::from_u128(0x6d1c_2b7e_51f4_4c0a_9a3e_7f5b_0c2d_8e41);
-        Uuid::new_v5(&PROXIES, proxy_key.as_bytes())
+    /// The key calls are counted under when no application is known yet (proxy calls): a
+    /// name-based UUID of `kind` and the key sent, so it never equals an application's id nor
+    /// another kind's.
+    pub fn keyed(kind: &str, key: &str) -> Uuid {
+        const CALLS: Uuid = Uuid::from_u128(0x6d1c_2b7e_51f4_4c0a_9a3e_7f5b_0c2d_8e41);
+        Uuid::new_v5(&Uuid::new_v5(&CALLS, kind.as_bytes()), key.as_bytes())
     }
 
     /// How many keys the limiter holds a state for (for tests).

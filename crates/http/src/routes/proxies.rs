@@ -316,10 +316,16 @@ pub async fn invoke(
     if let Some(key) = header(PROXY_KEY_HEADER) {
         proxy_key = Some(key);
     }
-    // Counted per proxy (by the key the call names) before anything is read for it: a call
-    // without an API key has no application to count against.
-    if let (Some(limit), Some(key)) = (request.app_data::<web::Data<RateLimit>>(), &proxy_key)
-        && let Err(refused) = limit.check(RateLimit::proxy(key))
+    // Counted before anything is read for the call: under the caller's API key when it sends
+    // one (a key that fails authentication spends only its own allowance, never the proxy's),
+    // else under the proxy key the call names.
+    let counted = match (header("svc-api-key"), &proxy_key) {
+        (Some(api_key), _) => Some(RateLimit::keyed("api-key", &api_key)),
+        (None, Some(key)) => Some(RateLimit::keyed("proxy", key)),
+        (None, None) => None,
+    };
+    if let (Some(limit), Some(counted)) = (request.app_data::<web::Data<RateLimit>>(), counted)
+        && let Err(refused) = limit.check(counted)
     {
         metrics.proxy_call(None);
         return proxy_error(refused);
