@@ -272,7 +272,10 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
                     "The request body must be application/json.",
                 ));
             }
-            let bytes = bytes.await.map_err(|e| {
+            let Ok(bytes) = tokio::time::timeout(BODY_TIMEOUT, bytes).await else {
+                return Err(body_too_slow());
+            };
+            let bytes = bytes.map_err(|e| {
                 let status = e.as_response_error().status_code();
                 if status == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(status, "The request body is larger than the limit.")
@@ -283,6 +286,19 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
             parse_json(&bytes).map(Json)
         })
     }
+}
+
+/// How long a request body may take to arrive. A change runs as its own task (`complete.rs`),
+/// which its connection does not hold: without this, a client trickling a body would hold one
+/// of those bounded tasks for as long as it likes.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The answer to a body that did not arrive in [`BODY_TIMEOUT`].
+pub fn body_too_slow() -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "The request body did not arrive in time.",
+    )
 }
 
 /// The query string as name → values (repeated names keep every value; `id[]` is `id`).
@@ -358,6 +374,26 @@ pub fn path_uuid(name: &str, raw: &str) -> Result<Uuid, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body that never arrives ends in a 408 after [`BODY_TIMEOUT`] (time is paused and
+    /// advanced by the runtime, so the test does not wait).
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_arrives_is_a_408() {
+        let req = actix_web::test::TestRequest::post()
+            .insert_header(("content-type", "application/json"))
+            .to_http_request();
+        let never: Pin<
+            Box<
+                dyn futures_util::Stream<Item = Result<web::Bytes, actix_web::error::PayloadError>>,
+            >,
+        > = Box::pin(futures_util::stream::pending());
+        let mut payload = Payload::Stream { payload: never };
+        let refused = Json::<serde_json::Value>::from_request(&req, &mut payload)
+            .await
+            .err()
+            .map(|e| e.status());
+        assert_eq!(refused, Some(StatusCode::REQUEST_TIMEOUT));
+    }
 
     #[derive(serde::Deserialize, Debug)]
     #[allow(dead_code)]

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::BodyLimit;
 use crate::dto::{Paginated, format_time};
-use crate::extract::{Caller, Json, QueryParams, path_uuid};
+use crate::extract::{BODY_TIMEOUT, Caller, Json, QueryParams, body_too_slow, path_uuid};
 use crate::idempotency::NeverReplayed;
 use crate::limit::RateLimit;
 use crate::metrics::Metrics;
@@ -277,7 +277,10 @@ pub async fn invoke(
     let limit = request
         .app_data::<web::Data<BodyLimit>>()
         .map_or(usize::MAX, |l| l.0);
-    let body = match payload.to_bytes_limited(limit).await {
+    let Ok(read) = tokio::time::timeout(BODY_TIMEOUT, payload.to_bytes_limited(limit)).await else {
+        return proxy_error(body_too_slow());
+    };
+    let body = match read {
         Ok(Ok(body)) => body,
         Ok(Err(_)) => {
             return proxy_error(ApiError::new(
