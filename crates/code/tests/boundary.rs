@@ -9,28 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokenvault_code::{GRACE, Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
+use tokenvault_code::{GRACE, QuickJsRunner};
 use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
 use uuid::Uuid;
 
-const TIMEOUT: Duration = Duration::from_millis(500);
+mod common;
 
-fn settings(workers: usize) -> RunnerSettings {
-    RunnerSettings {
-        workers,
-        limits: Limits {
-            timeout: TIMEOUT,
-            memory: 16 << 20,
-            max_output: 1 << 20,
-        },
-        command: WorkerCommand {
-            program: env!("CARGO_BIN_EXE_tokenvault-code-worker").into(),
-            args: vec!["code-worker".into()],
-        },
-        require_sandbox: true,
-        tenant_share: 0.5,
-    }
-}
+use common::{TIMEOUT, settings};
 
 fn call(tenant: Uuid, code: &str) -> CodeCall {
     CodeCall {

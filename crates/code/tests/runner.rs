@@ -1,35 +1,19 @@
 //! The runner against real QuickJS in real worker processes: the CommonJS contract, each sandbox
 //! limit ending within its bound while other calls keep answering, the escapes that must fail,
-//! the globals, and the process boundary (no environment, seccomp, killed past the deadline,
-//! replaced when it dies, fair between tenants).
+//! and the globals (the process boundary itself: `boundary.rs`).
 
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
+use tokenvault_code::QuickJsRunner;
 use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
 use uuid::Uuid;
 
-const TIMEOUT: Duration = Duration::from_millis(500);
+mod common;
 
-fn settings(workers: usize) -> RunnerSettings {
-    RunnerSettings {
-        workers,
-        limits: Limits {
-            timeout: TIMEOUT,
-            memory: 16 << 20,
-            max_output: 1 << 20,
-        },
-        command: WorkerCommand {
-            program: env!("CARGO_BIN_EXE_tokenvault-code-worker").into(),
-            args: vec!["code-worker".into()],
-        },
-        require_sandbox: true,
-        tenant_share: 0.5,
-    }
-}
+use common::{TIMEOUT, settings};
 
 async fn runner() -> QuickJsRunner {
     QuickJsRunner::start(settings(2)).await.unwrap()

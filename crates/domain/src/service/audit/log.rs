@@ -1,0 +1,187 @@
+//! Reading the audit log: `GET /logs` and `tokenvault audit verify`, which walks each chain
+//! and reads past its head.
+
+use uuid::Uuid;
+
+use crate::audit::{AuditBreak, AuditEntry, AuditFilter, AuditHead, AuditVerification};
+use crate::auth::Principal;
+use crate::error::Error;
+use crate::page::{Page, PageRequest};
+use crate::permission::Permission;
+use crate::service::Vault;
+
+/// Entries read per query while verifying.
+const VERIFY_BATCH: u64 = 1_000;
+
+impl Vault {
+    /// `GET /logs`: a page of the caller's tenant's log, newest first (`log:read`).
+    pub async fn audit_log(
+        &self,
+        caller: &Principal,
+        filter: AuditFilter,
+        page: PageRequest,
+    ) -> Result<Page<AuditEntry>, Error> {
+        caller.require(Permission::LogRead)?;
+        if let (Some(start), Some(end)) = (filter.start, filter.end)
+            && start > end
+        {
+            return Err(Error::invalid("start_date", "must not be after end_date"));
+        }
+        if let Err(e) = self.flush_audit().await {
+            tracing::warn!(error = %e, "audit flush before reading the log failed");
+        }
+        Ok(self
+            .ports
+            .audit
+            .list(caller.tenant_id, &filter, page)
+            .await?)
+    }
+
+    /// `tokenvault audit verify`: walks each tenant's chain (or one tenant's) and reports the
+    /// first entry at which it does not hold: a gap in the sequence (a deleted entry), a hash
+    /// that does not match (an edited entry), a head that does not match the last entry (a
+    /// deleted end), or a row beyond the head (one no append wrote, which blocks every later
+    /// append). Entries appended while it runs are verified too: the head is read again at the
+    /// end.
+    pub async fn verify_audit(
+        &self,
+        tenant: Option<Uuid>,
+    ) -> Result<Vec<AuditVerification>, Error> {
+        self.flush_audit().await?;
+        let tenants = match tenant {
+            Some(t) => vec![t],
+            None => self.ports.audit.tenants().await?,
+        };
+        let mut out = Vec::with_capacity(tenants.len());
+        for tenant_id in tenants {
+            out.push(self.verify_tenant(tenant_id).await?);
+        }
+        Ok(out)
+    }
+
+    async fn verify_tenant(&self, tenant_id: Uuid) -> Result<AuditVerification, Error> {
+        self.ensure_key(tenant_id).await?;
+        let mut head = self.ports.audit.head(tenant_id).await?;
+        let mut previous = String::new();
+        let mut last = 0_i64;
+        let mut entries = 0_u64;
+        let broken = |seq, entry_id, reason: String| AuditBreak {
+            tenant_id,
+            seq,
+            entry_id,
+            reason,
+        };
+        let reach = |head: &Option<AuditHead>| head.as_ref().map_or(0, |h| h.seq);
+        // Every row of the tenant is read, past the head too: a row beyond the head blocks
+        // every later append (its place is taken), and must not pass as a log at rest. An
+        // append commits its entries with the head, so a row read before the head is read
+        // again lies within that head if an append wrote it; the head is read again whenever a
+        // row lies past the one read before, and at the end.
+        loop {
+            let batch = self
+                .ports
+                .audit
+                .chain(tenant_id, last, VERIFY_BATCH)
+                .await?;
+            if batch.is_empty() {
+                let now = self.ports.audit.head(tenant_id).await?;
+                let moved = now != head;
+                head = now;
+                if moved && reach(&head) > last {
+                    // Appended meanwhile: read on.
+                    continue;
+                }
+                break;
+            }
+            for entry in batch {
+                if entry.seq > reach(&head) {
+                    head = self.ports.audit.head(tenant_id).await?;
+                }
+                let end = reach(&head);
+                if entry.seq > end && last >= end {
+                    let reason = format!(
+                        "entry {} lies beyond the head ({}): no append wrote it, and it \
+                         blocks every later append to this log",
+                        entry.seq,
+                        head.as_ref().map_or_else(
+                            || "there is none".to_string(),
+                            |h| format!("sequence {}", h.seq)
+                        ),
+                    );
+                    return Ok(verification(
+                        tenant_id,
+                        head.as_ref(),
+                        entries,
+                        Some(broken(entry.seq, Some(entry.event.id), reason)),
+                    ));
+                }
+                let expected = last + 1;
+                if entry.seq != expected {
+                    let to = (entry.seq - 1).min(end);
+                    let reason = if to < entry.seq - 1 {
+                        format!("entries {expected} to {to} are missing (the end of the log)")
+                    } else {
+                        format!("entries {expected} to {to} are missing")
+                    };
+                    return Ok(verification(
+                        tenant_id,
+                        head.as_ref(),
+                        entries,
+                        Some(broken(expected, None, reason)),
+                    ));
+                }
+                let mac = self.audit_mac(tenant_id, &previous, entry.seq, &entry.event)?;
+                if !same(mac.as_bytes(), entry.hash.as_bytes()) {
+                    let reason = "the entry does not match its hash: it was altered".to_string();
+                    return Ok(verification(
+                        tenant_id,
+                        head.as_ref(),
+                        entries,
+                        Some(broken(entry.seq, Some(entry.event.id), reason)),
+                    ));
+                }
+                previous = entry.hash;
+                last = entry.seq;
+                entries += 1;
+            }
+        }
+        let end = match &head {
+            None if entries == 0 => None,
+            None => Some(broken(1, None, "the log has entries but no head".into())),
+            Some(AuditHead { seq, .. }) if *seq > last => Some(broken(
+                last + 1,
+                None,
+                format!(
+                    "entries {} to {seq} are missing (the end of the log)",
+                    last + 1
+                ),
+            )),
+            Some(AuditHead { hash, .. }) if *hash != previous => Some(broken(
+                last,
+                None,
+                "the head does not match the last entry".into(),
+            )),
+            Some(_) => None,
+        };
+        Ok(verification(tenant_id, head.as_ref(), entries, end))
+    }
+}
+
+/// Compares two MACs in time independent of where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn verification(
+    tenant_id: Uuid,
+    head: Option<&AuditHead>,
+    entries: u64,
+    broken: Option<AuditBreak>,
+) -> AuditVerification {
+    AuditVerification {
+        tenant_id,
+        entries,
+        head: head.cloned(),
+        broken,
+    }
+}

@@ -1,0 +1,361 @@
+//! The audit log (docs/decisions.md §11). Use cases record what they did after it succeeded;
+//! events wait in memory and a background job appends them to each tenant's hash chain in
+//! batches (every 200 ms, at shutdown, and before `GET /logs` reads), so recording costs a
+//! request no database round trip.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
+
+use uuid::Uuid;
+
+use super::Vault;
+use crate::audit::{ActorType, AuditEvent, StoredEvent, chain_input};
+use crate::auth::Principal;
+use crate::error::Error;
+
+/// The most events kept waiting (about 300 MB) while the database refuses them.
+const MAX_PENDING: usize = 1_000_000;
+
+/// The most events of one tenant kept waiting: beyond, that tenant's new events are dropped and
+/// counted, and every flush reports the count as an error naming the tenant. One tenant's
+/// flood (or its log that cannot be written) never drops another tenant's events.
+const MAX_PENDING_PER_TENANT: usize = 100_000;
+
+/// One tenant's events, in the order recorded.
+type TenantEvents = (Uuid, Vec<AuditEvent>);
+
+/// Events waiting to be written, per tenant in the order recorded, each tenant within its own
+/// bound.
+pub(super) struct Pending {
+    /// Tenants in the order they first had an event waiting, each with its events.
+    tenants: Vec<TenantEvents>,
+    /// Where each tenant is in `tenants`.
+    index: HashMap<Uuid, usize>,
+    /// Events waiting, all tenants.
+    len: usize,
+    /// Events dropped per tenant, not yet reported.
+    dropped: HashMap<Uuid, u64>,
+    /// The most events of one tenant.
+    per_tenant: usize,
+    /// The most events of all tenants.
+    total: usize,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self {
+            tenants: Vec::new(),
+            index: HashMap::new(),
+            len: 0,
+            dropped: HashMap::new(),
+            per_tenant: MAX_PENDING_PER_TENANT,
+            total: MAX_PENDING,
+        }
+    }
+}
+
+impl Pending {
+    /// Other bounds (tests).
+    #[cfg(test)]
+    pub(super) fn limit(&mut self, per_tenant: usize, total: usize) {
+        self.per_tenant = per_tenant;
+        self.total = total;
+    }
+
+    fn events_of(&mut self, tenant_id: Uuid) -> &mut Vec<AuditEvent> {
+        let i = *self.index.entry(tenant_id).or_insert_with(|| {
+            self.tenants.push((tenant_id, Vec::new()));
+            self.tenants.len() - 1
+        });
+        &mut self.tenants[i].1
+    }
+
+    /// Adds `events` (all of `tenant_id`), dropping and counting what does not fit: beyond
+    /// its own bound a tenant's new events are dropped; with the whole buffer full, an event
+    /// of a tenant holding fewer than the tenant holding the most takes the place of that
+    /// one's newest (dropped and counted against it), else it is dropped itself.
+    fn admit(&mut self, tenant_id: Uuid, events: Vec<AuditEvent>) {
+        let per_tenant = self.per_tenant;
+        let mut dropped = 0_u64;
+        for event in events {
+            let mine = self.events_of(tenant_id).len();
+            if mine >= per_tenant {
+                dropped += 1;
+                continue;
+            }
+            if self.len >= self.total {
+                // The tenant holding the most (the first of them, in recording order).
+                let fullest = self
+                    .tenants
+                    .iter_mut()
+                    .filter(|(_, events)| !events.is_empty())
+                    .rev()
+                    .max_by_key(|(_, events)| events.len());
+                match fullest {
+                    Some((other, theirs)) if *other != tenant_id && theirs.len() > mine + 1 => {
+                        theirs.pop();
+                        let other = *other;
+                        *self.dropped.entry(other).or_insert(0) += 1;
+                        self.len -= 1;
+                    }
+                    _ => {
+                        dropped += 1;
+                        continue;
+                    }
+                }
+            }
+            self.len += 1;
+            self.events_of(tenant_id).push(event);
+        }
+        if dropped > 0 {
+            *self.dropped.entry(tenant_id).or_insert(0) += dropped;
+        }
+    }
+
+    /// Puts `events` back ahead of those of their tenants recorded since they were taken,
+    /// bounds aside (they were admitted once).
+    fn requeue(&mut self, events: Vec<AuditEvent>) {
+        let mut by_tenant: Vec<(Uuid, Vec<AuditEvent>)> = Vec::new();
+        for event in events {
+            match by_tenant.iter_mut().find(|(t, _)| *t == event.tenant_id) {
+                Some((_, mine)) => mine.push(event),
+                None => by_tenant.push((event.tenant_id, vec![event])),
+            }
+        }
+        for (tenant_id, back) in by_tenant {
+            self.len += back.len();
+            let mine = self.events_of(tenant_id);
+            let later = std::mem::replace(mine, back);
+            mine.extend(later);
+        }
+    }
+
+    /// Everything waiting, per tenant in order, and the drops not yet reported.
+    fn take(&mut self) -> (Vec<TenantEvents>, HashMap<Uuid, u64>) {
+        self.index.clear();
+        self.len = 0;
+        self.tenants.retain(|(_, events)| !events.is_empty());
+        (
+            std::mem::take(&mut self.tenants),
+            std::mem::take(&mut self.dropped),
+        )
+    }
+}
+
+/// Events waiting to be written.
+#[derive(Default)]
+pub struct AuditBuffer {
+    pub(super) pending: Mutex<Pending>,
+    /// The last sequence number this instance wrote per tenant: a head found below it was
+    /// rewound in the database (entries deleted from the end), and nothing is built on it.
+    written: Mutex<HashMap<Uuid, i64>>,
+    /// Held for a whole flush: a reader's flush waits for the one in flight.
+    flushing: futures_util::lock::Mutex<()>,
+    /// Per tenant, the events of an append that was in flight when its flush was dropped.
+    unsure: Mutex<HashMap<Uuid, Unsure>>,
+    /// Tenants whose chain a row beyond the head blocks, with the flushes that found it so.
+    /// Their events wait without making the flusher hurry (`audit_backlog`), and each flush
+    /// looks whether the row is still there before building their entries again.
+    blocked: Mutex<HashMap<Uuid, u64>>,
+}
+
+/// Events put back by a flush dropped during their append, which may have committed.
+#[derive(Clone, Debug)]
+struct Unsure {
+    /// The head sequence number the append built on.
+    after: i64,
+    /// The events' ids, in chain order.
+    ids: Vec<Uuid>,
+}
+
+impl AuditBuffer {
+    fn unsure(&self) -> MutexGuard<'_, HashMap<Uuid, Unsure>> {
+        self.unsure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn blocked(&self) -> MutexGuard<'_, HashMap<Uuid, u64>> {
+        self.blocked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(super) fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Puts `events` back ahead of those recorded since they were taken.
+    fn requeue(&self, events: Vec<AuditEvent>) {
+        if events.is_empty() {
+            return;
+        }
+        self.pending().requeue(events);
+    }
+}
+
+/// A flush's events until they are written. Dropped before the flush finished (the future
+/// running it was dropped at an `await`, as actix drops a `GET /logs` whose client left), it
+/// puts back, in order and ahead of newer events, every event not known to be written; those
+/// of an append that was in flight are marked [`Unsure`], and the next flush looks in the chain
+/// before writing them again. It holds the flush lock, released only after that.
+struct Unwritten<'a> {
+    buffer: &'a AuditBuffer,
+    /// Tenants not tried yet, each with its events, in the order recorded.
+    waiting: VecDeque<(Uuid, Vec<AuditEvent>)>,
+    /// The tenant being written and its events not known to be written.
+    current: Option<(Uuid, Vec<AuditEvent>)>,
+    /// While `current`'s append is in flight: the head sequence number it builds on.
+    appending: Option<i64>,
+    /// Dropped after `drop` put the events back: no other flush takes the buffer before.
+    _one_at_a_time: futures_util::lock::MutexGuard<'a, ()>,
+}
+
+impl Drop for Unwritten<'_> {
+    fn drop(&mut self) {
+        if let (Some((tenant_id, events)), Some(after)) = (&self.current, self.appending.take())
+            && !events.is_empty()
+        {
+            let ids = events.iter().map(|e| e.id).collect();
+            self.buffer
+                .unsure()
+                .insert(*tenant_id, Unsure { after, ids });
+        }
+        let back: Vec<AuditEvent> = self
+            .current
+            .take()
+            .into_iter()
+            .chain(self.waiting.drain(..))
+            .flat_map(|(_, events)| events)
+            .collect();
+        if !back.is_empty() {
+            tracing::warn!(
+                events = back.len(),
+                "audit flush interrupted; its unwritten events are kept for the next flush"
+            );
+        }
+        self.buffer.requeue(back);
+    }
+}
+
+impl std::fmt::Debug for AuditBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditBuffer").finish_non_exhaustive()
+    }
+}
+
+impl Vault {
+    /// Records that `caller` did `operation` to each of `ids` (of kind `entity_type`).
+    pub(super) fn audit<I, S>(
+        &self,
+        caller: &Principal,
+        operation: &'static str,
+        entity_type: &'static str,
+        ids: I,
+    ) where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let actor_type = if caller.session.is_some() {
+            ActorType::Session
+        } else {
+            ActorType::Application
+        };
+        self.record(
+            caller.tenant_id,
+            actor_type,
+            Some(caller.application_id),
+            caller.trace_id.clone(),
+            operation,
+            entity_type,
+            ids,
+        );
+    }
+
+    /// Records what happened without an API key: the server itself (`System`: command line,
+    /// bootstrap) or a caller without one (`Anonymous`: a proxy that needs no key).
+    pub(super) fn audit_unkeyed(
+        &self,
+        tenant_id: Uuid,
+        actor_type: ActorType,
+        operation: &'static str,
+        entity_type: &'static str,
+        id: impl Into<String>,
+    ) {
+        self.record(
+            tenant_id,
+            actor_type,
+            None,
+            None,
+            operation,
+            entity_type,
+            [id],
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record<I, S>(
+        &self,
+        tenant_id: Uuid,
+        actor_type: ActorType,
+        actor_id: Option<Uuid>,
+        trace_id: Option<String>,
+        operation: &'static str,
+        entity_type: &'static str,
+        ids: I,
+    ) where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let now = self.ports.clock.now();
+        let events: Vec<AuditEvent> = ids
+            .into_iter()
+            .map(|id| AuditEvent {
+                id: self.ports.clock.new_id(),
+                tenant_id,
+                actor_type,
+                actor_id,
+                operation,
+                entity_type,
+                entity_id: id.into(),
+                trace_id: trace_id.clone(),
+                created_at: now,
+            })
+            .collect();
+        if events.is_empty() {
+            return;
+        }
+        self.audit_buffer.pending().admit(tenant_id, events);
+    }
+
+    /// How many events wait for the next flush, leaving out those of tenants whose chain is
+    /// blocked (they cannot be written; counting them would have the flusher run at once,
+    /// again and again).
+    pub fn audit_backlog(&self) -> usize {
+        let blocked = self.audit_buffer.blocked();
+        let pending = self.audit_buffer.pending();
+        let waiting_blocked: usize = blocked
+            .keys()
+            .filter_map(|t| pending.index.get(t).map(|&i| pending.tenants[i].1.len()))
+            .sum();
+        pending.len - waiting_blocked
+    }
+
+    fn audit_mac(
+        &self,
+        tenant_id: Uuid,
+        previous: &str,
+        seq: i64,
+        event: &StoredEvent,
+    ) -> Result<String, Error> {
+        self.ports
+            .cipher
+            .fingerprint(tenant_id, &chain_input(previous, seq, event))
+            .map_err(|_| Error::internal("audit MAC failed"))
+    }
+}
+
+mod flush;
+mod log;
