@@ -46,6 +46,9 @@ pub struct Limits {
 
 const PRELUDE: &str = include_str!("prelude.js");
 
+/// The modules the prelude loads into a context when its code first needs them, by name.
+const BUILTINS: &[(&str, &str)] = &[("globals", include_str!("globals.js"))];
+
 /// The longest `console` line kept (characters).
 const MAX_LOG_LINE: usize = 4096;
 /// The most `console` lines one call writes to the log.
@@ -78,6 +81,8 @@ pub struct Engine {
     /// The prelude module as QuickJS bytecode: loading it is about five times cheaper than
     /// parsing it again for every context.
     prelude: Vec<u8>,
+    /// The modules of [`BUILTINS`] as bytecode, loaded into a context on first use.
+    builtins: Rc<Vec<(&'static str, Vec<u8>)>>,
     state: Rc<CallState>,
     host: Rc<dyn Host>,
     deadline: Rc<Cell<Option<Instant>>>,
@@ -102,14 +107,22 @@ impl Engine {
         runtime.set_interrupt_handler(Some(Box::new(move || {
             due.get().is_some_and(|at| Instant::now() >= at)
         })));
-        let prelude = {
+        let (prelude, builtins) = {
             let context = Context::full(&runtime).map_err(|e| e.to_string())?;
             context.with(|ctx| {
-                Module::declare(ctx.clone(), "tokenvault:prelude", PRELUDE)
-                    .catch(&ctx)
-                    .map_err(|e| caught_message(&e))?
-                    .write(WriteOptions::default())
-                    .map_err(|e| e.to_string())
+                let compile = |name: &str, source: &str| {
+                    Module::declare(ctx.clone(), format!("tokenvault:{name}"), source)
+                        .catch(&ctx)
+                        .map_err(|e| caught_message(&e))?
+                        .write(WriteOptions::default())
+                        .map_err(|e| e.to_string())
+                };
+                let prelude = compile("prelude", PRELUDE)?;
+                let builtins = BUILTINS
+                    .iter()
+                    .map(|(name, source)| Ok((*name, compile(name, source)?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok::<_, String>((prelude, Rc::new(builtins)))
             })?
         };
         runtime.run_gc();
@@ -118,6 +131,7 @@ impl Engine {
             spent: None,
             runtime,
             prelude,
+            builtins,
             state: Rc::default(),
             host,
             deadline,
@@ -134,6 +148,7 @@ impl Engine {
         let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
         let (run, svc) = context.with(|ctx| {
             install_host(&ctx, &self.state, &self.host).map_err(|e| e.to_string())?;
+            install_builtins(&ctx, &self.builtins).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())
@@ -502,6 +517,36 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     Ok(())
 }
 
+/// `__builtin(name)`: loads the module `name` of [`BUILTINS`] into this context (the prelude
+/// calls it at most once per name and context) and answers its default export.
+fn install_builtins<'js>(
+    ctx: &Ctx<'js>,
+    builtins: &Rc<Vec<(&'static str, Vec<u8>)>>,
+) -> rquickjs::Result<()> {
+    let builtins = builtins.clone();
+    ctx.globals().set(
+        "__builtin",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Value<'js>> {
+                let Some((_, bytes)) = builtins.iter().find(|(n, _)| *n == name) else {
+                    return Err(rquickjs::Exception::throw_reference(
+                        &ctx,
+                        "no such builtin",
+                    ));
+                };
+                // SAFETY: the bytes are what `Module::write` of this same QuickJS build produced in
+                // `Engine::new`, never anything read from outside the process.
+                #[allow(unsafe_code)]
+                let module = unsafe { Module::load(ctx.clone(), bytes) }?;
+                let (module, promise) = module.eval()?;
+                promise.finish::<()>()?;
+                module.get("default")
+            },
+        )?,
+    )
+}
+
 /// The largest arguments of one `req.svc` call, as JSON text.
 const MAX_SVC_ARGS: usize = 2 << 20;
 
@@ -588,5 +633,49 @@ mod tests {
         ));
         assert!(!discard);
         assert!(!engine.finish());
+    }
+
+    /// The globals are made on first use (prelude.js): every listed name is there when read,
+    /// whatever the spelling of the read, can be replaced, and behaves as if made up front.
+    #[test]
+    fn globals_made_on_first_use_behave_as_made_up_front() {
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(
+            "module.exports = async () => {
+               const seen = [typeof console.log, typeof setTimeout, typeof clearTimeout,
+                 typeof crypto.randomUUID, typeof TextEncoder, typeof globalThis.TextDecoder,
+                 'BadRequestError' in globalThis, typeof globalThis['CustomHttpResponseError'],
+                 typeof NoSuchGlobal];
+               const bytes = new TextEncoder().encode('zürich');
+               const back = new TextDecoder().decode(bytes);
+               const fired = await new Promise((resolve) => setTimeout(resolve, 1, 'fired'));
+               const cleared = setTimeout(() => { throw new Error('cleared timer ran'); }, 1);
+               clearTimeout(cleared);
+               RateLimitError = 'replaced';
+               let missing;
+               try { missing = NoSuchGlobal; } catch (e) { missing = e.name; }
+               return { seen, length: bytes.length, back, fired, replaced: RateLimitError, missing,
+                        uuid: crypto.randomUUID().length };
+             };",
+        ));
+        let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "seen": ["function", "function", "function", "function", "function", "function",
+                         true, "function", "undefined"],
+                "length": 7, "back": "zürich", "fired": "fired", "replaced": "replaced",
+                "missing": "ReferenceError", "uuid": 36
+            })
+        );
+        assert!(!engine.finish());
+        // A class made on first use still maps to its status.
+        let (outcome, _) = engine.run(&call(
+            "module.exports = () => { throw new AuthorizationError({ why: 'no' }); };",
+        ));
+        assert!(
+            matches!(&outcome, Err(CodeError::Thrown { status: 403, errors: Some(e), .. }) if e["why"] == "no"),
+            "{outcome:?}"
+        );
     }
 }
