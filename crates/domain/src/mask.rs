@@ -35,6 +35,26 @@ pub fn render_mask(engine: &dyn Expressions, mask: &Value, data: &Value) -> Opti
     try_render_mask(engine, mask, data).ok().flatten()
 }
 
+/// [`render_mask`] for one of several tokens of a response: the masks of one response share
+/// `steps` (at most [`RENDER_STEPS`] each), so a page of tokens whose stored masks each cost the
+/// most one may cost does not hold the request for the sum of them (docs/decisions.md §6). A
+/// mask that cannot be rendered within what is left shows no data, as one that fails.
+pub fn render_mask_sharing(
+    engine: &dyn Expressions,
+    mask: &Value,
+    data: &Value,
+    steps: &mut u64,
+) -> Option<Value> {
+    let mut budget = Budget {
+        bytes: MAX_RENDERED,
+        steps: (*steps).min(RENDER_STEPS),
+    };
+    let before = budget.steps;
+    let shown = render_within(engine, mask, data, &mut budget);
+    *steps = steps.saturating_sub(before - budget.steps);
+    shown.ok().flatten()
+}
+
 /// [`render_mask`], telling a mask too costly for `data` (`Err`: it passes [`MAX_RENDERED`] or
 /// the one step budget, [`RENDER_STEPS`], that all its leaves share) from one that renders to
 /// nothing (`Ok(None)`). Create and PATCH refuse the first with a 400.
@@ -202,5 +222,23 @@ mod tests {
             try_render_mask(&Upper, &json!("fail"), &json!("x")),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn the_masks_of_one_response_share_its_budget() {
+        use crate::ports::RESPONSE_RENDER_STEPS;
+        // Each mask costs just under what one rendering may cost: four fit in a response's
+        // budget, the fifth shows nothing, and every one of them alone renders.
+        let costly = json!("z".repeat(usize::try_from(RENDER_STEPS).unwrap() - 1));
+        let mut steps = RESPONSE_RENDER_STEPS;
+        let shown: Vec<bool> = (0..5)
+            .map(|_| render_mask_sharing(&Upper, &costly, &json!("x"), &mut steps).is_some())
+            .collect();
+        assert_eq!(shown, [true, true, true, true, false]);
+        assert!(render_mask(&Upper, &costly, &json!("x")).is_some());
+        // Cheap masks after the budget is spent still cost nothing they do not have.
+        assert_eq!(steps, 4);
+        assert!(render_mask_sharing(&Upper, &json!("abc"), &json!("x"), &mut steps).is_some());
+        assert_eq!(steps, 1);
     }
 }

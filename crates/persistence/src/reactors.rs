@@ -373,8 +373,8 @@ impl FormulaRepository for SeaOrmFormulaRepository {
         })
     }
 
-    async fn update(&self, formula: &Formula) -> Result<bool, RepoError> {
-        let result = formula::Entity::update_many()
+    async fn update(&self, formula: &Formula, unless_lent: bool) -> Result<bool, RepoError> {
+        let mut update = formula::Entity::update_many()
             .col_expr(formula::Column::Name, Expr::value(formula.name.clone()))
             .col_expr(
                 formula::Column::Description,
@@ -402,24 +402,30 @@ impl FormulaRepository for SeaOrmFormulaRepository {
                 Expr::value(formula.modified_at.map(stamp)),
             )
             .filter(formula::Column::TenantId.eq(formula.tenant_id))
-            .filter(formula::Column::Id.eq(formula.id))
-            .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
+            .filter(formula::Column::Id.eq(formula.id));
+        if unless_lent {
+            // In the same statement as the write: an application attached to a reactor of this
+            // formula after the caller's check still stops the new code.
+            let lent = Query::select()
+                .expr(Expr::val(1))
+                .from(reactor::Entity)
+                .and_where(reactor::Column::TenantId.eq(formula.tenant_id))
+                .and_where(reactor::Column::FormulaId.eq(formula.id))
+                .and_where(
+                    reactor::Column::ApplicationId.in_subquery(applications_of(formula.tenant_id)),
+                )
+                .to_owned();
+            update = update.filter(sea_orm::sea_query::ExprTrait::not(Expr::exists(lent)));
+        }
+        let result = update.exec(&self.db).await.map_err(repo_err)?;
         Ok(result.rows_affected > 0)
     }
 
     async fn lent(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
-        // An application deleted since lends nothing (it reads as none).
-        let applications = Query::select()
-            .column(application::Column::Id)
-            .from(application::Entity)
-            .and_where(application::Column::TenantId.eq(tenant_id))
-            .to_owned();
         reactor::Entity::find()
             .filter(reactor::Column::TenantId.eq(tenant_id))
             .filter(reactor::Column::FormulaId.eq(id))
-            .filter(reactor::Column::ApplicationId.in_subquery(applications))
+            .filter(reactor::Column::ApplicationId.in_subquery(applications_of(tenant_id)))
             .exists(&self.db)
             .await
             .map_err(repo_err)
@@ -538,4 +544,14 @@ impl ReactorRepository for SeaOrmReactorRepository {
             .map_err(repo_err)?;
         Ok(result.rows_affected > 0)
     }
+}
+
+/// The ids of the tenant's applications: a reactor whose application was deleted since lends
+/// nothing (it reads as none).
+fn applications_of(tenant_id: Uuid) -> sea_orm::sea_query::SelectStatement {
+    Query::select()
+        .column(application::Column::Id)
+        .from(application::Entity)
+        .and_where(application::Column::TenantId.eq(tenant_id))
+        .to_owned()
 }

@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 mod common;
 
-use common::{now, tenant};
+use common::{now, tenant, tenant_with};
 
 struct Repos {
     tenants: SeaOrmTenantRepository,
@@ -146,14 +146,14 @@ async fn formula_insert_get_update_delete() {
         let mut sent = changed.clone();
         sent.created_at = now() + Duration::days(1);
         sent.created_by = None;
-        assert!(r.formulas.update(&sent).await.unwrap());
+        assert!(r.formulas.update(&sent, false).await.unwrap());
         assert_eq!(
             r.formulas.get(r.tenant, f.id).await.unwrap().unwrap(),
             changed
         );
         assert!(
             !r.formulas
-                .update(&formula(r.tenant, "ghost", now()))
+                .update(&formula(r.tenant, "ghost", now()), false)
                 .await
                 .unwrap()
         );
@@ -289,7 +289,7 @@ async fn formulas_and_reactors_are_confined_to_their_tenant() {
         let mut foreign = f.clone();
         foreign.tenant_id = other;
         foreign.name = "Hijacked".into();
-        assert!(!r.formulas.update(&foreign).await.unwrap());
+        assert!(!r.formulas.update(&foreign, false).await.unwrap());
         let mut foreign = x.clone();
         foreign.tenant_id = other;
         foreign.name = "Hijacked".into();
@@ -659,6 +659,58 @@ async fn deleting_a_tenant_removes_its_formulas_and_reactors() {
                 .unwrap()
                 .is_none()
         );
+    })
+    .await;
+}
+
+/// The write of new code for a formula that must not be lent checks, in the same statement,
+/// that no reactor with an existing application uses it: an application attached after the
+/// caller's own check still stops it (docs/decisions.md §9).
+#[tokio::test]
+async fn an_update_unless_lent_is_refused_once_the_formula_is_lent() {
+    use tokenvault_domain::application::KeyHash;
+    use tokenvault_domain::permission::{ApplicationType, Permission};
+    use tokenvault_domain::tenant::TenantSettings;
+    each_backend(|r| async move {
+        let private = (ApplicationType::Private, vec![Permission::TokenUse]);
+        let (t, app) = tenant_with(
+            &r.tenants,
+            TenantSettings::default(),
+            private,
+            &KeyHash([7; 32]),
+        )
+        .await;
+        let f = formula(t, "Charge", now());
+        r.formulas.insert(&f).await.unwrap();
+        let mut x = reactor(t, f.id, "one", now());
+        // An application id that names no application lends nothing.
+        r.reactors.insert(&x).await.unwrap();
+        let mut changed = f.clone();
+        changed.code = "module.exports = () => 'new';".into();
+        assert!(r.formulas.update(&changed, true).await.unwrap());
+        assert!(!r.formulas.lent(t, f.id).await.unwrap());
+
+        // Attached meanwhile: the guarded write changes nothing.
+        x.application_id = Some(app.id);
+        assert!(r.reactors.update(&x).await.unwrap());
+        let mut again = changed.clone();
+        again.code = "module.exports = () => 'lent';".into();
+        assert!(!r.formulas.update(&again, true).await.unwrap());
+        assert_eq!(
+            r.formulas.get(t, f.id).await.unwrap().unwrap().code,
+            changed.code
+        );
+        assert!(r.formulas.lent(t, f.id).await.unwrap());
+        // Unguarded (a caller who may lend), it goes through.
+        assert!(r.formulas.update(&again, false).await.unwrap());
+        assert_eq!(
+            r.formulas.get(t, f.id).await.unwrap().unwrap().code,
+            again.code
+        );
+        // Another tenant's lent formula is not this one's business: same id, other tenant.
+        let mut foreign = again.clone();
+        foreign.tenant_id = r.tenant;
+        assert!(!r.formulas.update(&foreign, true).await.unwrap());
     })
     .await;
 }

@@ -408,6 +408,10 @@ pub trait Cipher: Send + Sync {
 /// filter walks, more for sorting; docs/decisions.md §6). The leaves of one mask share it.
 pub const RENDER_STEPS: u64 = 500_000;
 
+/// The work the masks of one response may do together (a page of tokens, a detokenize): four
+/// renderings' worth, each still at most [`RENDER_STEPS`].
+pub const RESPONSE_RENDER_STEPS: u64 = 4 * RENDER_STEPS;
+
 /// Why an expression could not be rendered on some data.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RenderError {

@@ -39,8 +39,10 @@ pub trait FormulaRepository: Send + Sync {
         name: Option<&str>,
         page: PageRequest,
     ) -> Result<Page<Formula>, RepoError>;
-    /// Replaces every mutable field; `false` when the formula is gone.
-    async fn update(&self, formula: &Formula) -> Result<bool, RepoError>;
+    /// Replaces every mutable field; `false` when the formula is gone or, with `unless_lent`,
+    /// when it is [`Self::lent`] as the update runs (the check and the write are one statement,
+    /// so an application attached meanwhile is never lent to the new code).
+    async fn update(&self, formula: &Formula, unless_lent: bool) -> Result<bool, RepoError>;
     /// Whether a reactor with an application (one that still exists) uses the formula: its
     /// code then runs with that application's rights.
     async fn lent(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError>;

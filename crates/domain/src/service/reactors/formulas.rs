@@ -81,10 +81,9 @@ impl Vault {
         caller.require(Permission::ReactorUpdate)?;
         let mut formula = self.get_formula_of(caller, id).await?;
         let spec = FormulaSpec::parse(raw).map_err(Error::Validation)?;
-        if spec.code != formula.code
-            && !caller.may_lend_applications()
-            && self.ports.formulas.lent(caller.tenant_id, id).await?
-        {
+        // Checked here for an early answer, and again by the update itself.
+        let guarded = spec.code != formula.code && !caller.may_lend_applications();
+        if guarded && self.ports.formulas.lent(caller.tenant_id, id).await? {
             return Err(Error::Forbidden);
         }
         formula.name = spec.name;
@@ -95,7 +94,11 @@ impl Vault {
         formula.request_parameters = spec.request_parameters;
         formula.modified_by = Some(caller.application_id);
         formula.modified_at = Some(self.ports.clock.now());
-        if !self.ports.formulas.update(&formula).await? {
+        if !self.ports.formulas.update(&formula, guarded).await? {
+            // Lent since the check (an application attached meanwhile), or gone.
+            if guarded && self.ports.formulas.lent(caller.tenant_id, id).await? {
+                return Err(Error::Forbidden);
+            }
             return Err(Error::NotFound);
         }
         self.audit(caller, "update", "formula", [id.to_string()]);

@@ -155,7 +155,7 @@ impl FormulaRepository for NoFormulas {
             request: page,
         })
     }
-    async fn update(&self, _: &Formula) -> Result<bool, RepoError> {
+    async fn update(&self, _: &Formula, _: bool) -> Result<bool, RepoError> {
         Ok(false)
     }
     async fn lent(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {

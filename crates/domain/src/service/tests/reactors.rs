@@ -159,9 +159,11 @@ async fn an_expired_key_is_refused_before_its_reactor_is_used() {
 }
 
 /// The formula storage of [`formula_vault`]: `formula(tenant)` for any id, used by a reactor
-/// with an application when `lent`; counts updates.
+/// with an application when `lent` (or from the first write on, when `attached_at_write`: an
+/// application attached between the caller's check and its write); counts updates.
 struct OneFormula {
-    lent: bool,
+    lent: std::sync::atomic::AtomicBool,
+    attached_at_write: bool,
     updates: std::sync::atomic::AtomicUsize,
 }
 
@@ -189,13 +191,19 @@ impl FormulaRepository for OneFormula {
             request: page,
         })
     }
-    async fn update(&self, _: &Formula) -> Result<bool, RepoError> {
-        self.updates
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    async fn update(&self, _: &Formula, unless_lent: bool) -> Result<bool, RepoError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.attached_at_write {
+            self.lent.store(true, Relaxed);
+        }
+        if unless_lent && self.lent.load(Relaxed) {
+            return Ok(false);
+        }
+        self.updates.fetch_add(1, Relaxed);
         Ok(true)
     }
     async fn lent(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
-        Ok(self.lent)
+        Ok(self.lent.load(std::sync::atomic::Ordering::Relaxed))
     }
     async fn delete(&self, _: Uuid, _: Uuid) -> Result<FormulaDelete, RepoError> {
         Ok(FormulaDelete::Missing)
@@ -204,8 +212,13 @@ impl FormulaRepository for OneFormula {
 
 /// A vault over [`OneFormula`] that compiles any code, and its formula storage.
 fn formula_vault(lent: bool) -> (Vault, Arc<OneFormula>) {
+    formula_vault_with(lent, false)
+}
+
+fn formula_vault_with(lent: bool, attached_at_write: bool) -> (Vault, Arc<OneFormula>) {
     let formulas = Arc::new(OneFormula {
-        lent,
+        lent: lent.into(),
+        attached_at_write,
         updates: std::sync::atomic::AtomicUsize::default(),
     });
     let code = MockCode::new();
@@ -270,5 +283,29 @@ async fn new_code_for_a_lent_formula_needs_the_right_to_lend() {
             .await
             .is_ok()
     );
+    assert_eq!(updates(&formulas), 1);
+}
+
+/// An application attached to a reactor of the formula between the caller's check and its write
+/// still stops new code from a caller who may not lend it: the write is guarded too.
+#[tokio::test]
+async fn new_code_is_refused_when_the_formula_is_lent_between_check_and_write() {
+    let id = Uuid::from_u128(301);
+    let (vault, formulas) = formula_vault_with(false, true);
+    let caller = principal(&[Permission::ReactorUpdate]);
+    assert!(matches!(
+        vault
+            .update_formula(&caller, id, formula_body(OTHER_CODE))
+            .await,
+        Err(Error::Forbidden)
+    ));
+    assert_eq!(updates(&formulas), 0);
+    // A lender's write is not guarded.
+    let (vault, formulas) = formula_vault_with(false, true);
+    let lender = principal(&[Permission::ReactorUpdate, Permission::ApplicationUpdate]);
+    vault
+        .update_formula(&lender, id, formula_body(OTHER_CODE))
+        .await
+        .unwrap();
     assert_eq!(updates(&formulas), 1);
 }

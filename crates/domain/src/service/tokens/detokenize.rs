@@ -9,7 +9,7 @@ use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
 use crate::mask::json_len;
 use crate::permission::Permission;
-use crate::ports::RENDER_STEPS;
+use crate::ports::{RENDER_STEPS, RESPONSE_RENDER_STEPS};
 use crate::service::Vault;
 use crate::template::{collect_all, substitute_all};
 use crate::token::StoredToken;
@@ -205,9 +205,12 @@ impl Vault {
         }
         self.ensure_key(caller.tenant_id).await?;
         let mut shown = BTreeMap::new();
+        let mut masks = RESPONSE_RENDER_STEPS;
         for (stored, transform) in found.into_iter().zip(transforms) {
             let token = self.decrypt_token(stored)?;
-            let value = self.show(&token, transform).ok_or(Error::Forbidden)?;
+            let value = self
+                .show_sharing(&token, transform, &mut masks)
+                .ok_or(Error::Forbidden)?;
             shown.insert(token.id.clone(), value);
         }
         let mut values = BTreeMap::new();

@@ -8,6 +8,7 @@ use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
 use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
+use crate::ports::RESPONSE_RENDER_STEPS;
 use crate::ports::TokenFilter;
 use crate::service::Vault;
 use crate::service::authenticate::PrefetchedToken;
@@ -115,12 +116,13 @@ impl Vault {
             self.ensure_key(caller.tenant_id).await?;
         }
         let mut items = Vec::with_capacity(page.items.len());
+        let mut steps = RESPONSE_RENDER_STEPS;
         for stored in page.items {
             let token = self.decrypt_token(stored)?;
             let Some(transform) = caller.access(token.reference(), Permission::TokenRead) else {
                 continue; // the query already excludes these; never show one that slipped in
             };
-            items.push(self.token_view(token, transform));
+            items.push(self.token_view_sharing(token, transform, &mut steps));
         }
         self.record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
         self.audit(

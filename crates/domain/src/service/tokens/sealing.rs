@@ -5,8 +5,8 @@ use super::TokenView;
 use crate::access::Transform;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
-use crate::mask::{render_mask, try_render_mask};
-use crate::ports::RenderError;
+use crate::mask::{render_mask_sharing, try_render_mask};
+use crate::ports::{RENDER_STEPS, RenderError};
 use crate::service::Vault;
 use crate::token::{StoredToken, Token, data_context, mask_expressions};
 use crate::token_type::TokenType;
@@ -184,8 +184,14 @@ impl Vault {
         })
     }
 
-    /// What the caller sees of `token.data` under `transform`.
-    pub(in crate::service) fn show(&self, token: &Token, transform: Transform) -> Option<Value> {
+    /// What the caller sees of `token.data` under `transform`; the masks of one response share
+    /// `steps`.
+    pub(in crate::service) fn show_sharing(
+        &self,
+        token: &Token,
+        transform: Transform,
+        steps: &mut u64,
+    ) -> Option<Value> {
         match transform {
             Transform::Reveal => Some(token.data.clone()),
             Transform::Redact => None,
@@ -194,7 +200,7 @@ impl Vault {
                     .mask
                     .clone()
                     .or_else(|| token.token_type.default_mask())?;
-                render_mask(self.ports.expressions.as_ref(), &mask, &token.data)
+                render_mask_sharing(self.ports.expressions.as_ref(), &mask, &token.data, steps)
             }
         }
     }
@@ -224,12 +230,19 @@ impl Vault {
     /// A token as a read shows it to a caller whose transform is `transform`: `data` as the
     /// transform shows it, and the fingerprint only under `reveal` (a fingerprint compared with
     /// those of one's own tokens would confirm a guessed value; docs/decisions.md §6).
-    pub(in crate::service) fn token_view(
+    pub(in crate::service) fn token_view(&self, token: Token, transform: Transform) -> TokenView {
+        let mut steps = RENDER_STEPS;
+        self.token_view_sharing(token, transform, &mut steps)
+    }
+
+    /// [`Self::token_view`] for one of several tokens of a response, whose masks share `steps`.
+    pub(in crate::service) fn token_view_sharing(
         &self,
         mut token: Token,
         transform: Transform,
+        steps: &mut u64,
     ) -> TokenView {
-        let shown = self.show(&token, transform);
+        let shown = self.show_sharing(&token, transform, steps);
         if transform != Transform::Reveal {
             token.fingerprint = None;
         }
