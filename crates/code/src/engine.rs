@@ -46,8 +46,53 @@ pub struct Limits {
 
 const PRELUDE: &str = include_str!("prelude.js");
 
-/// The modules the prelude loads into a context when its code first needs them, by name.
-const BUILTINS: &[(&str, &str)] = &[("globals", include_str!("globals.js"))];
+/// The modules the prelude loads into a context when its code first needs them, by name: the
+/// globals (an ES module), and the built-in modules of `require` (CommonJS, see
+/// [`common_js`]; `node/LICENSES.md` says where each comes from).
+const BUILTINS: &[(&str, Source)] = &[
+    ("globals", Source::Es(include_str!("globals.js"))),
+    ("buffer", Source::CommonJs(include_str!("node/buffer.js"))),
+    (
+        "base64-js",
+        Source::CommonJs(include_str!("node/base64-js.js")),
+    ),
+    ("ieee754", Source::CommonJs(include_str!("node/ieee754.js"))),
+    ("crypto", Source::CommonJs(include_str!("node/crypto.js"))),
+    ("events", Source::CommonJs(include_str!("node/events.js"))),
+    ("process", Source::CommonJs(include_str!("node/process.js"))),
+    (
+        "querystring",
+        Source::CommonJs(include_str!("node/querystring.js")),
+    ),
+    (
+        "qs-decode",
+        Source::CommonJs(include_str!("node/qs-decode.js")),
+    ),
+    (
+        "qs-encode",
+        Source::CommonJs(include_str!("node/qs-encode.js")),
+    ),
+    (
+        "string_decoder",
+        Source::CommonJs(include_str!("node/string_decoder.js")),
+    ),
+    ("util", Source::CommonJs(include_str!("node/util.js"))),
+];
+
+/// A built-in module's source.
+enum Source {
+    /// An ES module whose default export the prelude calls.
+    Es(&'static str),
+    /// A CommonJS module, compiled as [`common_js`] wraps it.
+    CommonJs(&'static str),
+}
+
+/// A CommonJS module as an ES module whose default export is the function Node.js would wrap
+/// it in (`exports`, `require`, `module`) and the worker's host functions. The body runs in
+/// strict mode (an ES module's), which every built-in module is written for.
+fn common_js(source: &str) -> String {
+    format!("export default function (exports, require, module, host) {{\n{source}\n}}\n")
+}
 
 /// The longest `console` line kept (characters).
 const MAX_LOG_LINE: usize = 4096;
@@ -120,7 +165,13 @@ impl Engine {
                 let prelude = compile("prelude", PRELUDE)?;
                 let builtins = BUILTINS
                     .iter()
-                    .map(|(name, source)| Ok((*name, compile(name, source)?)))
+                    .map(|(name, source)| {
+                        let bytes = match source {
+                            Source::Es(text) => compile(name, text)?,
+                            Source::CommonJs(text) => compile(name, &common_js(text))?,
+                        };
+                        Ok((*name, bytes))
+                    })
                     .collect::<Result<Vec<_>, String>>()?;
                 Ok::<_, String>((prelude, Rc::new(builtins)))
             })?
@@ -149,6 +200,7 @@ impl Engine {
         let (run, svc) = context.with(|ctx| {
             install_host(&ctx, &self.state, &self.host).map_err(|e| e.to_string())?;
             install_builtins(&ctx, &self.builtins).map_err(|e| e.to_string())?;
+            crate::hash::install(&ctx).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())
@@ -251,7 +303,8 @@ impl Engine {
             let host = svc_host(ctx, self.host.clone()).map_err(internal)?;
             let build = prepared.svc.clone().restore(ctx).map_err(internal)?;
             let client: Value = build.call((host,)).map_err(internal)?;
-            object.set("svc", client).map_err(internal)?;
+            object.set("svc", client.clone()).map_err(internal)?;
+            object.set("bt", client).map_err(internal)?;
         }
         let run = prepared.run.clone().restore(ctx).map_err(internal)?;
         let returned: Value = run
@@ -677,5 +730,101 @@ mod tests {
             matches!(&outcome, Err(CodeError::Thrown { status: 403, errors: Some(e), .. }) if e["why"] == "no"),
             "{outcome:?}"
         );
+    }
+
+    /// Node's built-in modules compute real results (values computed outside the engine: RFC
+    /// 4231-style HMAC and FIPS 180 digests, base64 both ways).
+    #[test]
+    fn node_modules_compute_real_values() {
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(
+            r"const crypto = require('crypto');
+               const { Buffer: B } = require('node:buffer');
+               const EventEmitter = require('events');
+               const qs = require('querystring');
+               const util = require('util');
+               const { StringDecoder } = require('string_decoder');
+               const sdk = require('@basis-theory/basis-theory-reactor-formulas-sdk-js');
+               const topThis = this === module.exports;
+               module.exports = async function (req) {
+                 const emitter = new EventEmitter();
+                 let heard = null;
+                 emitter.on('x', (v) => { heard = v; });
+                 emitter.emit('x', 42);
+                 const decoder = new StringDecoder('utf8');
+                 const euro = Buffer.from('€');
+                 const split = decoder.write(euro.slice(0, 1)) + decoder.write(euro.slice(1));
+                 let ticks = 0;
+                 await new Promise((resolve) => {
+                   const id = setInterval(() => { ticks += 1; if (ticks === 3) { clearInterval(id); resolve(); } }, 1);
+                 });
+                 await new Promise((resolve) => setImmediate(resolve));
+                 const notFound = [];
+                 for (const name of ['fs', 'child_process', 'base64-js', 'node:net']) {
+                   try { require(name); notFound.push('found ' + name); } catch (e) { notFound.push(e.message); }
+                 }
+                 const copy = structuredClone({ when: new Date(0), seen: new Map([[1, 'a']]) });
+                 return {
+                   hmac: crypto.createHmac('sha256', 'key').update('message').digest('hex'),
+                   sha256: crypto.createHash('sha256').update('a').update(B.from('bc')).digest('hex'),
+                   md5: crypto.createHash('md5').update('').digest('base64'),
+                   random: crypto.randomBytes(16).length,
+                   randomDiffers: crypto.randomBytes(8).toString('hex') !== crypto.randomBytes(8).toString('hex'),
+                   safe: [crypto.timingSafeEqual(B.from('ab'), B.from('ab')), crypto.timingSafeEqual(B.from('ab'), B.from('ac'))],
+                   base64: Buffer.from('hello').toString('base64'),
+                   back: Buffer.from('aGVsbG8=', 'base64').toString(),
+                   hex: Buffer.from([1, 255]).toString('hex'),
+                   heard, split, ticks,
+                   qs: qs.stringify({ a: 'x y', b: ['1', '2'] }),
+                   parsed: qs.parse('a=x%20y&b=1&b=2'),
+                   format: util.format('%s=%d %j', 'a', 5, { b: 1 }),
+                   env: process.env, version: process.version,
+                   global: global === globalThis,
+                   uuid: crypto.randomUUID().length,
+                   notFound,
+                   clone: [copy.when instanceof Date, copy.seen.get(1)],
+                   sdk: sdk.BadRequestError === BadRequestError && new sdk.InvalidReactorFormulaError('x').status,
+                   topThis,
+                 };
+               };",
+        ));
+        let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "hmac": "6e9ef29b75fffc5b7abae527d58fdadb2fe42e7219011976917343065f58ed4a",
+                "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+                "md5": "1B2M2Y8AsgTpgAmY7PhCfg==",
+                "random": 16, "randomDiffers": true, "safe": [true, false],
+                "base64": "aGVsbG8=", "back": "hello", "hex": "01ff",
+                "heard": 42, "split": "€", "ticks": 3,
+                "qs": "a=x%20y&b=1&b=2",
+                "parsed": {"a": "x y", "b": ["1", "2"]},
+                "format": "a=5 {\"b\":1}",
+                "env": {}, "version": "v16.20.2", "global": true, "uuid": 36,
+                "notFound": ["Cannot find module 'fs'", "Cannot find module 'child_process'",
+                             "Cannot find module 'base64-js'", "Cannot find module 'node:net'"],
+                "clone": [true, "a"], "sdk": 422, "topThis": true
+            })
+        );
+        assert!(!engine.finish());
+    }
+
+    /// A module that is not there fails the call with a 500 naming it, at load or in the
+    /// handler.
+    #[test]
+    fn a_missing_module_is_a_500_naming_it() {
+        for code in [
+            "const fs = require('fs'); module.exports = () => 1;",
+            "module.exports = () => require('left-pad')('x', 3);",
+        ] {
+            let mut engine = engine();
+            let (outcome, _) = engine.run(&call(code));
+            assert!(
+                matches!(&outcome, Err(CodeError::Thrown { status: 500, message, .. })
+                    if message.starts_with("Cannot find module '")),
+                "{code}: {outcome:?}"
+            );
+        }
     }
 }

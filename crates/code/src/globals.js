@@ -1,17 +1,33 @@
-// The globals of docs/decisions.md §7 that the prelude makes on first use (see prelude.js): a
-// module of its own, compiled to bytecode once per runtime and loaded into a context only when
-// its code first reads one of them. `host` holds the host functions the prelude was given.
+// The globals of docs/decisions.md §7 that the prelude makes on first use (see prelude.js), and
+// `require`: a module of its own, compiled to bytecode once per runtime and loaded into a
+// context only when its code first reads one of them. `host` holds the host functions the
+// prelude was given.
 export default function globals(host) {
   'use strict';
+  const g = globalThis;
   const text = (v) => {
     if (typeof v === 'string') return v;
     try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch (_) { return String(v); }
   };
 
-  // Timers: kept by the host, which calls `__fireTimer` when one is due.
-  let timers;
+  // Timers: kept by the host, which calls `__fireTimer` when one is due. An interval is a timer
+  // set again each time it fires; an immediate is a timer of 0 ms.
+  const timers = new Map();
   let nextTimer = 1;
-  const timerTable = () => timers || (timers = new Map());
+  const setTimer = (callback, ms, args, repeat) => {
+    if (typeof callback !== 'function') throw new TypeError('The "callback" argument must be of type function');
+    const id = nextTimer++;
+    const delay = Math.max(0, Number(ms) || 0);
+    timers.set(id, () => {
+      if (repeat) host.setTimer(id, Math.max(1, delay)); else timers.delete(id);
+      callback(...args);
+    });
+    host.setTimer(id, delay);
+    return id;
+  };
+  const clearTimer = (id) => {
+    if (timers.delete(id)) host.clearTimer(id);
+  };
 
   const errorClass = (name, status) => {
     const cls = {
@@ -30,9 +46,76 @@ export default function globals(host) {
     Object.defineProperty(cls.prototype, '__tokenvault_status', { value: status });
     return cls;
   };
+  const ERRORS = {
+    BadRequestError: 400,
+    AuthenticationError: 401,
+    InvalidPaymentMethodError: 402,
+    AuthorizationError: 403,
+    InvalidReactorConfigurationError: 400,
+    InvalidReactorFormulaError: 422,
+    RateLimitError: 429,
+    ReactorRuntimeError: 500,
+    ServiceUnavailableError: 503,
+  };
 
-  return (name) => {
+  // Built-in modules, by the name `require` takes (with or without `node:`); the modules they
+  // require among themselves by theirs. Each is compiled once per worker and loaded into a
+  // context the first time it is required there.
+  const PUBLIC = ['buffer', 'crypto', 'events', 'process', 'querystring', 'string_decoder', 'util'];
+  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode'];
+  const ALIASES = { 'safe-buffer': 'buffer' };
+  const SDK = '@basis-theory/basis-theory-reactor-formulas-sdk-js';
+  const modules = new Map();
+  const notFound = (name) => {
+    const error = new Error(`Cannot find module '${name}'`);
+    error.code = 'MODULE_NOT_FOUND';
+    return error;
+  };
+  const load = (name, internal) => {
+    if (typeof name !== 'string') {
+      throw new TypeError('The "id" argument must be of type string');
+    }
+    let id = name.startsWith('node:') ? name.slice(5) : name;
+    if (internal && ALIASES[id]) id = ALIASES[id];
+    if (id !== SDK && !PUBLIC.includes(id) && !(internal && INTERNAL.includes(id))) throw notFound(name);
+    const found = modules.get(id);
+    if (found) return found.exports;
+    if (id === SDK) {
+      const exports = {};
+      for (const cls of [...Object.keys(ERRORS), 'CustomHttpResponseError']) exports[cls] = make(cls);
+      modules.set(id, { exports });
+      return exports;
+    }
+    const module = { id, exports: {}, loaded: false };
+    modules.set(id, module);
+    try {
+      host.builtin(id)(module.exports, (n) => load(n, true), module, host);
+    } catch (e) {
+      modules.delete(id);
+      throw e;
+    }
+    module.loaded = true;
+    return module.exports;
+  };
+  const require = (name) => load(name, false);
+  require.resolve = (name) => {
+    const id = typeof name === 'string' && name.startsWith('node:') ? name.slice(5) : name;
+    if (PUBLIC.includes(id) || id === SDK) return id;
+    throw notFound(name);
+  };
+  require.cache = {};
+
+  const made = new Map();
+  const make = (name) => {
+    if (made.has(name)) return made.get(name);
+    const value = build(name);
+    made.set(name, value);
+    return value;
+  };
+  const build = (name) => {
+    if (Object.prototype.hasOwnProperty.call(ERRORS, name)) return errorClass(name, ERRORS[name]);
     switch (name) {
+      case '__require': return require;
       case 'console': {
         const line = (level) => (...args) => host.log(level, args.map(text).join(' '));
         return Object.freeze({
@@ -40,22 +123,51 @@ export default function globals(host) {
           warn: line('warn'), error: line('error'), trace: line('debug'),
         });
       }
-      case 'setTimeout':
-        return function setTimeout(callback, ms, ...args) {
-          if (typeof callback !== 'function') throw new TypeError('setTimeout needs a function');
-          const id = nextTimer++;
-          timerTable().set(id, () => callback(...args));
-          host.setTimer(id, Math.max(0, Number(ms) || 0));
-          return id;
-        };
-      case 'clearTimeout':
-        return function clearTimeout(id) {
-          if (timerTable().delete(id)) host.clearTimer(id);
-        };
+      case 'setTimeout': return function setTimeout(callback, ms, ...args) { return setTimer(callback, ms, args, false); };
+      case 'setInterval': return function setInterval(callback, ms, ...args) { return setTimer(callback, ms, args, true); };
+      case 'setImmediate': return function setImmediate(callback, ...args) { return setTimer(callback, 0, args, false); };
+      case 'clearTimeout': return function clearTimeout(id) { clearTimer(id); };
+      case 'clearInterval': return function clearInterval(id) { clearTimer(id); };
+      case 'clearImmediate': return function clearImmediate(id) { clearTimer(id); };
       case '__fireTimer':
-        return (id) => { const f = timerTable().get(id); timerTable().delete(id); if (f) f(); };
+        return (id) => { const f = timers.get(id); if (f) f(); };
       case 'crypto':
-        return Object.freeze({ randomUUID: () => host.uuid() });
+        return Object.freeze({
+          randomUUID: () => host.uuid(),
+          getRandomValues: (array) => require('crypto').getRandomValues(array),
+        });
+      case 'Buffer': return require('buffer').Buffer;
+      case 'process': return require('process');
+      case 'global': return g;
+      case 'structuredClone':
+        return function structuredClone(value) {
+          const seen = new Map();
+          const clone = (v) => {
+            if (typeof v === 'function' || typeof v === 'symbol') {
+              throw new Error(`${String(v)} could not be cloned.`);
+            }
+            if (v === null || typeof v !== 'object') return v;
+            if (seen.has(v)) return seen.get(v);
+            let out;
+            if (v instanceof Date) out = new Date(v.getTime());
+            else if (v instanceof RegExp) out = new RegExp(v.source, v.flags);
+            else if (v instanceof ArrayBuffer) out = v.slice(0);
+            else if (ArrayBuffer.isView(v)) out = new v.constructor(v);
+            else if (v instanceof Map) { out = new Map(); seen.set(v, out); v.forEach((x, k) => out.set(clone(k), clone(x))); return out; }
+            else if (v instanceof Set) { out = new Set(); seen.set(v, out); v.forEach((x) => out.add(clone(x))); return out; }
+            else if (Array.isArray(v)) { out = []; seen.set(v, out); v.forEach((x, i) => { out[i] = clone(x); }); return out; }
+            else if (v instanceof Error) { out = new Error(v.message); out.name = v.name; }
+            else {
+              out = {};
+              seen.set(v, out);
+              for (const k of Object.keys(v)) out[k] = clone(v[k]);
+              return out;
+            }
+            seen.set(v, out);
+            return out;
+          };
+          return clone(value);
+        };
       case 'TextEncoder':
         return class TextEncoder {
           get encoding() { return 'utf-8'; }
@@ -79,14 +191,6 @@ export default function globals(host) {
             return decodeURIComponent(escape(s));
           }
         };
-      case 'BadRequestError': return errorClass(name, 400);
-      case 'AuthenticationError': return errorClass(name, 401);
-      case 'InvalidPaymentMethodError': return errorClass(name, 402);
-      case 'AuthorizationError': return errorClass(name, 403);
-      case 'InvalidReactorConfigurationError': return errorClass(name, 400);
-      case 'RateLimitError': return errorClass(name, 429);
-      case 'ReactorRuntimeError': return errorClass(name, 500);
-      case 'ServiceUnavailableError': return errorClass(name, 503);
       case 'CustomHttpResponseError':
         return class CustomHttpResponseError extends Error {
           constructor(response) {
@@ -101,4 +205,5 @@ export default function globals(host) {
       default: return undefined;
     }
   };
+  return make;
 }

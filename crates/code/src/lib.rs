@@ -16,6 +16,7 @@
 
 mod engine;
 mod gate;
+mod hash;
 mod protocol;
 mod sandbox;
 pub mod worker;

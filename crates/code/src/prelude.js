@@ -1,9 +1,10 @@
 // The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
 // call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
-// context. Host functions (__log, __uuid, __setTimer, __clearTimer, __builtin) and the object
-// `__host` are installed before it runs and removed from the global object by it; `run` and `svc` are
-// handed to the host on `__host` (not exported: code could `import()` the loaded module).
-(function (host) {
+// context. Host functions (__log, __uuid, __setTimer, __clearTimer, __builtin, __digest,
+// __random) and the object `__host` are installed before it runs and removed from the global
+// object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
+// `import()` the loaded module).
+const make = (function (host) {
   'use strict';
   const g = globalThis;
 
@@ -27,23 +28,28 @@
       set(value) { own(value); },
     });
   };
-  for (const name of ['console', 'setTimeout', 'clearTimeout', '__fireTimer', 'crypto',
-    'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',
+  for (const name of ['console', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval',
+    'setImmediate', 'clearImmediate', '__fireTimer', 'crypto', 'Buffer', 'process', 'global',
+    'structuredClone', 'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',
     'InvalidPaymentMethodError', 'AuthorizationError', 'InvalidReactorConfigurationError',
-    'RateLimitError', 'ReactorRuntimeError', 'ServiceUnavailableError',
-    'CustomHttpResponseError']) {
+    'InvalidReactorFormulaError', 'RateLimitError', 'ReactorRuntimeError',
+    'ServiceUnavailableError', 'CustomHttpResponseError']) {
     lazy(name);
   }
+  return make;
 })({
   log: globalThis.__log, uuid: globalThis.__uuid,
   setTimer: globalThis.__setTimer, clearTimer: globalThis.__clearTimer,
   builtin: globalThis.__builtin,
+  digest: globalThis.__digest, random: globalThis.__random,
 });
 delete globalThis.__log;
 delete globalThis.__uuid;
 delete globalThis.__setTimer;
 delete globalThis.__clearTimer;
 delete globalThis.__builtin;
+delete globalThis.__digest;
+delete globalThis.__random;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 
@@ -51,11 +57,17 @@ delete globalThis.__host;
 // global scope, so it cannot close the wrapper early nor see this module) and calls its export.
 // Code is stored as given; one that does not compile fails here, marked for the host (a 422
 // naming the error and its line, counted from the module's first line).
+// `require` as a CommonJS module gets it: the built-in modules (docs/decisions.md §7), made by
+// the globals module the first time it is called.
+const require = function require(name) { return make('__require')(name); };
+require.resolve = (name) => make('__require').resolve(name);
+require.cache = {};
+
 toHost.run = function run(source, request) {
-  const module = { exports: {} };
+  const module = { id: '.', filename: '/index.js', exports: {}, loaded: false };
   let load;
   try {
-    load = new Function('module', 'exports', source);
+    load = new Function('exports', 'require', 'module', '__filename', '__dirname', source);
   } catch (e) {
     const name = (e && e.name) || 'SyntaxError';
     const message = (e && e.message) || String(e);
@@ -64,7 +76,8 @@ toHost.run = function run(source, request) {
     const line = at ? Math.max(1, Number(at[1]) - 2) : null;
     throw { __tokenvault_compile: line === null ? `${name}: ${message}` : `${name}: ${message} (line ${line})` };
   }
-  load(module, module.exports);
+  load.call(module.exports, module.exports, require, module, '/index.js', '/');
+  module.loaded = true;
   const main = module.exports;
   if (typeof main !== 'function') throw new TypeError('module.exports must be a function');
   return main(request);

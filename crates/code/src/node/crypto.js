@@ -1,0 +1,129 @@
+// Node's `crypto` over the worker's host functions (Rust: sha1, sha2, md-5, hmac, getrandom):
+// hashes, HMAC, random bytes, integers and UUIDs, timingSafeEqual. Ciphers and signatures are
+// not there yet: calling one throws an error that names it.
+const { Buffer } = require('buffer');
+
+const HASHES = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
+const hashName = (algorithm) => {
+  const name = String(algorithm).toLowerCase().replace(/-/g, '');
+  if (!HASHES.includes(name)) throw new Error(`Digest method not supported: ${algorithm}`);
+  return name;
+};
+
+const bytesOf = (data, encoding, what) => {
+  if (typeof data === 'string') return Buffer.from(data, encoding || 'utf8');
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (data && data.__tokenvault_key) return data.__tokenvault_key;
+  throw new TypeError(`The "${what}" argument must be of type string or an instance of Buffer, TypedArray, or DataView`);
+};
+
+const output = (bytes, encoding) => {
+  const out = Buffer.from(bytes);
+  return encoding && encoding !== 'buffer' ? out.toString(encoding) : out;
+};
+
+class Hash {
+  constructor(algorithm, key) {
+    this._algorithm = hashName(algorithm);
+    this._key = key;
+    this._chunks = [];
+    this._done = false;
+  }
+  update(data, encoding) {
+    if (this._done) throw new Error('Digest already called');
+    this._chunks.push(bytesOf(data, encoding, 'data'));
+    return this;
+  }
+  digest(encoding) {
+    if (this._done) throw new Error('Digest already called');
+    this._done = true;
+    const all = Buffer.concat(this._chunks);
+    const bytes = host.digest(this._algorithm, this._key === undefined ? null : this._key, all);
+    return output(bytes, encoding);
+  }
+  copy() {
+    if (this._done) throw new Error('Digest already called');
+    const copy = new Hash(this._algorithm, this._key);
+    copy._chunks = this._chunks.slice();
+    return copy;
+  }
+}
+
+const createHash = (algorithm) => new Hash(algorithm);
+const createHmac = (algorithm, key) => new Hash(algorithm, bytesOf(key, 'utf8', 'key'));
+
+const MAX_RANDOM = 1 << 20;
+const randomBytes = (size, callback) => {
+  if (!Number.isInteger(size) || size < 0 || size > MAX_RANDOM) {
+    throw new RangeError(`The "size" argument must be an integer from 0 to ${MAX_RANDOM}`);
+  }
+  const out = Buffer.from(host.random(size));
+  if (typeof callback === 'function') { queueMicrotask(() => callback(null, out)); return undefined; }
+  return out;
+};
+
+const getRandomValues = (array) => {
+  if (!ArrayBuffer.isView(array) || array instanceof Float32Array || array instanceof Float64Array || array instanceof DataView) {
+    throw new TypeError('The data argument must be an integer-type TypedArray');
+  }
+  if (array.byteLength > 65536) throw new RangeError('The ArrayBufferView byte length exceeds 65536');
+  new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(host.random(array.byteLength));
+  return array;
+};
+
+const randomInt = (min, max, callback) => {
+  if (max === undefined || typeof max === 'function') { callback = max; max = min; min = 0; }
+  if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || max <= min || max - min > 2 ** 48) {
+    throw new RangeError('The "max" argument must be a safe integer greater than "min", within 2^48 of it');
+  }
+  const range = max - min;
+  const limit = 2 ** 48 - (2 ** 48 % range);
+  let value;
+  do {
+    const b = host.random(6);
+    value = b.reduce((acc, byte) => acc * 256 + byte, 0);
+  } while (value >= limit);
+  const out = min + (value % range);
+  if (typeof callback === 'function') { queueMicrotask(() => callback(null, out)); return undefined; }
+  return out;
+};
+
+const timingSafeEqual = (a, b) => {
+  const x = bytesOf(a, undefined, 'buf1');
+  const y = bytesOf(b, undefined, 'buf2');
+  if (x.byteLength !== y.byteLength) throw new RangeError('Input buffers must have the same byte length');
+  let diff = 0;
+  for (let i = 0; i < x.byteLength; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+};
+
+const missing = (name) => () => {
+  throw new Error(`crypto.${name} is not available in this runtime yet`);
+};
+
+const webcrypto = { getRandomValues, randomUUID: () => host.uuid() };
+
+module.exports = {
+  createHash,
+  createHmac,
+  randomBytes,
+  pseudoRandomBytes: randomBytes,
+  randomFillSync: (buffer) => getRandomValues(buffer),
+  randomInt,
+  randomUUID: () => host.uuid(),
+  getRandomValues,
+  timingSafeEqual,
+  getHashes: () => HASHES.slice(),
+  webcrypto,
+  createCipheriv: missing('createCipheriv'),
+  createDecipheriv: missing('createDecipheriv'),
+  createSign: missing('createSign'),
+  createVerify: missing('createVerify'),
+  publicEncrypt: missing('publicEncrypt'),
+  privateDecrypt: missing('privateDecrypt'),
+  createPublicKey: missing('createPublicKey'),
+  createPrivateKey: missing('createPrivateKey'),
+  sign: missing('sign'),
+  verify: missing('verify'),
+};
