@@ -12,6 +12,7 @@ mod detokenize_bounds;
 mod errors;
 mod idempotency;
 mod isolation;
+mod node_runtime;
 mod operating;
 mod proxies;
 mod proxy_audit;

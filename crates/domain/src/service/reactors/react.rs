@@ -88,16 +88,12 @@ impl Vault {
             self.audit(caller, "use", "token", used.iter().map(String::as_str));
         }
         let returned = returned.map_err(code_error)?;
+        // An object's `raw` and `tokenize`; anything else the code returns (a string, a number,
+        // an array) is the `raw` of the answer, as Basis Theory's runtime answers it.
         let (raw, tokenize) = match returned {
             Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
             Value::Null => (None, None),
-            _ => {
-                return Err(Error::Code {
-                    status: 500,
-                    detail: "the reactor must return an object with raw and tokenize".into(),
-                    errors: None,
-                });
-            }
+            other => (Some(other), None),
         };
         let tokens = match (tokenize.filter(|t| !t.is_null()), acting) {
             (None, _) => None,
