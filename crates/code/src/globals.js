@@ -61,7 +61,8 @@ export default function globals(host) {
   // Built-in modules, by the name `require` takes (with or without `node:`); the modules they
   // require among themselves by theirs. Each is compiled once per worker and loaded into a
   // context the first time it is required there.
-  const PUBLIC = ['buffer', 'crypto', 'events', 'process', 'querystring', 'string_decoder', 'util'];
+  const PUBLIC = ['buffer', 'crypto', 'events', 'process', 'querystring', 'string_decoder', 'url',
+    'util'];
   const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode'];
   const ALIASES = { 'safe-buffer': 'buffer' };
   const SDK = '@basis-theory/basis-theory-reactor-formulas-sdk-js';
@@ -139,6 +140,8 @@ export default function globals(host) {
       case 'Buffer': return require('buffer').Buffer;
       case 'process': return require('process');
       case 'global': return g;
+      case 'URL': return require('url').URL;
+      case 'URLSearchParams': return require('url').URLSearchParams;
       case 'structuredClone':
         return function structuredClone(value) {
           const seen = new Map();

@@ -19,6 +19,7 @@ mod gate;
 mod hash;
 mod protocol;
 mod sandbox;
+mod url;
 pub mod worker;
 
 use std::ffi::OsString;
