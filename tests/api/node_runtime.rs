@@ -109,3 +109,61 @@ fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+/// `fetch` from a reactor reaches an allowed destination through the vault's outbound client
+/// (the request as sent, the answer read back), at most ten times a call; a destination the
+/// policy refuses rejects the promise and is never contacted.
+#[tokio::test]
+async fn fetch_goes_through_the_outbound_client_and_its_policy() {
+    use tokenvault_tests::destination::{Answer, Destination};
+    tokenvault_tests::on_each_backend_with(super::proxies::loopback, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        dest.answer(Answer {
+            status: 202,
+            headers: vec![("content-type".into(), "application/json".into()), ("x-answer".into(), "yes".into())],
+            body: br#"{"charged":true}"#.to_vec(),
+            ..Answer::default()
+        });
+        let user = with(app, &["token:use"], json!([])).await;
+        let code = r"module.exports = async (req) => {
+  const res = await fetch(req.args.url + '/charges?x=1', {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'Authorization': 'Bearer sk' },
+    body: JSON.stringify({ amount: 10 }),
+  });
+  const answer = await res.json();
+  let refused = null;
+  try { await fetch('http://10.0.0.1/'); } catch (e) { refused = e.message; }
+  let eleventh = null;
+  for (let i = 0; i < 9; i++) {
+    try { await fetch(req.args.url + '/again'); } catch (e) { eleventh = `${i}: ${e.message}`; }
+  }
+  return { raw: { status: res.status, header: res.headers.get('x-answer'), answer, refused, eleventh } };
+};";
+        let r = reactor(app, code, json!([p("url", "string", false)]), json!({})).await;
+        let res = react(&user, &r["id"], json!({"url": dest.url})).await;
+        assert_eq!(res.status(), 200);
+        let raw = res.json::<Value>().await.unwrap()["raw"].clone();
+        assert_eq!(raw["status"], 202, "{raw}");
+        assert_eq!(raw["header"], "yes");
+        assert_eq!(raw["answer"], json!({"charged": true}));
+        assert!(
+            raw["refused"].as_str().unwrap_or_default().contains("not allowed"),
+            "{raw}"
+        );
+        // One charge, one refused (never sent, but counted), eight more sent, the ninth of the
+        // loop refused: ten a call.
+        assert!(
+            raw["eleventh"].as_str().unwrap_or_default().starts_with("8: ")
+                && raw["eleventh"].as_str().unwrap_or_default().contains("at most 10"),
+            "{raw}"
+        );
+        let received = dest.received();
+        assert_eq!(received.len(), 9, "the charge and eight more");
+        let charge = &received[0];
+        assert_eq!(charge.method, "POST");
+        assert_eq!(charge.target, "/charges?x=1");
+        assert_eq!(charge.header("authorization"), Some("Bearer sk"));
+        assert_eq!(charge.json(), json!({"amount": 10}));
+    })
+    .await;
+}

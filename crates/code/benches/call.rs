@@ -38,6 +38,7 @@ fn call() -> CodeCall {
         request: json!({"args": {"x": "hello"}, "configuration": {}, "svc": null}),
         trace_id: None,
         svc: None,
+        fetch: None,
     }
 }
 

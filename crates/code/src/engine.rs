@@ -19,6 +19,8 @@ use tokenvault_domain::code::CodeError;
 pub trait Host {
     /// A `req.svc` call; `{"ok": …}` or `{"error": <problem>}`.
     fn svc(&self, method: String, args: Vec<Json>) -> Json;
+    /// An outbound request (`fetch`); `{"ok": {status, headers, body}}` or `{"error": why}`.
+    fn fetch(&self, request: Json) -> Json;
     /// A `console.*` line, already bounded.
     fn log(&self, level: &str, text: &str);
 }
@@ -76,6 +78,7 @@ const BUILTINS: &[(&str, Source)] = &[
         "string_decoder",
         Source::CommonJs(include_str!("node/string_decoder.js")),
     ),
+    ("fetch", Source::CommonJs(include_str!("node/fetch.js"))),
     ("url", Source::CommonJs(include_str!("node/url.js"))),
     ("util", Source::CommonJs(include_str!("node/util.js"))),
 ];
@@ -562,6 +565,20 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
             set.timers.borrow_mut().push((id, at));
         })?,
     )?;
+    let out = host.clone();
+    globals.set(
+        "__fetch",
+        Function::new(ctx.clone(), move |request: String| -> String {
+            // What one request may carry is bounded here, before it leaves the worker.
+            if request.len() > MAX_FETCH_REQUEST {
+                return serde_json::json!({"error": "a request is limited to 2 MiB"}).to_string();
+            }
+            let Ok(request) = serde_json::from_str::<Json>(&request) else {
+                return serde_json::json!({"error": "the request is not JSON"}).to_string();
+            };
+            out.fetch(request).to_string()
+        })?,
+    )?;
     let clear = state.clone();
     globals.set(
         "__clearTimer",
@@ -602,6 +619,10 @@ fn install_builtins<'js>(
     )
 }
 
+/// The largest outbound request (`fetch`), as the JSON text the worker sends (the body in
+/// base64): within the server's bound on a frame from a worker.
+const MAX_FETCH_REQUEST: usize = 3 << 20;
+
 /// The largest arguments of one `req.svc` call, as JSON text.
 const MAX_SVC_ARGS: usize = 2 << 20;
 
@@ -639,6 +660,12 @@ mod tests {
     impl Host for NoHost {
         fn svc(&self, _: String, _: Vec<Json>) -> Json {
             serde_json::json!({"error": {"status": 500}})
+        }
+        fn fetch(&self, request: Json) -> Json {
+            // Echoes the request back as the answer's body, as JSON.
+            use base64::Engine as _;
+            let body = base64::engine::general_purpose::STANDARD.encode(request.to_string());
+            serde_json::json!({"ok": {"status": 201, "headers": [["x-echo", "1"]], "body": body}})
         }
         fn log(&self, _: &str, _: &str) {}
     }
@@ -870,6 +897,36 @@ mod tests {
                 "formatted": "https://x.example/p?q=a%20b",
                 "resolved": "https://x.example/c",
                 "same": true
+            })
+        );
+    }
+
+    /// `fetch` goes to the host as JSON (the body in base64) and its answer comes back as a
+    /// `Response`; `Headers` and `Request` are there.
+    #[test]
+    fn fetch_goes_through_the_host() {
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(
+            "module.exports = async () => {
+               const res = await fetch('https://api.example/v1/charges', {
+                 method: 'post', headers: { 'Content-Type': 'application/json', 'X-Key': 'k' },
+                 body: JSON.stringify({ amount: 1 }),
+               });
+               const sent = await res.json();
+               const body = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(sent.body), (c) => c.charCodeAt(0))));
+               return { status: res.status, ok: res.ok, echo: res.headers.get('X-Echo'),
+                        method: sent.method, url: sent.url, headers: sent.headers, body,
+                        request: new Request('https://x.example/a').method, h: new Headers({ A: '1' }).get('a') };
+             };",
+        ));
+        let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "status": 201, "ok": true, "echo": "1", "method": "POST",
+                "url": "https://api.example/v1/charges",
+                "headers": [["content-type", "application/json"], ["x-key", "k"]],
+                "body": {"amount": 1}, "request": "GET", "h": "1"
             })
         );
     }

@@ -63,7 +63,7 @@ export default function globals(host) {
   // context the first time it is required there.
   const PUBLIC = ['buffer', 'crypto', 'events', 'process', 'querystring', 'string_decoder', 'url',
     'util'];
-  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode'];
+  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch'];
   const ALIASES = { 'safe-buffer': 'buffer' };
   const SDK = '@basis-theory/basis-theory-reactor-formulas-sdk-js';
   const modules = new Map();
@@ -140,6 +140,10 @@ export default function globals(host) {
       case 'Buffer': return require('buffer').Buffer;
       case 'process': return require('process');
       case 'global': return g;
+      case 'fetch': return load('fetch', true).fetch;
+      case 'Headers': return load('fetch', true).Headers;
+      case 'Request': return load('fetch', true).Request;
+      case 'Response': return load('fetch', true).Response;
       case 'URL': return require('url').URL;
       case 'URLSearchParams': return require('url').URLSearchParams;
       case 'structuredClone':

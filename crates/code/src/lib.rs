@@ -15,6 +15,7 @@
 //! replaced too. One tenant holds at most its share of the workers and of the queue (`gate.rs`).
 
 mod engine;
+mod fetch;
 mod gate;
 mod hash;
 mod protocol;
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner, Svc};
+use tokenvault_domain::code::{CodeCall, CodeError, CodeFetch, CodeRunner, Svc};
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Semaphore;
@@ -421,6 +422,12 @@ impl QuickJsRunner {
                         .await
                         .map_err(channel)?;
                 }
+                FromWorker::Fetch(request) => {
+                    let reply = fetch_reply(call.fetch.as_ref(), request, deadline).await;
+                    send(&mut worker.input, &ToWorker::FetchReply(reply))
+                        .await
+                        .map_err(channel)?;
+                }
                 other @ FromWorker::Ready { .. } => {
                     return Err(Broken::Channel(format!("unexpected {other:?}")));
                 }
@@ -455,6 +462,35 @@ async fn svc_reply(
         Ok(Err(_)) => json!({"error": {"status": 500, "title": "Internal Server Error",
             "detail": "the svc call failed"}}),
         Err(_) => out_of_time(),
+    }
+}
+
+/// Answers a `fetch` of the code on the server: the domain's guarded client sends it, within
+/// what is left of the call's deadline. What the worker sent is checked here (it is the
+/// sandbox's side of the channel): a malformed request is refused, never sent.
+async fn fetch_reply(
+    fetch: Option<&Arc<dyn CodeFetch>>,
+    request: Value,
+    deadline: Instant,
+) -> Value {
+    let refused = |why: &str| json!({ "error": why });
+    let Some(fetch) = fetch else {
+        return refused("outbound requests are not available here");
+    };
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        return refused("the code ran out of time");
+    }
+    let Some(request) = fetch::request_of(&request) else {
+        return refused("the request is not one fetch can send");
+    };
+    let fetch = fetch.clone();
+    let task = tokio::spawn(async move { fetch.fetch(request).await });
+    match tokio::time::timeout(remaining, task).await {
+        Ok(Ok(Ok(answer))) => json!({ "ok": fetch::answer_of(&answer) }),
+        Ok(Ok(Err(why))) => refused(&why),
+        Ok(Err(_)) => refused("the request failed"),
+        Err(_) => refused("the code ran out of time waiting for the answer"),
     }
 }
 

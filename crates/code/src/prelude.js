@@ -1,7 +1,7 @@
 // The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
 // call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
 // context. Host functions (__log, __uuid, __setTimer, __clearTimer, __builtin, __digest,
-// __random, __url) and the object `__host` are installed before it runs and removed from the global
+// __random, __url, __fetch) and the object `__host` are installed before it runs and removed from the global
 // object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
 // `import()` the loaded module).
 const make = (function (host) {
@@ -30,7 +30,7 @@ const make = (function (host) {
   };
   for (const name of ['console', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval',
     'setImmediate', 'clearImmediate', '__fireTimer', 'crypto', 'Buffer', 'process', 'global',
-    'structuredClone', 'URL', 'URLSearchParams', 'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',
+    'structuredClone', 'URL', 'URLSearchParams', 'fetch', 'Headers', 'Request', 'Response', 'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',
     'InvalidPaymentMethodError', 'AuthorizationError', 'InvalidReactorConfigurationError',
     'InvalidReactorFormulaError', 'RateLimitError', 'ReactorRuntimeError',
     'ServiceUnavailableError', 'CustomHttpResponseError']) {
@@ -42,6 +42,7 @@ const make = (function (host) {
   setTimer: globalThis.__setTimer, clearTimer: globalThis.__clearTimer,
   builtin: globalThis.__builtin,
   digest: globalThis.__digest, random: globalThis.__random, url: globalThis.__url,
+  fetch: globalThis.__fetch,
 });
 delete globalThis.__log;
 delete globalThis.__uuid;
@@ -51,6 +52,7 @@ delete globalThis.__builtin;
 delete globalThis.__digest;
 delete globalThis.__random;
 delete globalThis.__url;
+delete globalThis.__fetch;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 

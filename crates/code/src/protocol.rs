@@ -44,6 +44,9 @@ pub enum ToWorker {
     },
     /// The answer to [`FromWorker::Svc`]: `{"ok": …}` or `{"error": <problem>}`.
     SvcReply(Value),
+    /// The answer to [`FromWorker::Fetch`]: `{"ok": {status, headers, body (base64)}}` or
+    /// `{"error": <why>}`.
+    FetchReply(Value),
 }
 
 /// The worker to the server.
@@ -63,6 +66,9 @@ pub enum FromWorker {
         /// The arguments.
         args: Vec<Value>,
     },
+    /// An outbound request the code made (`fetch`); the worker waits for
+    /// [`ToWorker::FetchReply`]. `{method, url, headers: [[name, value]], body (base64)}`.
+    Fetch(Value),
     /// A `console.*` line.
     Log {
         /// `info`, `debug`, …

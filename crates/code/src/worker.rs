@@ -49,6 +49,18 @@ impl Host for ChannelHost {
         }
     }
 
+    fn fetch(&self, request: Value) -> Value {
+        let mut channel = self.0.borrow_mut();
+        if channel.send(&FromWorker::Fetch(request)).is_err() {
+            return json!({"error": "the request could not be sent"});
+        }
+        match channel.receive() {
+            Ok(Some(ToWorker::FetchReply(reply))) => reply,
+            // Anything else breaks the protocol: the server ends this process.
+            _ => std::process::exit(3),
+        }
+    }
+
     fn log(&self, level: &str, text: &str) {
         let _ = self.0.borrow_mut().send(&FromWorker::Log {
             level: level.to_string(),

@@ -24,6 +24,7 @@ fn call(tenant: Uuid, code: &str) -> CodeCall {
         request: json!({"args": {}}),
         trace_id: None,
         svc: None,
+        fetch: None,
     }
 }
 

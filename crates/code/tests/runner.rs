@@ -27,6 +27,7 @@ fn call(code: &str, request: Value) -> CodeCall {
         request,
         trace_id: Some("test".into()),
         svc: None,
+        fetch: None,
     }
 }
 

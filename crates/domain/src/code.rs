@@ -9,6 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::auth::Principal;
+use crate::forward::{OutboundRequest, OutboundResponse};
 use crate::service::Vault;
 
 /// The longest code accepted (characters).
@@ -27,6 +28,9 @@ pub struct CodeCall {
     pub trace_id: Option<String>,
     /// `req.svc`: the token API acting as an application (`None`: `req.svc` is null).
     pub svc: Option<Arc<dyn Svc>>,
+    /// `fetch` and the modules built on it: the vault's guarded outbound client (`None`: every
+    /// request is refused).
+    pub fetch: Option<Arc<dyn CodeFetch>>,
 }
 
 impl std::fmt::Debug for CodeCall {
@@ -37,6 +41,7 @@ impl std::fmt::Debug for CodeCall {
             .field("code_len", &self.code.len())
             .field("trace_id", &self.trace_id)
             .field("svc", &self.svc.is_some())
+            .field("fetch", &self.fetch.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -95,6 +100,17 @@ pub trait Svc: Send + Sync {
     /// Calls `method` — `tokens.create`, `tokens.retrieve`, `tokens.update`, `tokens.delete`,
     /// `tokens.list` or `tokenize` — with the code's arguments; the JSON the HTTP API returns.
     async fn call(&self, method: &str, args: Vec<Value>) -> Result<Value, Value>;
+}
+
+/// An outbound HTTP request made by tenant code (`fetch`, docs/decisions.md §7), through the
+/// proxies' outbound client and destination policy.
+///
+/// # Errors
+/// Why the request got no answer, as the message the code's promise rejects with.
+#[async_trait]
+pub trait CodeFetch: Send + Sync {
+    /// Sends `request`; the whole answer.
+    async fn fetch(&self, request: OutboundRequest) -> Result<OutboundResponse, String>;
 }
 
 /// Makes the `svc` of an application. The inbound adapter implements it, as it owns the JSON

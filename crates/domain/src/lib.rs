@@ -8,6 +8,7 @@ pub mod application;
 pub mod audit;
 pub mod auth;
 pub mod code;
+pub mod code_fetch;
 pub mod container;
 pub mod error;
 pub mod forward;

@@ -445,6 +445,9 @@ impl Vault {
                 request,
                 trace_id,
                 svc,
+                fetch: Some(std::sync::Arc::new(crate::code_fetch::GuardedFetch::new(
+                    self.ports.forwarder.clone(),
+                ))),
             })
             .await
             .map_err(code_error)?;

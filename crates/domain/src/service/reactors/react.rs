@@ -79,6 +79,9 @@ impl Vault {
                 request,
                 trace_id,
                 svc,
+                fetch: Some(std::sync::Arc::new(crate::code_fetch::GuardedFetch::new(
+                    self.ports.forwarder.clone(),
+                ))),
             })
             .await;
         // The code has seen the data unless it never started (every worker busy): recorded
