@@ -18,6 +18,7 @@ mod proxies;
 mod proxy_audit;
 mod reactor_limits;
 mod reactors;
+mod render_budget;
 mod sessions;
 mod tenants;
 mod tokens;

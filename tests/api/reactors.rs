@@ -532,7 +532,15 @@ async fn changing_code_that_runs_with_an_application_needs_the_right_to_lend() {
             json!({"name": "r", "configuration": {}, "formula": {"id": other["id"]}}),
         )
         .await;
-        assert_invalid(res, &["formula.id"]).await;
+        assert_problem(res, 403).await;
+        // Nor may it drop the application: the code would then be anyone's to rewrite, and a
+        // lender's next routine PUT would lend it again.
+        let res = put(
+            format!("/reactors/{rid}"),
+            json!({"name": "r2", "configuration": {}}),
+        )
+        .await;
+        assert_problem(res, 403).await;
         let got: Value = app
             .get(&format!("/reactors/{rid}"))
             .await

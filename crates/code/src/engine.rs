@@ -117,6 +117,7 @@ struct Prepared {
     // Declared before `context`: these handles are released before the context is.
     run: Persistent<Function<'static>>,
     svc: Persistent<Function<'static>>,
+    fire: Persistent<Function<'static>>,
     context: Context,
 }
 
@@ -201,7 +202,7 @@ impl Engine {
             return Ok(());
         }
         let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
-        let (run, svc) = context.with(|ctx| {
+        let (run, svc, fire) = context.with(|ctx| {
             install_host(&ctx, &self.state, &self.host).map_err(|e| e.to_string())?;
             install_builtins(&ctx, &self.builtins).map_err(|e| e.to_string())?;
             crate::hash::install(&ctx).map_err(|e| e.to_string())?;
@@ -227,9 +228,19 @@ impl Engine {
             }
             let run: Function = to_host.get("run").map_err(|e| e.to_string())?;
             let svc: Function = to_host.get("svc").map_err(|e| e.to_string())?;
-            Ok::<_, String>((Persistent::save(&ctx, run), Persistent::save(&ctx, svc)))
+            let fire: Function = to_host.get("fireTimer").map_err(|e| e.to_string())?;
+            Ok::<_, String>((
+                Persistent::save(&ctx, run),
+                Persistent::save(&ctx, svc),
+                Persistent::save(&ctx, fire),
+            ))
         })?;
-        self.prepared = Some(Prepared { run, svc, context });
+        self.prepared = Some(Prepared {
+            run,
+            svc,
+            fire,
+            context,
+        });
         Ok(())
     }
 
@@ -326,7 +337,7 @@ impl Engine {
                         return Err(Err(Stop::Time));
                     }
                     Err(rquickjs::Error::WouldBlock) => {
-                        self.fire_next_timer(ctx, deadline)?;
+                        self.fire_next_timer(ctx, prepared, deadline)?;
                     }
                     Err(e) => {
                         return Err(match Err::<(), _>(e).catch(ctx) {
@@ -344,6 +355,7 @@ impl Engine {
     fn fire_next_timer(
         &self,
         ctx: &Ctx<'_>,
+        prepared: &Prepared,
         deadline: Instant,
     ) -> Result<(), Result<CodeError, Stop>> {
         let next = {
@@ -367,9 +379,10 @@ impl Engine {
             return Err(Err(Stop::Time));
         }
         std::thread::sleep(at.saturating_duration_since(Instant::now()));
-        let fire: Function = ctx
-            .globals()
-            .get("__fireTimer")
+        let fire = prepared
+            .fire
+            .clone()
+            .restore(ctx)
             .map_err(|e| Ok(CodeError::Internal(e.to_string())))?;
         fire.call::<_, ()>((id,))
             .catch(ctx)
@@ -724,6 +737,8 @@ mod tests {
         let mut engine = engine();
         let (outcome, _) = engine.run(&call(
             "module.exports = async () => {
+               // The host's timer callback is not a global: replacing the name changes nothing.
+               globalThis.__fireTimer = 5;
                const seen = [typeof console.log, typeof setTimeout, typeof clearTimeout,
                  typeof crypto.randomUUID, typeof TextEncoder, typeof globalThis.TextDecoder,
                  'BadRequestError' in globalThis, typeof globalThis['CustomHttpResponseError'],

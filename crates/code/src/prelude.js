@@ -29,7 +29,7 @@ const make = (function (host) {
     });
   };
   for (const name of ['console', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval',
-    'setImmediate', 'clearImmediate', '__fireTimer', 'crypto', 'Buffer', 'process', 'global',
+    'setImmediate', 'clearImmediate', 'crypto', 'Buffer', 'process', 'global',
     'structuredClone', 'URL', 'URLSearchParams', 'fetch', 'Headers', 'Request', 'Response', 'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',
     'InvalidPaymentMethodError', 'AuthorizationError', 'InvalidReactorConfigurationError',
     'InvalidReactorFormulaError', 'RateLimitError', 'ReactorRuntimeError',
@@ -65,6 +65,9 @@ delete globalThis.__host;
 const require = function require(name) { return make('__require')(name); };
 require.resolve = (name) => make('__require').resolve(name);
 require.cache = {};
+
+// Called by the host's event loop when a timer is due (not a global: code cannot replace it).
+toHost.fireTimer = (id) => make('__fireTimer')(id);
 
 toHost.run = function run(source, request) {
   const module = { id: '.', filename: '/index.js', exports: {}, loaded: false };

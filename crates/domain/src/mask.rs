@@ -63,11 +63,24 @@ pub fn try_render_mask(
     mask: &Value,
     data: &Value,
 ) -> Result<Option<Value>, RenderError> {
+    let mut steps = RENDER_STEPS;
+    try_render_mask_within(engine, mask, data, &mut steps)
+}
+
+/// [`try_render_mask`] within `*steps`, taking what it used from them.
+pub fn try_render_mask_within(
+    engine: &dyn Expressions,
+    mask: &Value,
+    data: &Value,
+    steps: &mut u64,
+) -> Result<Option<Value>, RenderError> {
     let mut budget = Budget {
         bytes: MAX_RENDERED,
-        steps: RENDER_STEPS,
+        steps: *steps,
     };
-    render_within(engine, mask, data, &mut budget)
+    let shown = render_within(engine, mask, data, &mut budget);
+    *steps = budget.steps;
+    shown
 }
 
 struct Budget {
@@ -227,18 +240,22 @@ mod tests {
     #[test]
     fn the_masks_of_one_response_share_its_budget() {
         use crate::ports::RESPONSE_RENDER_STEPS;
-        // Each mask costs just under what one rendering may cost: four fit in a response's
-        // budget, the fifth shows nothing, and every one of them alone renders.
-        let costly = json!("z".repeat(usize::try_from(RENDER_STEPS).unwrap() - 1));
+        // Each mask costs just under what one rendering may cost: twenty fit in a response's
+        // budget, the twenty-first shows nothing, and every one of them alone renders.
+        let cost = RENDER_STEPS - 1;
+        let costly = json!("z".repeat(usize::try_from(cost).unwrap()));
         let mut steps = RESPONSE_RENDER_STEPS;
-        let shown: Vec<bool> = (0..5)
+        let fit = usize::try_from(RESPONSE_RENDER_STEPS / cost).unwrap();
+        let shown: Vec<bool> = (0..=fit)
             .map(|_| render_mask_sharing(&Upper, &costly, &json!("x"), &mut steps).is_some())
             .collect();
-        assert_eq!(shown, [true, true, true, true, false]);
+        assert_eq!(shown.iter().filter(|s| **s).count(), fit);
+        assert_eq!(shown.last(), Some(&false));
         assert!(render_mask(&Upper, &costly, &json!("x")).is_some());
         // Cheap masks after the budget is spent still cost nothing they do not have.
-        assert_eq!(steps, 4);
+        let left = RESPONSE_RENDER_STEPS - cost * fit as u64;
+        assert_eq!(steps, left);
         assert!(render_mask_sharing(&Upper, &json!("abc"), &json!("x"), &mut steps).is_some());
-        assert_eq!(steps, 1);
+        assert_eq!(steps, left - 3);
     }
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use rusqlite::Row;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, SelectExt, SqlErr,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, SelectExt, SqlErr,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -405,7 +405,8 @@ impl FormulaRepository for SeaOrmFormulaRepository {
             .filter(formula::Column::Id.eq(formula.id));
         if unless_lent {
             // In the same statement as the write: an application attached to a reactor of this
-            // formula after the caller's check still stops the new code.
+            // formula, or code changed by someone else, after the caller's read still stops
+            // code the caller may not lend.
             let lent = Query::select()
                 .expr(Expr::val(1))
                 .from(reactor::Entity)
@@ -415,7 +416,12 @@ impl FormulaRepository for SeaOrmFormulaRepository {
                     reactor::Column::ApplicationId.in_subquery(applications_of(formula.tenant_id)),
                 )
                 .to_owned();
-            update = update.filter(sea_orm::sea_query::ExprTrait::not(Expr::exists(lent)));
+            // The stored code may be the new code (a rename): that lends nothing new.
+            update = update.filter(
+                Condition::any()
+                    .add(formula::Column::Code.eq(formula.code.clone()))
+                    .add(sea_orm::sea_query::ExprTrait::not(Expr::exists(lent))),
+            );
         }
         let result = update.exec(&self.db).await.map_err(repo_err)?;
         Ok(result.rows_affected > 0)

@@ -701,6 +701,10 @@ async fn an_update_unless_lent_is_refused_once_the_formula_is_lent() {
             changed.code
         );
         assert!(r.formulas.lent(t, f.id).await.unwrap());
+        // Guarded, the stored code itself may still be written (a rename lends nothing new).
+        let mut renamed = changed.clone();
+        renamed.name = "Renamed".into();
+        assert!(r.formulas.update(&renamed, true).await.unwrap());
         // Unguarded (a caller who may lend), it goes through.
         assert!(r.formulas.update(&again, false).await.unwrap());
         assert_eq!(

@@ -408,9 +408,16 @@ pub trait Cipher: Send + Sync {
 /// filter walks, more for sorting; docs/decisions.md §6). The leaves of one mask share it.
 pub const RENDER_STEPS: u64 = 500_000;
 
-/// The work the masks of one response may do together (a page of tokens, a detokenize): four
-/// renderings' worth, each still at most [`RENDER_STEPS`].
-pub const RESPONSE_RENDER_STEPS: u64 = 4 * RENDER_STEPS;
+/// The most a mask stored from now on may cost on its token's data: checked at create and
+/// PATCH (400 naming `mask` beyond). A fifth of [`RENDER_STEPS`]: enough to convert the largest
+/// token data (1 MiB) and filter it, small enough that a full page fits one response's budget.
+pub const MASK_STEPS: u64 = 100_000;
+
+/// The work the expressions of one request may do together: the masks of a response (a page of
+/// 100 tokens, a detokenization) and the masks, fingerprints and ids checked or rendered for
+/// the tokens one write creates (a tokenize batch). A page of 100 masks of [`MASK_STEPS`] fits,
+/// so no mask stored since the cap is ever left out of a page (~0.5 s at most).
+pub const RESPONSE_RENDER_STEPS: u64 = 100 * MASK_STEPS;
 
 /// Why an expression could not be rendered on some data.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

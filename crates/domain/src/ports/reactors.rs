@@ -40,8 +40,8 @@ pub trait FormulaRepository: Send + Sync {
         page: PageRequest,
     ) -> Result<Page<Formula>, RepoError>;
     /// Replaces every mutable field; `false` when the formula is gone or, with `unless_lent`,
-    /// when it is [`Self::lent`] as the update runs (the check and the write are one statement,
-    /// so an application attached meanwhile is never lent to the new code).
+    /// when it is [`Self::lent`] as the update runs and its stored code is not the new code (the
+    /// check and the write are one statement).
     async fn update(&self, formula: &Formula, unless_lent: bool) -> Result<bool, RepoError>;
     /// Whether a reactor with an application (one that still exists) uses the formula: its
     /// code then runs with that application's rights.

@@ -81,9 +81,14 @@ impl Vault {
         caller.require(Permission::ReactorUpdate)?;
         let mut formula = self.get_formula_of(caller, id).await?;
         let spec = FormulaSpec::parse(raw).map_err(Error::Validation)?;
-        // Checked here for an early answer, and again by the update itself.
-        let guarded = spec.code != formula.code && !caller.may_lend_applications();
-        if guarded && self.ports.formulas.lent(caller.tenant_id, id).await? {
+        // Checked here for an early answer, and again by the update itself, whatever this read
+        // said: a caller who may not lend never writes code other than the stored one while
+        // the formula is lent (the stored code may change between this read and the write).
+        let guarded = !caller.may_lend_applications();
+        if guarded
+            && spec.code != formula.code
+            && self.ports.formulas.lent(caller.tenant_id, id).await?
+        {
             return Err(Error::Forbidden);
         }
         formula.name = spec.name;

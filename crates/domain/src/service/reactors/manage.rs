@@ -186,6 +186,12 @@ impl Vault {
     ) -> Result<ReactorView, Error> {
         caller.require(Permission::ReactorUpdate)?;
         let mut reactor = self.reactor_of(caller, id).await?;
+        // A reactor with an application is changed only by a caller who may lend it: dropping
+        // the application would let its formula's code be rewritten by anyone, and a routine
+        // PUT by a lender would then lend it again (docs/decisions.md §9).
+        if reactor.application_id.is_some() && !caller.may_lend_applications() {
+            return Err(Error::Forbidden);
+        }
         let formula = self.formula_of(&reactor).await?;
         let mut errors = ValidationErrors::new();
         if let Some(given) = raw.formula_id.as_deref()

@@ -191,12 +191,13 @@ impl FormulaRepository for OneFormula {
             request: page,
         })
     }
-    async fn update(&self, _: &Formula, unless_lent: bool) -> Result<bool, RepoError> {
+    async fn update(&self, new: &Formula, unless_lent: bool) -> Result<bool, RepoError> {
         use std::sync::atomic::Ordering::Relaxed;
         if self.attached_at_write {
             self.lent.store(true, Relaxed);
         }
-        if unless_lent && self.lent.load(Relaxed) {
+        // As the store: the stored code (`CODE`) may always be written again.
+        if unless_lent && self.lent.load(Relaxed) && new.code != CODE {
             return Ok(false);
         }
         self.updates.fetch_add(1, Relaxed);

@@ -5,7 +5,7 @@ use super::{ALIAS_ATTEMPTS, TokenView};
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
-use crate::ports::TokenWrite;
+use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
 use crate::service::Vault;
 use crate::token::{IdSpec, NewToken, RawNewToken, Token, check_literal_id};
 use serde_json::Value;
@@ -14,17 +14,20 @@ use uuid::Uuid;
 
 impl Vault {
     /// Turns a validated request into a token (id chosen, expressions checked, fingerprint).
+    /// The expressions it renders (mask check, fingerprint, id) take their work from `steps`,
+    /// which the tokens of one request share.
     pub(super) fn prepare(
         &self,
         caller: &Principal,
         new: NewToken,
         now: OffsetDateTime,
+        steps: &mut u64,
     ) -> Result<(Token, bool), Error> {
         let mut errors = ValidationErrors::new();
         if let Some(mask) = &new.mask {
             self.check_mask(mask, &mut errors);
             if errors.is_empty() {
-                self.check_mask_cost(mask, &new.data, &mut errors);
+                self.check_mask_cost(mask, &new.data, &mut errors, steps);
             }
         }
         if let Some(expr) = &new.fingerprint_expression {
@@ -46,11 +49,12 @@ impl Vault {
                 new.token_type,
                 new.fingerprint_expression.as_deref(),
                 &new.data,
+                steps,
             )?)
         } else {
             None
         };
-        let id = self.render_id(&new.id, &new.data)?;
+        let id = self.render_id(&new.id, &new.data, steps)?;
         Ok((
             Token {
                 id,
@@ -74,16 +78,23 @@ impl Vault {
         ))
     }
 
-    pub(super) fn render_id(&self, spec: &IdSpec, data: &Value) -> Result<String, Error> {
+    pub(super) fn render_id(
+        &self,
+        spec: &IdSpec,
+        data: &Value,
+        steps: &mut u64,
+    ) -> Result<String, Error> {
         match spec {
             IdSpec::Generated => Ok(Uuid::new_v4().to_string()),
             IdSpec::Literal(id) => Ok(id.clone()),
             IdSpec::Expression(expr) => {
-                let id = self
-                    .ports
-                    .expressions
-                    .render(expr, data)
-                    .map_err(|e| super::sealing::render_error("id", &e))?;
+                let id = super::sealing::render_sharing(
+                    self.ports.expressions.as_ref(),
+                    expr,
+                    data,
+                    steps,
+                )
+                .map_err(|e| super::sealing::render_error("id", &e))?;
                 check_literal_id(&id).map_err(|m| {
                     Error::invalid(
                         "id",
@@ -110,7 +121,8 @@ impl Vault {
         self.ensure_key(caller.tenant_id).await?;
         let alias = matches!(new.id, IdSpec::Expression(_));
         let spec = new.id.clone();
-        let (mut token, dedup) = self.prepare(caller, new, now)?;
+        let mut steps = RESPONSE_RENDER_STEPS;
+        let (mut token, dedup) = self.prepare(caller, new, now, &mut steps)?;
         // Decided on the token as it will be stored: a session's rules may select by id, which
         // exists only now (and again for each alias retried below).
         caller.require_on(token.reference(), Permission::TokenCreate)?;
@@ -128,7 +140,7 @@ impl Vault {
                 TokenWrite::Done => break,
                 TokenWrite::DuplicateId if alias && attempts + 1 < ALIAS_ATTEMPTS => {
                     attempts += 1;
-                    token.id = self.render_id(&spec, &token.data)?;
+                    token.id = self.render_id(&spec, &token.data, &mut steps)?;
                     caller.require_on(token.reference(), Permission::TokenCreate)?;
                 }
                 TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),

@@ -5,8 +5,8 @@ use super::TokenView;
 use crate::access::Transform;
 use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
-use crate::mask::{render_mask_sharing, try_render_mask};
-use crate::ports::{RENDER_STEPS, RenderError};
+use crate::mask::{render_mask_sharing, try_render_mask_within};
+use crate::ports::{MASK_STEPS, RENDER_STEPS, RenderError};
 use crate::service::Vault;
 use crate::token::{StoredToken, Token, data_context, mask_expressions};
 use crate::token_type::TokenType;
@@ -94,15 +94,21 @@ impl Vault {
     /// Refuses (400 naming `mask`) a mask that is too costly to render on `data`: more work
     /// than its step budget or more than 1 MiB. Checked where the mask or the data changes, so
     /// that reads never meet one (a read that does shows no data).
+    /// The mask may cost at most [`MASK_STEPS`], and what it costs comes out of the request's
+    /// `steps` (a batch shares them).
     pub(super) fn check_mask_cost(
         &self,
         mask: &Value,
         data: &Value,
         errors: &mut ValidationErrors,
+        steps: &mut u64,
     ) {
-        if let Err(RenderError::TooCostly(why)) =
-            try_render_mask(self.ports.expressions.as_ref(), mask, data)
-        {
+        let mut allowed = (*steps).min(MASK_STEPS);
+        let before = allowed;
+        let outcome =
+            try_render_mask_within(self.ports.expressions.as_ref(), mask, data, &mut allowed);
+        *steps = steps.saturating_sub(before - allowed);
+        if let Err(RenderError::TooCostly(why)) = outcome {
             tracing::debug!(reason = %why, "mask refused");
             errors.add("mask", TOO_COSTLY);
         }
@@ -213,12 +219,10 @@ impl Vault {
         token_type: TokenType,
         own: Option<&str>,
         data: &Value,
+        steps: &mut u64,
     ) -> Result<String, Error> {
         let expr = own.unwrap_or_else(|| token_type.default_fingerprint());
-        let rendered = self
-            .ports
-            .expressions
-            .render(expr, data)
+        let rendered = render_sharing(self.ports.expressions.as_ref(), expr, data, steps)
             .map_err(|e| render_error("fingerprint_expression", &e))?;
         let input = fingerprint_input(token_type, own, &rendered);
         self.ports
@@ -248,6 +252,21 @@ impl Vault {
         }
         TokenView { token, shown }
     }
+}
+
+/// Renders `expr` within `*steps` (at most [`RENDER_STEPS`]), taking what it used from them: the
+/// expressions of one write share its budget.
+pub(super) fn render_sharing(
+    engine: &dyn crate::ports::Expressions,
+    expr: &str,
+    data: &Value,
+    steps: &mut u64,
+) -> Result<String, RenderError> {
+    let mut allowed = (*steps).min(RENDER_STEPS);
+    let before = allowed;
+    let out = engine.render_metered(expr, data, &mut allowed);
+    *steps = steps.saturating_sub(before - allowed);
+    out
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use super::{MAX_TOKENIZE, TokenView, Tokenized};
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
-use crate::ports::TokenWrite;
+use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
 use crate::service::Vault;
 use crate::token::{NewToken, RawNewToken, Token};
 use crate::token_type::TokenType;
@@ -20,9 +20,13 @@ impl Vault {
         caller.require(Permission::TokenCreate)?;
         self.ensure_key(caller.tenant_id).await?;
         let now = self.ports.clock.now();
-        let mut batch = Vec::new();
+        let mut batch = Batch {
+            tokens: Vec::new(),
+            steps: RESPONSE_RENDER_STEPS,
+        };
         let mut errors = ValidationErrors::new();
         let shape = self.tokenize_value(caller, body, "", now, &mut batch, &mut errors)?;
+        let batch = batch.tokens;
         errors.into_result(())?;
         let ids: HashSet<&str> = batch.iter().map(|(t, _)| t.id.as_str()).collect();
         if ids.len() != batch.len() {
@@ -121,7 +125,7 @@ impl Vault {
         value: Value,
         path: &str,
         now: OffsetDateTime,
-        batch: &mut Vec<(Token, bool)>,
+        batch: &mut Batch,
         errors: &mut ValidationErrors,
     ) -> Result<Tokenized, Error> {
         let field = |k: &str| {
@@ -146,12 +150,12 @@ impl Vault {
                 };
                 match NewToken::parse(raw, now) {
                     Ok(new) => {
-                        too_many(batch)?;
+                        too_many(&batch.tokens)?;
                         let (token, dedup) = self
-                            .prepare(caller, new, now)
+                            .prepare(caller, new, now, &mut batch.steps)
                             .map_err(|e| prefix_error(e, path))?;
                         caller.require_on(token.reference(), Permission::TokenCreate)?;
-                        batch.push((token.clone(), dedup));
+                        batch.tokens.push((token.clone(), dedup));
                         Ok(Tokenized::Token(Box::new(TokenView { token, shown: None })))
                     }
                     Err(e) => {
@@ -197,15 +201,22 @@ impl Vault {
                     now,
                 )
                 .map_err(Error::Validation)?;
-                too_many(batch)?;
-                let (token, dedup) = self.prepare(caller, new, now)?;
+                too_many(&batch.tokens)?;
+                let (token, dedup) = self.prepare(caller, new, now, &mut batch.steps)?;
                 caller.require_on(token.reference(), Permission::TokenCreate)?;
                 let id = token.id.clone();
-                batch.push((token, dedup));
+                batch.tokens.push((token, dedup));
                 Ok(Tokenized::Id(id))
             }
         }
     }
+}
+
+/// The tokens one request makes, and what is left of the work their expressions may do
+/// together (docs/decisions.md §6).
+struct Batch {
+    tokens: Vec<(Token, bool)>,
+    steps: u64,
 }
 
 /// Refuses a tokenize request once it holds [`MAX_TOKENIZE`] tokens, before any more work.

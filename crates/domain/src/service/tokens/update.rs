@@ -6,7 +6,7 @@ use crate::access::{TokenRef, Transform};
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
-use crate::ports::TokenWrite;
+use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
 use crate::service::Vault;
 use crate::token::RawTokenPatch;
 use crate::token_patch::TokenPatch;
@@ -93,11 +93,12 @@ impl Vault {
             return Err(Error::Forbidden);
         }
         let transform = caller.require_on(token.reference(), Permission::TokenUpdate)?;
+        let mut steps = RESPONSE_RENDER_STEPS;
         if (changed.data || changed.mask)
             && let Some(mask) = &token.mask
         {
             let mut errors = ValidationErrors::new();
-            self.check_mask_cost(mask, &token.data, &mut errors);
+            self.check_mask_cost(mask, &token.data, &mut errors, &mut steps);
             errors.into_result(())?;
         }
         // Computed again on every update: the data, the expression or the format of the hash
@@ -113,6 +114,7 @@ impl Vault {
                 token.token_type,
                 token.fingerprint_expression.as_deref(),
                 &token.data,
+                &mut steps,
             )?)
         } else {
             None
