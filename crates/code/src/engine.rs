@@ -79,6 +79,7 @@ const BUILTINS: &[(&str, Source)] = &[
         Source::CommonJs(include_str!("node/string_decoder.js")),
     ),
     ("fetch", Source::CommonJs(include_str!("node/fetch.js"))),
+    ("http-core", Source::CommonJs(include_str!("node/http.js"))),
     ("url", Source::CommonJs(include_str!("node/url.js"))),
     ("util", Source::CommonJs(include_str!("node/util.js"))),
 ];
@@ -944,5 +945,37 @@ mod tests {
                 "body": {"amount": 1}, "request": "GET", "h": "1"
             })
         );
+    }
+
+    /// Node's `https.request` goes through the same host call as `fetch`: the request as
+    /// written (method, headers, body), the answer as events.
+    #[test]
+    fn https_request_goes_through_the_host() {
+        use base64::Engine as _;
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(
+            "const https = require('https');
+             module.exports = () => new Promise((resolve, reject) => {
+               const req = https.request({ hostname: 'api.example', path: '/v1/x?y=1', method: 'PUT',
+                                           headers: { 'Content-Type': 'application/json' } }, (res) => {
+                 let text = '';
+                 res.setEncoding('utf8');
+                 res.on('data', (c) => { text += c; });
+                 res.on('end', () => resolve({ status: res.statusCode, echo: res.headers['x-echo'], sent: JSON.parse(text) }));
+               });
+               req.on('error', reject);
+               req.write('{\"a\":');
+               req.end('1}');
+             });",
+        ));
+        let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(value["status"], 201, "{value}");
+        assert_eq!(value["echo"], "1");
+        assert_eq!(value["sent"]["method"], "PUT");
+        assert_eq!(value["sent"]["url"], "https://api.example/v1/x?y=1");
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(value["sent"]["body"].as_str().unwrap_or_default())
+            .unwrap_or_default();
+        assert_eq!(body, br#"{"a":1}"#);
     }
 }

@@ -61,9 +61,9 @@ export default function globals(host) {
   // Built-in modules, by the name `require` takes (with or without `node:`); the modules they
   // require among themselves by theirs. Each is compiled once per worker and loaded into a
   // context the first time it is required there.
-  const PUBLIC = ['buffer', 'crypto', 'events', 'process', 'querystring', 'string_decoder', 'url',
-    'util'];
-  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch'];
+  const PUBLIC = ['buffer', 'crypto', 'events', 'http', 'https', 'process', 'querystring',
+    'string_decoder', 'url', 'util'];
+  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch', 'http-core'];
   const ALIASES = { 'safe-buffer': 'buffer' };
   const SDK = '@basis-theory/basis-theory-reactor-formulas-sdk-js';
   const modules = new Map();
@@ -81,6 +81,11 @@ export default function globals(host) {
     if (id !== SDK && !PUBLIC.includes(id) && !(internal && INTERNAL.includes(id))) throw notFound(name);
     const found = modules.get(id);
     if (found) return found.exports;
+    if (id === 'http' || id === 'https') {
+      const exports = load('http-core', true).make(`${id}:`);
+      modules.set(id, { exports });
+      return exports;
+    }
     if (id === SDK) {
       const exports = {};
       for (const cls of [...Object.keys(ERRORS), 'CustomHttpResponseError']) exports[cls] = make(cls);
