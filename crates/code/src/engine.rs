@@ -208,6 +208,7 @@ impl Engine {
             install_builtins(&ctx, &self.builtins).map_err(|e| e.to_string())?;
             crate::hash::install(&ctx).map_err(|e| e.to_string())?;
             crate::url::install(&ctx).map_err(|e| e.to_string())?;
+            crate::cipher::install(&ctx).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())
@@ -977,5 +978,58 @@ mod tests {
             .decode(value["sent"]["body"].as_str().unwrap_or_default())
             .unwrap_or_default();
         assert_eq!(body, br#"{"a":1}"#);
+    }
+
+    /// Node's ciphers give the published answers (NIST SP 800-38A CBC, the GCM spec's test
+    /// case 2) and round-trip; a changed tag does not authenticate.
+    #[test]
+    fn node_ciphers_give_published_answers() {
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(
+            "const crypto = require('crypto');
+             module.exports = () => {
+               const cbc = crypto.createCipheriv('aes-128-cbc', Buffer.from('2b7e151628aed2a6abf7158809cf4f3c', 'hex'),
+                                                 Buffer.from('000102030405060708090a0b0c0d0e0f', 'hex'));
+               cbc.setAutoPadding(false);
+               const cbcHex = cbc.update(Buffer.from('6bc1bee22e409f96e93d7e117393172a', 'hex'), undefined, 'hex') + cbc.final('hex');
+               const zero = Buffer.alloc(16);
+               const gcm = crypto.createCipheriv('aes-128-gcm', zero, Buffer.alloc(12));
+               const sealed = Buffer.concat([gcm.update(zero), gcm.final()]);
+               const tag = gcm.getAuthTag();
+               const key = crypto.randomBytes(32);
+               const iv = crypto.randomBytes(12);
+               const e = crypto.createCipheriv('aes-256-gcm', key, iv);
+               e.setAAD(Buffer.from('header'));
+               const ct = Buffer.concat([e.update('4242424242424242', 'utf8'), e.final()]);
+               const d = crypto.createDecipheriv('aes-256-gcm', key, iv);
+               d.setAAD(Buffer.from('header'));
+               d.setAuthTag(e.getAuthTag());
+               const back = d.update(ct, undefined, 'utf8') + d.final('utf8');
+               const bad = crypto.createDecipheriv('aes-256-gcm', key, iv);
+               const t = Buffer.from(e.getAuthTag()); t[0] ^= 1;
+               bad.setAuthTag(t);
+               bad.update(ct);
+               let refused = null;
+               try { bad.final(); } catch (err) { refused = err.message; }
+               const k = crypto.randomBytes(32), v = crypto.randomBytes(16);
+               const c2 = crypto.createCipheriv('aes-256-cbc', k, v);
+               const padded = c2.update('hello', 'utf8', 'base64') + c2.final('base64');
+               const d2 = crypto.createDecipheriv('aes-256-cbc', k, v);
+               const cbcBack = d2.update(padded, 'base64', 'utf8') + d2.final('utf8');
+               return { cbcHex, gcm: sealed.toString('hex'), tag: tag.toString('hex'), back, refused, cbcBack };
+             };",
+        ));
+        let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "cbcHex": "7649abac8119b246cee98e9b12e9197d",
+                "gcm": "0388dace60b6a392f328c2b971b2fe78",
+                "tag": "ab6e47d42cec13bdf53a67b21257bddf",
+                "back": "4242424242424242",
+                "refused": "Unsupported state or unable to authenticate data",
+                "cbcBack": "hello"
+            })
+        );
     }
 }

@@ -55,7 +55,7 @@ fn random(ctx: Ctx<'_>, size: usize) -> rquickjs::Result<TypedArray<'_, u8>> {
 }
 
 /// A copy of the bytes of `array`.
-fn bytes(array: &TypedArray<'_, u8>) -> Vec<u8> {
+pub(crate) fn bytes(array: &TypedArray<'_, u8>) -> Vec<u8> {
     // SAFETY: the slice is copied at once; no JavaScript runs while it is borrowed, so nothing
     // can detach or resize the buffer under it.
     #[allow(unsafe_code)]

@@ -1,6 +1,7 @@
 // Node's `crypto` over the worker's host functions (Rust: sha1, sha2, md-5, hmac, getrandom):
-// hashes, HMAC, random bytes, integers and UUIDs, timingSafeEqual. Ciphers and signatures are
-// not there yet: calling one throws an error that names it.
+// hashes, HMAC, random bytes, integers and UUIDs, timingSafeEqual, AES-GCM and AES-CBC ciphers.
+// Signatures and public-key encryption are not there yet: calling one throws an error that
+// names it.
 const { Buffer } = require('buffer');
 
 const HASHES = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
@@ -98,6 +99,57 @@ const timingSafeEqual = (a, b) => {
   return diff === 0;
 };
 
+// Ciphers: AES-GCM and AES-CBC in the host (`cipher.rs`); the whole message is encrypted or
+// decrypted at `final()` (`update` answers an empty chunk), which is what code that joins
+// `update` and `final` sees from Node.
+const CIPHERS = ['aes-128-gcm', 'aes-192-gcm', 'aes-256-gcm', 'aes-128-cbc', 'aes-192-cbc', 'aes-256-cbc'];
+class Cipher {
+  constructor(encrypt, algorithm, key, iv, options) {
+    this._encrypt = encrypt;
+    this._algorithm = String(algorithm).toLowerCase();
+    if (!CIPHERS.includes(this._algorithm)) throw new TypeError(`Unknown cipher: ${algorithm}`);
+    this._gcm = this._algorithm.endsWith('-gcm');
+    this._key = Buffer.from(bytesOf(key, 'utf8', 'key'));
+    this._iv = Buffer.from(bytesOf(iv, 'utf8', 'iv'));
+    this._tagLength = (options && options.authTagLength) || 16;
+    this._chunks = [];
+    this._aad = null;
+    this._tag = null;
+    this._padding = true;
+    this._done = false;
+  }
+  update(data, inputEncoding, outputEncoding) {
+    if (this._done) throw new Error('Unsupported state');
+    this._chunks.push(Buffer.from(bytesOf(data, inputEncoding, 'data')));
+    return output(new Uint8Array(0), outputEncoding);
+  }
+  final(outputEncoding) {
+    if (this._done) throw new Error('Unsupported state');
+    this._done = true;
+    const all = Buffer.concat(this._chunks);
+    const out = host.cipher(this._encrypt, this._algorithm, this._key, this._iv, all,
+      { aad: this._aad, tag: this._tag, padding: this._padding });
+    if (this._gcm && this._encrypt) {
+      this._tag = Buffer.from(out.subarray(out.length - 16));
+      return output(out.subarray(0, out.length - 16), outputEncoding);
+    }
+    return output(out, outputEncoding);
+  }
+  setAAD(aad) { this._aad = Buffer.from(bytesOf(aad, undefined, 'buffer')); return this; }
+  setAutoPadding(padding = true) { this._padding = Boolean(padding); return this; }
+  getAuthTag() {
+    if (!this._gcm || !this._encrypt || !this._done) throw new Error('Invalid state for operation getAuthTag');
+    return this._tag.subarray(0, this._tagLength);
+  }
+  setAuthTag(tag) {
+    if (!this._gcm || this._encrypt) throw new Error('Invalid state for operation setAuthTag');
+    this._tag = Buffer.from(bytesOf(tag, undefined, 'buffer'));
+    return this;
+  }
+}
+const createCipheriv = (algorithm, key, iv, options) => new Cipher(true, algorithm, key, iv, options);
+const createDecipheriv = (algorithm, key, iv, options) => new Cipher(false, algorithm, key, iv, options);
+
 const missing = (name) => () => {
   throw new Error(`crypto.${name} is not available in this runtime yet`);
 };
@@ -116,8 +168,9 @@ module.exports = {
   timingSafeEqual,
   getHashes: () => HASHES.slice(),
   webcrypto,
-  createCipheriv: missing('createCipheriv'),
-  createDecipheriv: missing('createDecipheriv'),
+  createCipheriv,
+  createDecipheriv,
+  getCiphers: () => CIPHERS.slice(),
   createSign: missing('createSign'),
   createVerify: missing('createVerify'),
   publicEncrypt: missing('publicEncrypt'),
