@@ -80,14 +80,23 @@ async fn req_bt_the_sdk_errors_and_a_missing_module() {
         let code = r"const { BadRequestError } = require('@basis-theory/basis-theory-reactor-formulas-sdk-js');
 module.exports = async (req) => {
   if (req.args.fail) throw new BadRequestError({ why: 'asked to' });
-  const made = await req.bt.tokens.create({ type: 'token', data: Buffer.from('aGk=', 'base64').toString() });
+  const made = await req.bt.tokens.create({ type: 'token', data: Buffer.from('aGk=', 'base64').toString(),
+                                            fingerprintExpression: '{{ data }}' });
   const read = await req.svc.tokens.retrieve(made.id);
-  return [read.data, req.bt === req.svc];
+  let refused = null;
+  try { await req.bt.tokens.create({ type: 'nope', data: 1 }); }
+  catch (e) { refused = [e.status, Object.keys(e.details || {}), e.data.status, typeof e.title]; }
+  const shown = await req.bt.detokenize({ greeting: `{{ ${made.id} }}` });
+  return [read.data, req.bt === req.svc, read.fingerprint_expression, refused, shown];
 };";
         let r = reactor(app, code, json!([p("fail", "boolean", true)]), json!({"application": {"id": acting["id"]}})).await;
         let res = react(&user, &r["id"], json!({})).await;
         assert_eq!(res.status(), 200);
-        assert_eq!(res.json::<Value>().await.unwrap()["raw"], json!(["hi", true]));
+        assert_eq!(
+            res.json::<Value>().await.unwrap()["raw"],
+            json!(["hi", true, "{{ data }}", [400, ["type"], 400, "string"], {"greeting": "hi"}]),
+            "camelCase fields are taken; errors carry data and details"
+        );
         let res = react(&user, &r["id"], json!({"fail": true})).await;
         assert_eq!(res.status(), 400);
         let problem: Value = res.json().await.unwrap();

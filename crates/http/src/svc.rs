@@ -110,6 +110,7 @@ impl ApplicationSvc {
                 let shape = vault.tokenize(me, arg(args, 0)).await?;
                 Ok(tokenized_json(shape))
             }
+            "detokenize" => Ok(vault.detokenize(me, arg(args, 0)).await?),
             _ => Err(ApiError::invalid("method", "is not a svc method")),
         }
     }
