@@ -209,6 +209,7 @@ impl Engine {
             crate::hash::install(&ctx).map_err(|e| e.to_string())?;
             crate::url::install(&ctx).map_err(|e| e.to_string())?;
             crate::cipher::install(&ctx).map_err(|e| e.to_string())?;
+            crate::sign::install(&ctx).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())
@@ -1030,6 +1031,57 @@ mod tests {
                 "refused": "Unsupported state or unable to authenticate data",
                 "cbcBack": "hello"
             })
+        );
+    }
+
+    /// Node's ECDSA signatures (P-256, SHA-256): what code signs verifies outside the engine
+    /// with the public key, what it verifies is checked, and a changed message fails.
+    #[test]
+    fn node_signatures_verify_outside_the_engine() {
+        use base64::Engine as _;
+        use p256::ecdsa::signature::Verifier;
+        use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+        let key = p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).unwrap_or_else(|e| panic!("{e}"));
+        let private = key
+            .to_pkcs8_pem(LineEnding::LF)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let public = key
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let code = format!(
+            "const crypto = require('crypto');
+             const PRIVATE = {private:?};
+             const PUBLIC = {public:?};
+             module.exports = () => {{
+               const signer = crypto.createSign('SHA256');
+               signer.update('amount=10&');
+               signer.update('currency=eur');
+               const signature = signer.sign(PRIVATE, 'base64');
+               const ok = crypto.createVerify('SHA256').update('amount=10&currency=eur').verify(PUBLIC, signature, 'base64');
+               const changed = crypto.verify('sha256', Buffer.from('amount=99&currency=eur'), PUBLIC, Buffer.from(signature, 'base64'));
+               const oneShot = crypto.sign('sha256', Buffer.from('x'), {{ key: PRIVATE }}).length > 0;
+               let rsa = null;
+               try {{ crypto.createSign('RSA-SHA512').update('x').sign(PRIVATE); }} catch (e) {{ rsa = e.name; }}
+               return {{ signature, ok, changed, oneShot, rsa }};
+             }};",
+            private = private.as_str(),
+        );
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(&code));
+        let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(value["ok"], true, "{value}");
+        assert_eq!(value["changed"], false);
+        assert_eq!(value["oneShot"], true);
+        assert_eq!(value["rsa"], "TypeError");
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(value["signature"].as_str().unwrap_or_default())
+            .unwrap_or_default();
+        let signature = p256::ecdsa::Signature::from_der(&der).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            key.verifying_key()
+                .verify(b"amount=10&currency=eur", &signature)
+                .is_ok()
         );
     }
 }

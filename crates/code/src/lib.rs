@@ -21,6 +21,7 @@ mod gate;
 mod hash;
 mod protocol;
 mod sandbox;
+mod sign;
 mod url;
 pub mod worker;
 

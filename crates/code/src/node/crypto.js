@@ -1,7 +1,7 @@
 // Node's `crypto` over the worker's host functions (Rust: sha1, sha2, md-5, hmac, getrandom):
 // hashes, HMAC, random bytes, integers and UUIDs, timingSafeEqual, AES-GCM and AES-CBC ciphers.
-// Signatures and public-key encryption are not there yet: calling one throws an error that
-// names it.
+// ECDSA P-256 signatures. RSA and public-key encryption are not there yet: calling one throws
+// an error that names it.
 const { Buffer } = require('buffer');
 
 const HASHES = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
@@ -150,6 +150,35 @@ class Cipher {
 const createCipheriv = (algorithm, key, iv, options) => new Cipher(true, algorithm, key, iv, options);
 const createDecipheriv = (algorithm, key, iv, options) => new Cipher(false, algorithm, key, iv, options);
 
+// Signatures: ECDSA on P-256 with SHA-256 in the host (`sign.rs`), keys in PEM, signatures in
+// DER (verification also takes the 64-byte form).
+const pemOf = (key) => {
+  const k = key && typeof key === 'object' && !ArrayBuffer.isView(key) && key.key !== undefined ? key.key : key;
+  if (typeof k === 'string') return k;
+  if (ArrayBuffer.isView(k)) return Buffer.from(k.buffer, k.byteOffset, k.byteLength).toString('utf8');
+  throw new TypeError('The "key" argument must be a PEM string or Buffer');
+};
+class Sign {
+  constructor(algorithm, verifying) {
+    this._algorithm = String(algorithm);
+    this._verifying = verifying;
+    this._chunks = [];
+  }
+  update(data, encoding) { this._chunks.push(Buffer.from(bytesOf(data, encoding, 'data'))); return this; }
+  sign(key, outputEncoding) {
+    return output(host.sign(this._algorithm, pemOf(key), Buffer.concat(this._chunks)), outputEncoding);
+  }
+  verify(key, signature, signatureEncoding) {
+    const sig = Buffer.from(bytesOf(signature, signatureEncoding, 'signature'));
+    return host.verify(this._algorithm, pemOf(key), Buffer.concat(this._chunks), sig);
+  }
+}
+const createSign = (algorithm) => new Sign(algorithm, false);
+const createVerify = (algorithm) => new Sign(algorithm, true);
+const sign = (algorithm, data, key) => host.sign(algorithm || 'sha256', pemOf(key), Buffer.from(bytesOf(data, undefined, 'data')));
+const verify = (algorithm, data, key, signature) => host.verify(algorithm || 'sha256', pemOf(key),
+  Buffer.from(bytesOf(data, undefined, 'data')), Buffer.from(bytesOf(signature, undefined, 'signature')));
+
 const missing = (name) => () => {
   throw new Error(`crypto.${name} is not available in this runtime yet`);
 };
@@ -171,12 +200,20 @@ module.exports = {
   createCipheriv,
   createDecipheriv,
   getCiphers: () => CIPHERS.slice(),
-  createSign: missing('createSign'),
-  createVerify: missing('createVerify'),
+  createSign,
+  createVerify,
   publicEncrypt: missing('publicEncrypt'),
   privateDecrypt: missing('privateDecrypt'),
   createPublicKey: missing('createPublicKey'),
   createPrivateKey: missing('createPrivateKey'),
-  sign: missing('sign'),
-  verify: missing('verify'),
+  sign: (algorithm, data, key, callback) => {
+    const out = Buffer.from(sign(algorithm, data, key));
+    if (typeof callback === 'function') { queueMicrotask(() => callback(null, out)); return undefined; }
+    return out;
+  },
+  verify: (algorithm, data, key, signature, callback) => {
+    const out = verify(algorithm, data, key, signature);
+    if (typeof callback === 'function') { queueMicrotask(() => callback(null, out)); return undefined; }
+    return out;
+  },
 };
