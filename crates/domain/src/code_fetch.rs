@@ -9,25 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 
 use crate::code::CodeFetch;
-use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
+use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse, is_hop_by_hop};
 
 /// The most outbound requests one call makes.
 pub const MAX_REQUESTS: usize = 10;
-
-/// Headers the client sets itself, or that concern one connection only: dropped from what the
-/// code sends.
-const SET_BY_THE_CLIENT: &[&str] = &[
-    "host",
-    "content-length",
-    "connection",
-    "keep-alive",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
 
 /// The `fetch` of one call.
 pub struct GuardedFetch {
@@ -63,9 +48,9 @@ impl CodeFetch for GuardedFetch {
             .check_destination(&request.url)
             .map_err(|why| format!("the destination is not allowed: {why}"))?;
         request.headers.retain(|(name, value)| {
-            !SET_BY_THE_CLIENT
-                .iter()
-                .any(|h| h.eq_ignore_ascii_case(name))
+            // The client sets these itself, or they concern one connection only.
+            !is_hop_by_hop(name)
+                && !name.eq_ignore_ascii_case("host")
                 && !name.is_empty()
                 && !name
                     .bytes()

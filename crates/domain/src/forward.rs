@@ -5,6 +5,26 @@
 
 use async_trait::async_trait;
 
+/// Headers that concern one connection only, never passed on (RFC 9110 §7.6.1), and
+/// `content-length`, which the outbound client sets itself.
+pub const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
+/// Whether a header is one of [`HOP_BY_HOP`].
+pub fn is_hop_by_hop(name: &str) -> bool {
+    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
 /// A request to a proxy's destination. Headers are already filtered (no `SVC-*`, no
 /// hop-by-hop, no `Host`/`Content-Length`: the adapter sets those).
 #[derive(Clone)]

@@ -6,25 +6,7 @@ use tokenvault_domain::forward::{ForwardError, OutboundResponse};
 
 use crate::error;
 
-/// Headers that concern one connection only, never passed on (RFC 9110 §7.6.1), and
-/// `content-length`, which the proxy's own response sets.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "content-length",
-];
-
-/// Whether a header is one of [`HOP_BY_HOP`].
-pub(crate) fn is_hop_by_hop(name: &str) -> bool {
-    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
-}
+pub(crate) use tokenvault_domain::forward::is_hop_by_hop;
 
 /// Reads the whole answer.
 ///

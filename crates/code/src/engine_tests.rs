@@ -1,0 +1,427 @@
+//! The engine's tests: limits, the lazy globals, and Node's built-in modules computing real
+//! values.
+
+use super::*;
+
+fn engine() -> Engine {
+    let limits = Limits {
+        timeout: Duration::from_secs(2),
+        memory: 16 << 20,
+        max_output: 1 << 20,
+    };
+    Engine::new(limits, Rc::new(NoHost)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+struct NoHost;
+
+impl Host for NoHost {
+    fn svc(&self, _: String, _: Vec<Json>) -> Json {
+        serde_json::json!({"error": {"status": 500}})
+    }
+    fn fetch(&self, request: Json) -> Json {
+        // Echoes the request back as the answer's body, as JSON.
+        use base64::Engine as _;
+        let body = base64::engine::general_purpose::STANDARD.encode(request.to_string());
+        serde_json::json!({"ok": {"status": 201, "headers": [["x-echo", "1"]], "body": body}})
+    }
+    fn log(&self, _: &str, _: &str) {}
+}
+
+const EMPTY: Json = Json::Null;
+
+fn call(code: &str) -> Call<'_> {
+    Call {
+        code,
+        request: &EMPTY,
+        svc: false,
+    }
+}
+
+/// Mapping an error can itself throw (a `BigInt` in `errors`, a throwing `message` getter);
+/// the exception it leaves is per runtime and would keep the spent context alive into the
+/// next call. The call clears it and the runtime is not reused.
+#[test]
+fn an_exception_left_by_error_mapping_costs_the_runtime() {
+    for code in [
+        "module.exports = () => { throw new BadRequestError({ amount: 10n }); };",
+        "module.exports = () => { const e = new Error('x'); \
+         Object.defineProperty(e, 'message', { get() { throw { leak: globalThis }; } }); throw e; };",
+    ] {
+        let mut engine = engine();
+        let (outcome, discard) = engine.run(&call(code));
+        assert!(outcome.is_err(), "{code}");
+        assert!(discard, "{code}");
+    }
+    // Words are not a limit: a thrown "out of memory" is the code's own error.
+    let mut forged = engine();
+    let (outcome, _) = forged.run(&call(
+        "module.exports = () => { throw new Error('out of memory'); };",
+    ));
+    assert!(
+        matches!(&outcome, Err(CodeError::Thrown { status: 500, message, .. }) if message == "out of memory"),
+        "{outcome:?}"
+    );
+    // A plain throw keeps it.
+    let mut engine = engine();
+    let (outcome, discard) = engine.run(&call(
+        "module.exports = () => { throw new BadRequestError('no'); };",
+    ));
+    assert!(matches!(
+        outcome,
+        Err(CodeError::Thrown { status: 400, .. })
+    ));
+    assert!(!discard);
+    assert!(!engine.finish());
+}
+
+/// The globals are made on first use (prelude.js): every listed name is there when read,
+/// whatever the spelling of the read, can be replaced, and behaves as if made up front.
+#[test]
+fn globals_made_on_first_use_behave_as_made_up_front() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "module.exports = async () => {
+           // The host's timer callback is not a global: replacing the name changes nothing.
+           globalThis.__fireTimer = 5;
+           const seen = [typeof console.log, typeof setTimeout, typeof clearTimeout,
+             typeof crypto.randomUUID, typeof TextEncoder, typeof globalThis.TextDecoder,
+             'BadRequestError' in globalThis, typeof globalThis['CustomHttpResponseError'],
+             typeof NoSuchGlobal];
+           const bytes = new TextEncoder().encode('zürich');
+           const back = new TextDecoder().decode(bytes);
+           const fired = await new Promise((resolve) => setTimeout(resolve, 1, 'fired'));
+           const cleared = setTimeout(() => { throw new Error('cleared timer ran'); }, 1);
+           clearTimeout(cleared);
+           RateLimitError = 'replaced';
+           let missing;
+           try { missing = NoSuchGlobal; } catch (e) { missing = e.name; }
+           return { seen, length: bytes.length, back, fired, replaced: RateLimitError, missing,
+                    uuid: crypto.randomUUID().length };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "seen": ["function", "function", "function", "function", "function", "function",
+                     true, "function", "undefined"],
+            "length": 7, "back": "zürich", "fired": "fired", "replaced": "replaced",
+            "missing": "ReferenceError", "uuid": 36
+        })
+    );
+    assert!(!engine.finish());
+    // A class made on first use still maps to its status.
+    let (outcome, _) = engine.run(&call(
+        "module.exports = () => { throw new AuthorizationError({ why: 'no' }); };",
+    ));
+    assert!(
+        matches!(&outcome, Err(CodeError::Thrown { status: 403, errors: Some(e), .. }) if e["why"] == "no"),
+        "{outcome:?}"
+    );
+}
+
+/// Node's built-in modules compute real results (values computed outside the engine: RFC
+/// 4231-style HMAC and FIPS 180 digests, base64 both ways).
+#[test]
+fn node_modules_compute_real_values() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        r"const crypto = require('crypto');
+           const { Buffer: B } = require('node:buffer');
+           const EventEmitter = require('events');
+           const qs = require('querystring');
+           const util = require('util');
+           const { StringDecoder } = require('string_decoder');
+           const sdk = require('@basis-theory/basis-theory-reactor-formulas-sdk-js');
+           const topThis = this === module.exports;
+           module.exports = async function (req) {
+             const emitter = new EventEmitter();
+             let heard = null;
+             emitter.on('x', (v) => { heard = v; });
+             emitter.emit('x', 42);
+             const decoder = new StringDecoder('utf8');
+             const euro = Buffer.from('€');
+             const split = decoder.write(euro.slice(0, 1)) + decoder.write(euro.slice(1));
+             let ticks = 0;
+             await new Promise((resolve) => {
+               const id = setInterval(() => { ticks += 1; if (ticks === 3) { clearInterval(id); resolve(); } }, 1);
+             });
+             await new Promise((resolve) => setImmediate(resolve));
+             const notFound = [];
+             for (const name of ['fs', 'child_process', 'base64-js', 'node:net']) {
+               try { require(name); notFound.push('found ' + name); } catch (e) { notFound.push(e.message); }
+             }
+             const copy = structuredClone({ when: new Date(0), seen: new Map([[1, 'a']]) });
+             return {
+               hmac: crypto.createHmac('sha256', 'key').update('message').digest('hex'),
+               sha256: crypto.createHash('sha256').update('a').update(B.from('bc')).digest('hex'),
+               md5: crypto.createHash('md5').update('').digest('base64'),
+               random: crypto.randomBytes(16).length,
+               randomDiffers: crypto.randomBytes(8).toString('hex') !== crypto.randomBytes(8).toString('hex'),
+               safe: [crypto.timingSafeEqual(B.from('ab'), B.from('ab')), crypto.timingSafeEqual(B.from('ab'), B.from('ac'))],
+               base64: Buffer.from('hello').toString('base64'),
+               back: Buffer.from('aGVsbG8=', 'base64').toString(),
+               hex: Buffer.from([1, 255]).toString('hex'),
+               heard, split, ticks,
+               qs: qs.stringify({ a: 'x y', b: ['1', '2'] }),
+               parsed: qs.parse('a=x%20y&b=1&b=2'),
+               format: util.format('%s=%d %j', 'a', 5, { b: 1 }),
+               env: process.env, version: process.version,
+               global: global === globalThis,
+               uuid: crypto.randomUUID().length,
+               notFound,
+               clone: [copy.when instanceof Date, copy.seen.get(1)],
+               sdk: sdk.BadRequestError === BadRequestError && new sdk.InvalidReactorFormulaError('x').status,
+               topThis,
+             };
+           };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "hmac": "6e9ef29b75fffc5b7abae527d58fdadb2fe42e7219011976917343065f58ed4a",
+            "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "md5": "1B2M2Y8AsgTpgAmY7PhCfg==",
+            "random": 16, "randomDiffers": true, "safe": [true, false],
+            "base64": "aGVsbG8=", "back": "hello", "hex": "01ff",
+            "heard": 42, "split": "€", "ticks": 3,
+            "qs": "a=x%20y&b=1&b=2",
+            "parsed": {"a": "x y", "b": ["1", "2"]},
+            "format": "a=5 {\"b\":1}",
+            "env": {}, "version": "v16.20.2", "global": true, "uuid": 36,
+            "notFound": ["Cannot find module 'fs'", "Cannot find module 'child_process'",
+                         "Cannot find module 'base64-js'", "Cannot find module 'node:net'"],
+            "clone": [true, "a"], "sdk": 422, "topThis": true
+        })
+    );
+    assert!(!engine.finish());
+}
+
+/// A module that is not there fails the call with a 500 naming it, at load or in the
+/// handler.
+#[test]
+fn a_missing_module_is_a_500_naming_it() {
+    for code in [
+        "const fs = require('fs'); module.exports = () => 1;",
+        "module.exports = () => require('left-pad')('x', 3);",
+    ] {
+        let mut engine = engine();
+        let (outcome, _) = engine.run(&call(code));
+        assert!(
+            matches!(&outcome, Err(CodeError::Thrown { status: 500, message, .. })
+                if message.starts_with("Cannot find module '")),
+            "{code}: {outcome:?}"
+        );
+    }
+}
+
+/// `URL` and `url` read URLs as Node.js does (the host's WHATWG parser).
+#[test]
+fn urls_are_built_and_read_back() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "const url = require('url');
+         module.exports = () => {
+           const u = new URL('/v1/charges?amount=10#top', 'https://api.example.com:8443');
+           u.searchParams.append('currency', 'eur');
+           u.pathname = '/v2/charges';
+           let invalid = null;
+           try { new URL('not a url'); } catch (e) { invalid = e.name; }
+           const legacy = url.parse('https://user:pw@host.example/a/b?x=1&y=2#h', true);
+           const params = new URLSearchParams({ a: '1 2', b: 'é' });
+           return {
+             href: u.href, host: u.host, hostname: u.hostname, port: u.port,
+             origin: u.origin, search: u.search, hash: u.hash, protocol: u.protocol,
+             amount: u.searchParams.get('amount'), invalid, json: JSON.stringify({ u }),
+             legacy: [legacy.hostname, legacy.pathname, legacy.query.y, legacy.auth, legacy.path],
+             params: params.toString(),
+             formatted: url.format({ protocol: 'https', hostname: 'x.example', pathname: '/p', query: { q: 'a b' } }),
+             resolved: url.resolve('https://x.example/a/b', '../c'),
+             same: URL === url.URL,
+           };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "href": "https://api.example.com:8443/v2/charges?amount=10&currency=eur#top",
+            "host": "api.example.com:8443", "hostname": "api.example.com", "port": "8443",
+            "origin": "https://api.example.com:8443", "search": "?amount=10&currency=eur",
+            "hash": "#top", "protocol": "https:", "amount": "10", "invalid": "TypeError",
+            "json": "{\"u\":\"https://api.example.com:8443/v2/charges?amount=10&currency=eur#top\"}",
+            "legacy": ["host.example", "/a/b", "2", "user:pw", "/a/b?x=1&y=2"],
+            "params": "a=1+2&b=%C3%A9",
+            "formatted": "https://x.example/p?q=a%20b",
+            "resolved": "https://x.example/c",
+            "same": true
+        })
+    );
+}
+
+/// `fetch` goes to the host as JSON (the body in base64) and its answer comes back as a
+/// `Response`; `Headers` and `Request` are there.
+#[test]
+fn fetch_goes_through_the_host() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "module.exports = async () => {
+           const res = await fetch('https://api.example/v1/charges', {
+             method: 'post', headers: { 'Content-Type': 'application/json', 'X-Key': 'k' },
+             body: JSON.stringify({ amount: 1 }),
+           });
+           const sent = await res.json();
+           const body = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(sent.body), (c) => c.charCodeAt(0))));
+           return { status: res.status, ok: res.ok, echo: res.headers.get('X-Echo'),
+                    method: sent.method, url: sent.url, headers: sent.headers, body,
+                    request: new Request('https://x.example/a').method, h: new Headers({ A: '1' }).get('a') };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "status": 201, "ok": true, "echo": "1", "method": "POST",
+            "url": "https://api.example/v1/charges",
+            "headers": [["content-type", "application/json"], ["x-key", "k"]],
+            "body": {"amount": 1}, "request": "GET", "h": "1"
+        })
+    );
+}
+
+/// Node's `https.request` goes through the same host call as `fetch`: the request as
+/// written (method, headers, body), the answer as events.
+#[test]
+fn https_request_goes_through_the_host() {
+    use base64::Engine as _;
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "const https = require('https');
+         module.exports = () => new Promise((resolve, reject) => {
+           const req = https.request({ hostname: 'api.example', path: '/v1/x?y=1', method: 'PUT',
+                                       headers: { 'Content-Type': 'application/json' } }, (res) => {
+             let text = '';
+             res.setEncoding('utf8');
+             res.on('data', (c) => { text += c; });
+             res.on('end', () => resolve({ status: res.statusCode, echo: res.headers['x-echo'], sent: JSON.parse(text) }));
+           });
+           req.on('error', reject);
+           req.write('{\"a\":');
+           req.end('1}');
+         });",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(value["status"], 201, "{value}");
+    assert_eq!(value["echo"], "1");
+    assert_eq!(value["sent"]["method"], "PUT");
+    assert_eq!(value["sent"]["url"], "https://api.example/v1/x?y=1");
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(value["sent"]["body"].as_str().unwrap_or_default())
+        .unwrap_or_default();
+    assert_eq!(body, br#"{"a":1}"#);
+}
+
+/// Node's ciphers give the published answers (NIST SP 800-38A CBC, the GCM spec's test
+/// case 2) and round-trip; a changed tag does not authenticate.
+#[test]
+fn node_ciphers_give_published_answers() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "const crypto = require('crypto');
+         module.exports = () => {
+           const cbc = crypto.createCipheriv('aes-128-cbc', Buffer.from('2b7e151628aed2a6abf7158809cf4f3c', 'hex'),
+                                             Buffer.from('000102030405060708090a0b0c0d0e0f', 'hex'));
+           cbc.setAutoPadding(false);
+           const cbcHex = cbc.update(Buffer.from('6bc1bee22e409f96e93d7e117393172a', 'hex'), undefined, 'hex') + cbc.final('hex');
+           const zero = Buffer.alloc(16);
+           const gcm = crypto.createCipheriv('aes-128-gcm', zero, Buffer.alloc(12));
+           const sealed = Buffer.concat([gcm.update(zero), gcm.final()]);
+           const tag = gcm.getAuthTag();
+           const key = crypto.randomBytes(32);
+           const iv = crypto.randomBytes(12);
+           const e = crypto.createCipheriv('aes-256-gcm', key, iv);
+           e.setAAD(Buffer.from('header'));
+           const ct = Buffer.concat([e.update('4242424242424242', 'utf8'), e.final()]);
+           const d = crypto.createDecipheriv('aes-256-gcm', key, iv);
+           d.setAAD(Buffer.from('header'));
+           d.setAuthTag(e.getAuthTag());
+           const back = d.update(ct, undefined, 'utf8') + d.final('utf8');
+           const bad = crypto.createDecipheriv('aes-256-gcm', key, iv);
+           const t = Buffer.from(e.getAuthTag()); t[0] ^= 1;
+           bad.setAuthTag(t);
+           bad.update(ct);
+           let refused = null;
+           try { bad.final(); } catch (err) { refused = err.message; }
+           const k = crypto.randomBytes(32), v = crypto.randomBytes(16);
+           const c2 = crypto.createCipheriv('aes-256-cbc', k, v);
+           const padded = c2.update('hello', 'utf8', 'base64') + c2.final('base64');
+           const d2 = crypto.createDecipheriv('aes-256-cbc', k, v);
+           const cbcBack = d2.update(padded, 'base64', 'utf8') + d2.final('utf8');
+           return { cbcHex, gcm: sealed.toString('hex'), tag: tag.toString('hex'), back, refused, cbcBack };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "cbcHex": "7649abac8119b246cee98e9b12e9197d",
+            "gcm": "0388dace60b6a392f328c2b971b2fe78",
+            "tag": "ab6e47d42cec13bdf53a67b21257bddf",
+            "back": "4242424242424242",
+            "refused": "Unsupported state or unable to authenticate data",
+            "cbcBack": "hello"
+        })
+    );
+}
+
+/// Node's ECDSA signatures (P-256, SHA-256): what code signs verifies outside the engine
+/// with the public key, what it verifies is checked, and a changed message fails.
+#[test]
+fn node_signatures_verify_outside_the_engine() {
+    use base64::Engine as _;
+    use p256::ecdsa::signature::Verifier;
+    use p256::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
+    let key = p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).unwrap_or_else(|e| panic!("{e}"));
+    let private = key
+        .to_pkcs8_pem(LineEnding::LF)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let public = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let code = format!(
+        "const crypto = require('crypto');
+         const PRIVATE = {private:?};
+         const PUBLIC = {public:?};
+         module.exports = () => {{
+           const signer = crypto.createSign('SHA256');
+           signer.update('amount=10&');
+           signer.update('currency=eur');
+           const signature = signer.sign(PRIVATE, 'base64');
+           const ok = crypto.createVerify('SHA256').update('amount=10&currency=eur').verify(PUBLIC, signature, 'base64');
+           const changed = crypto.verify('sha256', Buffer.from('amount=99&currency=eur'), PUBLIC, Buffer.from(signature, 'base64'));
+           const oneShot = crypto.sign('sha256', Buffer.from('x'), {{ key: PRIVATE }}).length > 0;
+           let rsa = null;
+           try {{ crypto.createSign('RSA-SHA512').update('x').sign(PRIVATE); }} catch (e) {{ rsa = e.name; }}
+           return {{ signature, ok, changed, oneShot, rsa }};
+         }};",
+        private = private.as_str(),
+    );
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(&code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(value["ok"], true, "{value}");
+    assert_eq!(value["changed"], false);
+    assert_eq!(value["oneShot"], true);
+    assert_eq!(value["rsa"], "TypeError");
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(value["signature"].as_str().unwrap_or_default())
+        .unwrap_or_default();
+    let signature = p256::ecdsa::Signature::from_der(&der).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        key.verifying_key()
+            .verify(b"amount=10&currency=eur", &signature)
+            .is_ok()
+    );
+}
