@@ -210,6 +210,8 @@ impl Engine {
             crate::url::install(&ctx).map_err(|e| e.to_string())?;
             crate::cipher::install(&ctx).map_err(|e| e.to_string())?;
             crate::sign::install(&ctx).map_err(|e| e.to_string())?;
+            crate::seal::install(&ctx).map_err(|e| e.to_string())?;
+            crate::keys::install(&ctx).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())

@@ -425,3 +425,83 @@ fn node_signatures_verify_outside_the_engine() {
             .is_ok()
     );
 }
+
+/// Node's RSA: PKCS#1 v1.5 and PSS signatures and OAEP encryption made in the engine check out
+/// with the same key outside it; what is made outside (a signature, a PKCS#1 v1.5 ciphertext)
+/// checks out inside; `createPublicKey` of the private key answers its public half.
+#[test]
+fn node_rsa_signatures_and_encryption_match_outside_the_engine() {
+    use base64::Engine as _;
+    use rsa::pkcs1::{EncodeRsaPrivateKey, LineEnding};
+    use rsa::pkcs8::{DecodePrivateKey, EncodePublicKey};
+    use rsa::sha2::Sha256;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let private = include_str!("testdata/rsa-2048.pem");
+    let key = rsa::PrivateKey::from_pkcs8_pem(private).unwrap_or_else(|e| panic!("{e}"));
+    let pkcs1 = key
+        .to_pkcs1_pem(LineEnding::LF)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let public = key
+        .to_public_key()
+        .to_public_key_pem(LineEnding::LF)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let outside = b64.encode(
+        key.pkcs1v15_sign::<Sha256>(b"from outside")
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let sealed = b64.encode(
+        key.to_public_key()
+            .pkcs1v15_encrypt(b"4242424242424242")
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let code = format!(
+        "const crypto = require('crypto');
+         const PRIVATE = {private:?};
+         const PKCS1 = {pkcs1:?};
+         module.exports = () => {{
+           const signature = crypto.createSign('RSA-SHA256').update('amount=10').sign(PKCS1, 'base64');
+           const pss = crypto.sign('sha256', Buffer.from('amount=10'), {{
+             key: PRIVATE, padding: crypto.constants.RSA_PKCS1_PSS_PADDING }}).toString('base64');
+           const pub = crypto.createPublicKey(PRIVATE);
+           const ok = crypto.verify('sha256', Buffer.from('from outside'), pub, Buffer.from({outside:?}, 'base64'));
+           const wrong = crypto.createVerify('sha256').update('from outsidE').verify(pub, {outside:?}, 'base64');
+           const oaep = crypto.publicEncrypt({{ key: pub, oaepHash: 'sha256' }}, Buffer.from('hello')).toString('base64');
+           const opened = crypto.privateDecrypt({{ key: crypto.createPrivateKey(PRIVATE),
+             padding: crypto.constants.RSA_PKCS1_PADDING }}, Buffer.from({sealed:?}, 'base64')).toString();
+           const roundTrip = crypto.privateDecrypt(PRIVATE, crypto.publicEncrypt(pub, Buffer.from('x'))).toString();
+           return {{ signature, pss, ok, wrong, oaep, opened, roundTrip,
+             publicPem: pub.export({{ type: 'spki', format: 'pem' }}), kind: pub.asymmetricKeyType, type: pub.type }};
+         }};",
+        pkcs1 = pkcs1.as_str(),
+    );
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(&code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    let bytes = |name: &str| {
+        b64.decode(value[name].as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let public_key = key.to_public_key();
+    assert!(
+        public_key
+            .pkcs1v15_verify::<Sha256>(b"amount=10", &bytes("signature"))
+            .is_ok()
+    );
+    assert!(
+        public_key
+            .pss_verify::<Sha256>(b"amount=10", &bytes("pss"))
+            .is_ok()
+    );
+    assert_eq!(
+        key.oaep_decrypt::<Sha256>(&bytes("oaep"))
+            .unwrap_or_else(|e| panic!("{e}")),
+        b"hello"
+    );
+    assert_eq!(value["ok"], true, "{value}");
+    assert_eq!(value["wrong"], false);
+    assert_eq!(value["opened"], "4242424242424242");
+    assert_eq!(value["roundTrip"], "x");
+    assert_eq!(value["publicPem"], public.as_str());
+    assert_eq!(value["kind"], "rsa");
+    assert_eq!(value["type"], "public");
+}

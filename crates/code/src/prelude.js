@@ -1,8 +1,8 @@
 // The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
 // call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
 // context. Host functions (__log, __uuid, __setTimer, __clearTimer, __builtin, __digest,
-// __random, __url, __fetch, __cipher, __sign, __verify) and the object `__host` are installed before it runs and removed from the global
-// object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
+// __random, __url, __fetch, __cipher, __sign, __verify, __seal, __keyInfo) and the object
+// `__host` are installed before it runs and removed from the global object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
 // `import()` the loaded module).
 const make = (function (host) {
   'use strict';
@@ -44,6 +44,7 @@ const make = (function (host) {
   digest: globalThis.__digest, random: globalThis.__random, url: globalThis.__url,
   fetch: globalThis.__fetch, cipher: globalThis.__cipher,
   sign: globalThis.__sign, verify: globalThis.__verify,
+  seal: globalThis.__seal, keyInfo: globalThis.__keyInfo,
 });
 delete globalThis.__log;
 delete globalThis.__uuid;
@@ -57,6 +58,8 @@ delete globalThis.__fetch;
 delete globalThis.__cipher;
 delete globalThis.__sign;
 delete globalThis.__verify;
+delete globalThis.__seal;
+delete globalThis.__keyInfo;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 

@@ -1,7 +1,6 @@
 // Node's `crypto` over the worker's host functions (Rust: sha1, sha2, md-5, hmac, getrandom):
 // hashes, HMAC, random bytes, integers and UUIDs, timingSafeEqual, AES-GCM and AES-CBC ciphers.
-// ECDSA P-256 signatures. RSA and public-key encryption are not there yet: calling one throws
-// an error that names it.
+// ECDSA P-256 and RSA signatures, RSA encryption (rsa, p256), keys as KeyObjects.
 const { Buffer } = require('buffer');
 
 const HASHES = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
@@ -150,37 +149,86 @@ class Cipher {
 const createCipheriv = (algorithm, key, iv, options) => new Cipher(true, algorithm, key, iv, options);
 const createDecipheriv = (algorithm, key, iv, options) => new Cipher(false, algorithm, key, iv, options);
 
-// Signatures: ECDSA on P-256 with SHA-256 in the host (`sign.rs`), keys in PEM, signatures in
-// DER (verification also takes the 64-byte form).
-const pemOf = (key) => {
-  const k = key && typeof key === 'object' && !ArrayBuffer.isView(key) && key.key !== undefined ? key.key : key;
+// Keys: PEM text (PKCS#8, PKCS#1, SEC1, SPKI) held as given; `keys.rs` reads them. A
+// KeyObject keeps its PEM; `export` answers it (or, for `der`, the bytes inside it) and a
+// public KeyObject made from a private key the SPKI of its public half.
+class KeyObject {
+  constructor(type, pem, info) {
+    Object.defineProperty(this, '__tokenvault_pem', { value: pem });
+    this._type = type;
+    this._kind = info.asymmetricKeyType;
+  }
+  get type() { return this._type; }
+  get asymmetricKeyType() { return this._kind; }
+  export(options) {
+    const format = (options && options.format) || 'pem';
+    if (format === 'pem') return this.__tokenvault_pem;
+    if (format === 'der') {
+      const body = this.__tokenvault_pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
+      return Buffer.from(body, 'base64');
+    }
+    throw new TypeError(`The export format ${format} is not supported here (pem or der)`);
+  }
+  equals(other) { return other instanceof KeyObject && other.__tokenvault_pem === this.__tokenvault_pem; }
+}
+const pemText = (k) => {
+  if (k instanceof KeyObject) return k.__tokenvault_pem;
   if (typeof k === 'string') return k;
   if (ArrayBuffer.isView(k)) return Buffer.from(k.buffer, k.byteOffset, k.byteLength).toString('utf8');
-  throw new TypeError('The "key" argument must be a PEM string or Buffer');
+  throw new TypeError('The "key" argument must be a PEM string, Buffer or KeyObject');
 };
+const keyOptions = (key) => (key && typeof key === 'object' && !ArrayBuffer.isView(key)
+  && !(key instanceof KeyObject) && key.key !== undefined ? key : { key });
+const pemOf = (key) => pemText(keyOptions(key).key);
+const createPrivateKey = (key) => {
+  const pem = pemOf(key);
+  const info = host.keyInfo(pem);
+  if (info.type !== 'private') throw new TypeError('The key is not a private key');
+  return new KeyObject('private', pem, info);
+};
+const createPublicKey = (key) => {
+  const info = host.keyInfo(pemOf(key));
+  return new KeyObject('public', info.publicPem, info);
+};
+
+// Signatures in the host (`sign.rs`): ECDSA P-256 with SHA-256 (DER signatures; verification
+// also takes the 64-byte form), RSA PKCS#1 v1.5 or PSS with SHA-1 to SHA-512.
 class Sign {
-  constructor(algorithm, verifying) {
+  constructor(algorithm) {
     this._algorithm = String(algorithm);
-    this._verifying = verifying;
     this._chunks = [];
   }
   update(data, encoding) { this._chunks.push(Buffer.from(bytesOf(data, encoding, 'data'))); return this; }
   sign(key, outputEncoding) {
-    return output(host.sign(this._algorithm, pemOf(key), Buffer.concat(this._chunks)), outputEncoding);
+    return output(host.sign(this._algorithm, pemOf(key), Buffer.concat(this._chunks), keyOptions(key)), outputEncoding);
   }
   verify(key, signature, signatureEncoding) {
     const sig = Buffer.from(bytesOf(signature, signatureEncoding, 'signature'));
-    return host.verify(this._algorithm, pemOf(key), Buffer.concat(this._chunks), sig);
+    return host.verify(this._algorithm, pemOf(key), Buffer.concat(this._chunks), sig, keyOptions(key));
   }
 }
-const createSign = (algorithm) => new Sign(algorithm, false);
-const createVerify = (algorithm) => new Sign(algorithm, true);
-const sign = (algorithm, data, key) => host.sign(algorithm || 'sha256', pemOf(key), Buffer.from(bytesOf(data, undefined, 'data')));
+const createSign = (algorithm) => new Sign(algorithm);
+const createVerify = (algorithm) => new Sign(algorithm);
+const sign = (algorithm, data, key) => host.sign(algorithm || 'sha256', pemOf(key),
+  Buffer.from(bytesOf(data, undefined, 'data')), keyOptions(key));
 const verify = (algorithm, data, key, signature) => host.verify(algorithm || 'sha256', pemOf(key),
-  Buffer.from(bytesOf(data, undefined, 'data')), Buffer.from(bytesOf(signature, undefined, 'signature')));
+  Buffer.from(bytesOf(data, undefined, 'data')), Buffer.from(bytesOf(signature, undefined, 'signature')),
+  keyOptions(key));
+
+// Public-key encryption in the host (`seal.rs`): RSA with OAEP (SHA-1 unless `oaepHash` says)
+// or, with `padding: RSA_PKCS1_PADDING`, PKCS#1 v1.5.
+const publicEncrypt = (key, buffer) => Buffer.from(host.seal(true, pemOf(key),
+  Buffer.from(bytesOf(buffer, undefined, 'buffer')), keyOptions(key)));
+const privateDecrypt = (key, buffer) => Buffer.from(host.seal(false, pemOf(key),
+  Buffer.from(bytesOf(buffer, undefined, 'buffer')), keyOptions(key)));
+
+const constants = Object.freeze({
+  RSA_PKCS1_PADDING: 1, RSA_NO_PADDING: 3, RSA_PKCS1_OAEP_PADDING: 4, RSA_PKCS1_PSS_PADDING: 6,
+  RSA_PSS_SALTLEN_DIGEST: -1, RSA_PSS_SALTLEN_MAX_SIGN: -2, RSA_PSS_SALTLEN_AUTO: -2,
+});
 
 const missing = (name) => () => {
-  throw new Error(`crypto.${name} is not available in this runtime yet`);
+  throw new TypeError(`crypto.${name} is not offered in this runtime (docs/decisions.md §7)`);
 };
 
 const webcrypto = { getRandomValues, randomUUID: () => host.uuid() };
@@ -202,10 +250,16 @@ module.exports = {
   getCiphers: () => CIPHERS.slice(),
   createSign,
   createVerify,
-  publicEncrypt: missing('publicEncrypt'),
-  privateDecrypt: missing('privateDecrypt'),
-  createPublicKey: missing('createPublicKey'),
-  createPrivateKey: missing('createPrivateKey'),
+  publicEncrypt,
+  privateDecrypt,
+  createPublicKey,
+  createPrivateKey,
+  KeyObject,
+  constants,
+  generateKeyPair: missing('generateKeyPair'),
+  generateKeyPairSync: missing('generateKeyPairSync'),
+  privateEncrypt: missing('privateEncrypt'),
+  publicDecrypt: missing('publicDecrypt'),
   sign: (algorithm, data, key, callback) => {
     const out = Buffer.from(sign(algorithm, data, key));
     if (typeof callback === 'function') { queueMicrotask(() => callback(null, out)); return undefined; }
