@@ -8,6 +8,7 @@ mod architecture;
 mod attacks;
 mod audit;
 mod auth;
+mod code_modules;
 mod detokenize_bounds;
 mod errors;
 mod idempotency;

@@ -28,6 +28,7 @@ fn settings(workers: usize) -> RunnerSettings {
         },
         require_sandbox: true,
         tenant_share: 1.0,
+        modules: std::sync::Arc::default(),
     }
 }
 

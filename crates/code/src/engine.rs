@@ -14,6 +14,8 @@ use rquickjs::{
 use serde_json::Value as Json;
 use tokenvault_domain::code::CodeError;
 
+use crate::modules::ModuleStore;
+
 /// What the code reaches outside its context: `req.svc` and `console`. In a worker process
 /// both go over the channel to the server, which checks them.
 pub trait Host {
@@ -136,6 +138,8 @@ pub struct Engine {
     builtins: Rc<Vec<(&'static str, Vec<u8>)>>,
     state: Rc<CallState>,
     host: Rc<dyn Host>,
+    /// The operator's npm packages.
+    modules: Rc<ModuleStore>,
     deadline: Rc<Cell<Option<Instant>>>,
     limits: Limits,
 }
@@ -149,7 +153,11 @@ enum Stop {
 impl Engine {
     /// A runtime with the memory limit and the interrupt handler installed, and the prelude
     /// compiled.
-    pub fn new(limits: Limits, host: Rc<dyn Host>) -> Result<Self, String> {
+    pub fn new(
+        limits: Limits,
+        host: Rc<dyn Host>,
+        modules: Rc<ModuleStore>,
+    ) -> Result<Self, String> {
         let runtime = Runtime::new().map_err(|e| e.to_string())?;
         runtime.set_memory_limit(limits.memory);
         runtime.set_max_stack_size(512 * 1024);
@@ -191,6 +199,7 @@ impl Engine {
             builtins,
             state: Rc::default(),
             host,
+            modules,
             deadline,
             limits,
         })
@@ -212,6 +221,7 @@ impl Engine {
             crate::sign::install(&ctx).map_err(|e| e.to_string())?;
             crate::seal::install(&ctx).map_err(|e| e.to_string())?;
             crate::keys::install(&ctx).map_err(|e| e.to_string())?;
+            crate::modules::install(&ctx, &self.modules).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())

@@ -9,7 +9,7 @@ fn engine() -> Engine {
         memory: 16 << 20,
         max_output: 1 << 20,
     };
-    Engine::new(limits, Rc::new(NoHost)).unwrap_or_else(|e| panic!("{e}"))
+    Engine::new(limits, Rc::new(NoHost), Rc::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 struct NoHost;
@@ -504,4 +504,91 @@ fn node_rsa_signatures_and_encryption_match_outside_the_engine() {
     assert_eq!(value["publicPem"], public.as_str());
     assert_eq!(value["kind"], "rsa");
     assert_eq!(value["type"], "public");
+}
+
+fn engine_with_modules(files: &[(&str, &str)]) -> Engine {
+    let limits = Limits {
+        timeout: Duration::from_secs(2),
+        memory: 16 << 20,
+        max_output: 1 << 20,
+    };
+    let sources = files
+        .iter()
+        .map(|(path, text)| ((*path).to_string(), (*text).to_string()))
+        .collect();
+    let compiled = crate::modules::CodeModules::compile(sources).unwrap_or_else(|e| panic!("{e}"));
+    let store = crate::modules::ModuleStore::new(compiled.files().to_vec());
+    Engine::new(limits, Rc::new(NoHost), Rc::new(store)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The operator's packages load as Node.js loads them: `main`, `index.js`, `exports` with the
+/// `require` condition and subpaths, nested `node_modules`, scoped names, JSON files, cycles,
+/// sloppy mode with `this` as `module.exports`; a file that does not compile and a name that is
+/// nowhere fail the `require` with messages naming them.
+#[test]
+fn operator_modules_resolve_as_node_resolves_them() {
+    let mut engine = engine_with_modules(&[
+        (
+            "/node_modules/greet/package.json",
+            r#"{"name":"greet","main":"lib/main"}"#,
+        ),
+        (
+            "/node_modules/greet/lib/main.js",
+            "undeclared = 010; var self = this;
+             module.exports = { hello: (n) => require('./words').hi + ' ' + n,
+               isThis: self === module.exports, octal: undeclared, json: require('../data.json').v,
+               dep: require('dep').x, buffer: typeof require('buffer').Buffer, file: __filename };",
+        ),
+        ("/node_modules/greet/lib/words.js", "exports.hi = 'hello';"),
+        ("/node_modules/greet/data.json", r#"{"v": 7}"#),
+        (
+            "/node_modules/greet/node_modules/dep/index.js",
+            "exports.x = 'nested';",
+        ),
+        (
+            "/node_modules/cond/package.json",
+            r#"{"exports": {".": {"import": "./esm.mjs", "require": "./cjs.js"}, "./feature": "./f.js"}}"#,
+        ),
+        ("/node_modules/cond/cjs.js", "module.exports = 'cjs';"),
+        ("/node_modules/cond/f.js", "module.exports = 'feature';"),
+        (
+            "/node_modules/@scope/pkg/index.js",
+            "module.exports = require('cond/feature');",
+        ),
+        ("/node_modules/broken/index.js", "module.exports = (;"),
+        (
+            "/node_modules/cyc/a.js",
+            "exports.early = 1; exports.fromB = require('./b').sawEarly;",
+        ),
+        (
+            "/node_modules/cyc/b.js",
+            "exports.sawEarly = require('./a').early;",
+        ),
+    ]);
+    let code = "module.exports = () => {
+        const g = require('greet');
+        const fail = (name) => { try { require(name); return null; } catch (e) { return `${e.name}: ${e.message}`; } };
+        let notExported;
+        try { require('cond/secret'); } catch (e) { notExported = e.code; }
+        return { hello: g.hello('ann'), isThis: g.isThis, octal: g.octal, json: g.json, dep: g.dep,
+          buffer: g.buffer, file: g.file, cond: require('cond'), scoped: require('@scope/pkg'),
+          cycle: require('cyc/a').fromB, same: require('greet') === g, notExported,
+          missing: fail('nope'), nestedHidden: fail('dep'), broken: fail('broken'),
+          resolved: require.resolve('greet') };
+      };";
+    let (outcome, _) = engine.run(&call(code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "hello": "hello ann", "isThis": true, "octal": 8, "json": 7, "dep": "nested",
+            "buffer": "function", "file": "/node_modules/greet/lib/main.js", "cond": "cjs",
+            "scoped": "feature", "cycle": 1, "same": true,
+            "notExported": "ERR_PACKAGE_PATH_NOT_EXPORTED",
+            "missing": "Error: Cannot find module 'nope'",
+            "nestedHidden": "Error: Cannot find module 'dep'",
+            "broken": "SyntaxError: unexpected token in expression: ';' (/node_modules/broken/index.js, line 1)",
+            "resolved": "/node_modules/greet/lib/main.js"
+        })
+    );
 }

@@ -103,13 +103,160 @@ export default function globals(host) {
     module.loaded = true;
     return module.exports;
   };
-  const require = (name) => load(name, false);
-  require.resolve = (name) => {
-    const id = typeof name === 'string' && name.startsWith('node:') ? name.slice(5) : name;
-    if (PUBLIC.includes(id) || id === SDK) return id;
-    throw notFound(name);
+  const core = (name) => {
+    const id = name.startsWith('node:') ? name.slice(5) : name;
+    return id === SDK || PUBLIC.includes(id) ? id : null;
   };
-  require.cache = {};
+
+  // The operator's npm packages (`TOKENVAULT_CODE_MODULES`, docs/decisions.md §7): Node's
+  // resolution (relative paths, `node_modules` folders up from the requiring file, a package's
+  // `exports` with the conditions node/require/default, `main`, `index.js`, `.js`/`.json`/`.cjs`)
+  // over the files the worker was given, all under `/node_modules`. Each file's function is
+  // loaded into this context on its first `require` and cached here, cycles as in Node.
+  const cache = Object.create(null);
+  const stat = (path) => host.modStat(path);
+  const normalize = (path) => {
+    const out = [];
+    for (const part of path.split('/')) {
+      if (part === '' || part === '.') continue;
+      if (part === '..') out.pop(); else out.push(part);
+    }
+    return `/${out.join('/')}`;
+  };
+  const dirOf = (path) => {
+    const at = path.lastIndexOf('/');
+    return at <= 0 ? '/' : path.slice(0, at);
+  };
+  const asFile = (path) => {
+    for (const ext of ['', '.js', '.json', '.cjs']) if (stat(path + ext) === 1) return path + ext;
+    return null;
+  };
+  const asIndex = (path) => {
+    for (const file of ['/index.js', '/index.json', '/index.cjs']) if (stat(path + file) === 1) return path + file;
+    return null;
+  };
+  const packageJson = (dir) => {
+    const path = `${dir}/package.json`;
+    if (stat(path) !== 1) return null;
+    try {
+      return JSON.parse(host.modText(path));
+    } catch (e) {
+      const error = new Error(`Invalid package config ${path}: ${e.message}`);
+      error.code = 'ERR_INVALID_PACKAGE_CONFIG';
+      throw error;
+    }
+  };
+  const asDir = (path) => {
+    const pkg = packageJson(path);
+    if (pkg && typeof pkg.main === 'string' && pkg.main !== '') {
+      const main = normalize(`${path}/${pkg.main}`);
+      const found = asFile(main) || asIndex(main);
+      if (found) return found;
+    }
+    return asIndex(path);
+  };
+  const CONDITIONS = ['node', 'require', 'default'];
+  const pick = (target) => {
+    if (typeof target === 'string') return target;
+    if (Array.isArray(target)) {
+      for (const t of target) { const found = pick(t); if (found) return found; }
+      return null;
+    }
+    if (target && typeof target === 'object') {
+      for (const key of Object.keys(target)) {
+        if (CONDITIONS.includes(key)) { const found = pick(target[key]); if (found) return found; }
+      }
+    }
+    return null;
+  };
+  const exported = (exports, sub) => {
+    const keys = exports && typeof exports === 'object' && !Array.isArray(exports) ? Object.keys(exports) : [];
+    if (!keys.some((k) => k.startsWith('.'))) return sub === '.' ? pick(exports) : null;
+    if (Object.prototype.hasOwnProperty.call(exports, sub)) return pick(exports[sub]);
+    for (const key of keys) {
+      const star = key.indexOf('*');
+      if (star >= 0) {
+        const head = key.slice(0, star);
+        const tail = key.slice(star + 1);
+        if (sub.startsWith(head) && sub.endsWith(tail) && sub.length >= key.length - 1) {
+          const target = pick(exports[key]);
+          return target && target.split('*').join(sub.slice(head.length, sub.length - tail.length));
+        }
+      } else if (key.endsWith('/') && sub.startsWith(key)) {
+        const target = pick(exports[key]);
+        return target && target + sub.slice(key.length);
+      }
+    }
+    return null;
+  };
+  const inPackages = (dir, request) => {
+    const parts = request.split('/');
+    const length = request.startsWith('@') ? 2 : 1;
+    const name = parts.slice(0, length).join('/');
+    const sub = parts.slice(length).join('/');
+    for (let d = dir; ; d = dirOf(d)) {
+      if (!d.endsWith('/node_modules')) {
+        const base = `${d === '/' ? '' : d}/node_modules/${name}`;
+        if (stat(base) === 2) {
+          const pkg = packageJson(base);
+          if (pkg && pkg.exports !== undefined && pkg.exports !== null) {
+            const target = exported(pkg.exports, sub ? `./${sub}` : '.');
+            const file = typeof target === 'string' && target.startsWith('./') ? normalize(`${base}/${target}`) : null;
+            if (file && file.startsWith(`${base}/`) && stat(file) === 1) return file;
+            const error = new Error(`Package subpath '${sub ? `./${sub}` : '.'}' is not defined by "exports" in ${base}/package.json`);
+            error.code = 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+            throw error;
+          }
+          const path = sub ? normalize(`${base}/${sub}`) : base;
+          const found = (sub && asFile(path)) || asDir(path);
+          if (found) return found;
+        }
+      }
+      if (d === '/') return null;
+    }
+  };
+  const resolve = (dir, request) => {
+    const relative = request === '.' || request === '..' || request.startsWith('./')
+      || request.startsWith('../') || request.startsWith('/');
+    const found = relative
+      ? (() => { const path = normalize(request.startsWith('/') ? request : `${dir}/${request}`); return asFile(path) || asDir(path); })()
+      : inPackages(dir, request);
+    if (!found) throw notFound(request);
+    return found;
+  };
+  const loadFile = (path, parent) => {
+    const cached = cache[path];
+    if (cached) return cached.exports;
+    const module = { id: path, filename: path, path: dirOf(path), exports: {}, loaded: false,
+      parent, children: [], paths: [] };
+    if (parent) parent.children.push(module);
+    cache[path] = module;
+    try {
+      if (path.endsWith('.json')) {
+        module.exports = JSON.parse(host.modText(path));
+      } else {
+        const wrapper = host.modLoad(path);
+        module.require = requireFrom(module.path, module);
+        wrapper.call(module.exports, module.exports, module.require, module, path, module.path);
+      }
+    } catch (e) {
+      delete cache[path];
+      throw e;
+    }
+    module.loaded = true;
+    return module.exports;
+  };
+  const requireFrom = (dir, parent) => {
+    const require = function require(name) {
+      if (typeof name !== 'string') throw new TypeError('The "id" argument must be of type string');
+      if (core(name)) return load(name, false);
+      return loadFile(resolve(dir, name), parent);
+    };
+    require.resolve = (name) => core(name) || resolve(dir, name);
+    require.cache = cache;
+    return require;
+  };
+  const require = requireFrom('/', null);
 
   const made = new Map();
   const make = (name) => {

@@ -20,8 +20,10 @@ mod fetch;
 mod gate;
 mod hash;
 mod keys;
+mod modules;
 mod protocol;
 mod sandbox;
+mod script;
 mod seal;
 mod sign;
 mod url;
@@ -42,7 +44,8 @@ use tokio::sync::Semaphore;
 
 pub use engine::Limits;
 use gate::Gates;
-use protocol::{FromWorker, Outcome, ToWorker, receive, send};
+pub use modules::CodeModules;
+use protocol::{FromWorker, Outcome, ToWorker, receive, send, send_encoded};
 
 /// How long past its deadline a call may run before its worker is killed.
 pub const GRACE: Duration = Duration::from_millis(250);
@@ -88,6 +91,8 @@ pub struct RunnerSettings {
     /// The share of the workers, and of the queue, that one tenant may hold (0 < share ≤ 1;
     /// at least one worker and one place).
     pub tenant_share: f64,
+    /// The operator's npm packages (`TOKENVAULT_CODE_MODULES`), compiled; empty by default.
+    pub modules: Arc<CodeModules>,
 }
 
 impl RunnerSettings {
@@ -103,6 +108,7 @@ impl RunnerSettings {
             command,
             require_sandbox: true,
             tenant_share: 0.75,
+            modules: Arc::default(),
         }
     }
 }
@@ -137,6 +143,8 @@ struct Pool {
     waiting: std::sync::atomic::AtomicUsize,
     queue: usize,
     gates: Gates,
+    /// The first frame every worker gets: limits and the operator's modules, encoded once.
+    init: Vec<u8>,
 }
 
 impl std::fmt::Debug for QuickJsRunner {
@@ -156,7 +164,17 @@ impl QuickJsRunner {
     pub async fn start(settings: RunnerSettings) -> Result<Self, String> {
         let workers = settings.workers.max(1);
         let queue = workers * QUEUE_PER_WORKER;
+        let limits = settings.limits;
+        let init = protocol::encode(&ToWorker::Init {
+            timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+            memory: limits.memory,
+            max_output: limits.max_output,
+            sandbox: true,
+            modules: settings.modules.files().to_vec(),
+        })
+        .map_err(|e| format!("the code modules do not fit a worker's first frame: {e}"))?;
         let pool = Arc::new(Pool {
+            init,
             gates: Gates::new(workers, queue, settings.tenant_share),
             slots: Semaphore::new(workers),
             waiting: std::sync::atomic::AtomicUsize::new(0),
@@ -193,7 +211,6 @@ impl Pool {
 
     /// Starts one worker and waits for it to say it is ready.
     async fn spawn(&self) -> Result<Worker, String> {
-        let limits = self.settings.limits;
         let mut child = Command::new(&self.settings.command.program)
             .args(&self.settings.command.args)
             // Nothing of the server's environment (keys, database URLs) reaches the worker.
@@ -218,14 +235,8 @@ impl Pool {
             input,
             output: BufReader::new(output),
         };
-        let init = ToWorker::Init {
-            timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
-            memory: limits.memory,
-            max_output: limits.max_output,
-            sandbox: true,
-        };
         let ready = tokio::time::timeout(START_TIMEOUT, async {
-            send(&mut worker.input, &init).await?;
+            send_encoded(&mut worker.input, &self.init).await?;
             receive::<FromWorker>(&mut worker.output).await
         })
         .await;

@@ -1,7 +1,8 @@
 // The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
 // call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
 // context. Host functions (__log, __uuid, __setTimer, __clearTimer, __builtin, __digest,
-// __random, __url, __fetch, __cipher, __sign, __verify, __seal, __keyInfo) and the object
+// __random, __url, __fetch, __cipher, __sign, __verify, __seal, __keyInfo, __modStat, __modText,
+// __modLoad) and the object
 // `__host` are installed before it runs and removed from the global object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
 // `import()` the loaded module).
 const make = (function (host) {
@@ -45,6 +46,7 @@ const make = (function (host) {
   fetch: globalThis.__fetch, cipher: globalThis.__cipher,
   sign: globalThis.__sign, verify: globalThis.__verify,
   seal: globalThis.__seal, keyInfo: globalThis.__keyInfo,
+  modStat: globalThis.__modStat, modText: globalThis.__modText, modLoad: globalThis.__modLoad,
 });
 delete globalThis.__log;
 delete globalThis.__uuid;
@@ -60,6 +62,9 @@ delete globalThis.__sign;
 delete globalThis.__verify;
 delete globalThis.__seal;
 delete globalThis.__keyInfo;
+delete globalThis.__modStat;
+delete globalThis.__modText;
+delete globalThis.__modLoad;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 

@@ -32,6 +32,8 @@ pub enum ToWorker {
         max_output: usize,
         /// Install the seccomp filter (refused only by the operator's explicit opt-out).
         sandbox: bool,
+        /// The operator's npm packages, compiled (`modules.rs`).
+        modules: Vec<crate::modules::ModuleFile>,
     },
     /// Run a module with a request.
     Run {
@@ -132,8 +134,8 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Opti
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// Writes one frame (async side: the server).
-pub async fn send(out: &mut (impl AsyncWrite + Unpin), message: &impl Serialize) -> io::Result<()> {
+/// One frame's bytes: its length and its JSON.
+pub fn encode(message: &impl Serialize) -> io::Result<Vec<u8>> {
     let bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
     let len = u32::try_from(bytes.len())
         .ok()
@@ -142,7 +144,17 @@ pub async fn send(out: &mut (impl AsyncWrite + Unpin), message: &impl Serialize)
     let mut frame = Vec::with_capacity(4 + bytes.len());
     frame.extend_from_slice(&len.to_le_bytes());
     frame.extend_from_slice(&bytes);
-    out.write_all(&frame).await?;
+    Ok(frame)
+}
+
+/// Writes one frame (async side: the server).
+pub async fn send(out: &mut (impl AsyncWrite + Unpin), message: &impl Serialize) -> io::Result<()> {
+    send_encoded(out, &encode(message)?).await
+}
+
+/// Writes a frame [`encode`] made (the first frame, the same for every worker, is made once).
+pub async fn send_encoded(out: &mut (impl AsyncWrite + Unpin), frame: &[u8]) -> io::Result<()> {
+    out.write_all(frame).await?;
     out.flush().await
 }
 

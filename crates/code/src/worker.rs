@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokenvault_domain::code::CodeError;
 
 use crate::engine::{Call, Engine, Host, Limits};
+use crate::modules::ModuleStore;
 use crate::protocol::{FromWorker, Outcome, ToWorker, read_frame, write_frame};
 use crate::sandbox;
 
@@ -100,6 +101,7 @@ pub fn main() -> i32 {
         memory,
         max_output,
         sandbox: wanted,
+        modules,
     })) = channel.borrow_mut().receive()
     else {
         eprintln!("tokenvault code-worker: run by the server only");
@@ -111,7 +113,8 @@ pub fn main() -> i32 {
         max_output,
     };
     let host: Rc<dyn Host> = Rc::new(ChannelHost(channel.clone()));
-    let mut engine = match Engine::new(limits, host.clone()) {
+    let modules = Rc::new(ModuleStore::new(modules));
+    let mut engine = match Engine::new(limits, host.clone(), modules.clone()) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("tokenvault code-worker: cannot start QuickJS: {e}");
@@ -143,7 +146,7 @@ pub fn main() -> i32 {
     if channel.borrow_mut().send(&ready).is_err() {
         return 1;
     }
-    serve(&channel, &mut engine, limits, &host)
+    serve(&channel, &mut engine, limits, &host, &modules)
 }
 
 fn serve(
@@ -151,6 +154,7 @@ fn serve(
     engine: &mut Engine,
     limits: Limits,
     host: &Rc<dyn Host>,
+    modules: &Rc<ModuleStore>,
 ) -> i32 {
     loop {
         let message = channel.borrow_mut().receive();
@@ -171,7 +175,7 @@ fn serve(
         }
         // The spent context is released, and the next call's made, after the answer.
         if discard || engine.finish() || engine.prepare().is_err() {
-            match Engine::new(limits, host.clone()).and_then(|mut e| {
+            match Engine::new(limits, host.clone(), modules.clone()).and_then(|mut e| {
                 e.prepare()?;
                 Ok(e)
             }) {

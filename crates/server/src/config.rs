@@ -57,6 +57,10 @@ pub struct Config {
     /// The executable of a code worker, run with the argument `code-worker`; default this
     /// binary (`TOKENVAULT_CODE_WORKER`; the tests' harness sets it).
     pub code_worker: Option<PathBuf>,
+    /// A folder with a `node_modules/` (made by `npm install --prefix <folder> …`) whose
+    /// packages code may `require`; read and compiled once at start
+    /// (`TOKENVAULT_CODE_MODULES`; none by default).
+    pub code_modules: Option<PathBuf>,
     /// Proxies may forward to `http://` destinations (`TOKENVAULT_PROXY_ALLOW_HTTP`; for
     /// development and tests).
     pub proxy_allow_http: bool,
@@ -159,6 +163,7 @@ impl Config {
             code_sandbox: DEFAULTS.code_sandbox.into(),
             code_tenant_share: DEFAULTS.code_tenant_share,
             code_worker: None,
+            code_modules: None,
             proxy_allow_http: false,
             proxy_allowed_hosts: String::new(),
             proxy_timeout_ms: DEFAULTS.proxy_timeout_ms,

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
-use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
+use tokenvault_code::{CodeModules, Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
 use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
@@ -192,6 +192,20 @@ async fn open_vault_with(
             WorkerCommand::current_exe().context("cannot find this binary for the code workers")?
         }
     };
+    let modules = match config.code_modules.clone() {
+        Some(folder) => {
+            let read = tokio::task::spawn_blocking(move || {
+                CodeModules::read(&folder).map_err(|e| format!("TOKENVAULT_CODE_MODULES: {e}"))
+            })
+            .await
+            .context("reading the code modules")?
+            .map_err(|e| anyhow::anyhow!(e))?;
+            let (files, broken) = read.counts();
+            tracing::info!(files, broken, "code modules compiled");
+            read
+        }
+        None => CodeModules::default(),
+    };
     let code = QuickJsRunner::start(RunnerSettings {
         workers: config.code_workers.max(1),
         limits: Limits {
@@ -202,6 +216,7 @@ async fn open_vault_with(
         command,
         require_sandbox: config.code_sandbox_required()?,
         tenant_share: config.code_tenant_share()?,
+        modules: Arc::new(modules),
     })
     .await
     .map_err(|e| anyhow::anyhow!("cannot start the code workers: {e}"))?;

@@ -22,5 +22,6 @@ pub fn settings(workers: usize) -> RunnerSettings {
         },
         require_sandbox: true,
         tenant_share: 0.5,
+        modules: std::sync::Arc::default(),
     }
 }

@@ -1,0 +1,263 @@
+//! The operator's npm packages (`TOKENVAULT_CODE_MODULES`: a folder with `node_modules/`, made
+//! by `npm install --prefix <folder> <package>…`). The server reads the folder once at start
+//! and compiles every `.js` and `.cjs` file to bytecode (`script.rs`); each worker gets the
+//! files in its first frame (it can read no file once sandboxed) and loads one into a call's
+//! context when that call first requires it. Where `require` looks, and in what order, is
+//! Node's resolution, written in `globals.js`; this side answers three questions of it: what a
+//! path is (`__modStat`), a JSON file's text (`__modText`), and a code file's function
+//! (`__modLoad`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::rc::Rc;
+
+use base64::Engine as _;
+use rquickjs::{Context, Ctx, Exception, Function, Runtime, Value};
+use serde::{Deserialize, Serialize};
+
+/// The most bytes of source the folder may hold (its `.js`, `.cjs` and `.json` files): their
+/// bytecode travels to every worker in one frame.
+const MAX_TOTAL: u64 = 40 << 20;
+/// The largest single file.
+const MAX_FILE: u64 = 8 << 20;
+/// The most files.
+const MAX_FILES: usize = 20_000;
+/// How deep folders nest (a symbolic link loop ends here).
+const MAX_DEPTH: usize = 32;
+
+/// One file of the folder, by its path as code sees it (`/node_modules/<package>/…`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ModuleFile {
+    /// A `.js` or `.cjs` file: its bytecode, in base64.
+    Code {
+        /// `/node_modules/…`
+        path: String,
+        /// The bytecode of `script::compile`, in base64.
+        bytecode: String,
+    },
+    /// A `.json` file, as text.
+    Json {
+        /// `/node_modules/…`
+        path: String,
+        /// Its text.
+        text: String,
+    },
+    /// A file that does not compile: requiring it throws this message.
+    Broken {
+        /// `/node_modules/…`
+        path: String,
+        /// The compiler's message.
+        why: String,
+    },
+}
+
+/// The operator's packages, compiled; empty when none are configured.
+#[derive(Clone, Debug, Default)]
+pub struct CodeModules {
+    files: Vec<ModuleFile>,
+}
+
+impl CodeModules {
+    /// Reads and compiles `folder/node_modules`. A folder without one, or beyond the limits,
+    /// is an error naming it; a file that does not compile is kept as [`ModuleFile::Broken`]
+    /// (requiring it fails; most packages carry files no one requires).
+    pub fn read(folder: &Path) -> Result<Self, String> {
+        let root = folder.join("node_modules");
+        if !root.is_dir() {
+            return Err(format!(
+                "{} has no node_modules folder (make it with `npm install --prefix {} <package>`)",
+                folder.display(),
+                folder.display()
+            ));
+        }
+        let mut sources = Vec::new();
+        let mut total = 0;
+        collect(&root, "/node_modules", 0, &mut sources, &mut total)?;
+        Self::compile(sources)
+    }
+
+    /// Compiles `(path, source)` pairs (`.json` paths are kept as text).
+    pub fn compile(sources: Vec<(String, String)>) -> Result<Self, String> {
+        let runtime = Runtime::new().map_err(|e| e.to_string())?;
+        let context = Context::full(&runtime).map_err(|e| e.to_string())?;
+        let files = context.with(|ctx| {
+            sources
+                .into_iter()
+                .map(|(path, text)| {
+                    // The paths are the collector's, whose extensions are lower case.
+                    #[allow(clippy::case_sensitive_file_extension_comparisons)]
+                    let json = path.ends_with(".json");
+                    if json {
+                        return ModuleFile::Json { path, text };
+                    }
+                    match crate::script::compile(&ctx, &path, &text) {
+                        Ok(bytes) => ModuleFile::Code {
+                            bytecode: base64::engine::general_purpose::STANDARD.encode(bytes),
+                            path,
+                        },
+                        Err(why) => ModuleFile::Broken { path, why },
+                    }
+                })
+                .collect()
+        });
+        Ok(Self { files })
+    }
+
+    /// How many files there are, and how many of them do not compile.
+    pub fn counts(&self) -> (usize, usize) {
+        let broken = self
+            .files
+            .iter()
+            .filter(|f| matches!(f, ModuleFile::Broken { .. }))
+            .count();
+        (self.files.len(), broken)
+    }
+
+    pub(crate) fn files(&self) -> &[ModuleFile] {
+        &self.files
+    }
+}
+
+fn collect(
+    dir: &Path,
+    at: &str,
+    depth: usize,
+    out: &mut Vec<(String, String)>,
+    total: &mut u64,
+) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{} nests deeper than {MAX_DEPTH} folders",
+            dir.display()
+        ));
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // `.bin`, `.package-lock.json`, `.cache`: npm's own.
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let inner = format!("{at}/{name}");
+        if meta.is_dir() {
+            collect(&path, &inner, depth + 1, out, total)?;
+            continue;
+        }
+        // As Node.js: `.JS` is not a JavaScript file.
+        let wanted = [".js", ".cjs", ".json"].iter().any(|e| name.ends_with(e));
+        if !wanted || !meta.is_file() {
+            continue;
+        }
+        if meta.len() > MAX_FILE {
+            return Err(format!(
+                "{} is larger than {} MiB",
+                path.display(),
+                MAX_FILE >> 20
+            ));
+        }
+        *total += meta.len();
+        if *total > MAX_TOTAL || out.len() >= MAX_FILES {
+            return Err(format!(
+                "the code modules hold more than {} MiB or {MAX_FILES} files",
+                MAX_TOTAL >> 20
+            ));
+        }
+        let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // A file that is not UTF-8 is not JavaScript a package requires.
+        if let Ok(text) = String::from_utf8(text) {
+            out.push((inner, text));
+        }
+    }
+    Ok(())
+}
+
+/// A file as a worker keeps it.
+enum Entry {
+    Code(Vec<u8>),
+    Json(String),
+    Broken(String),
+}
+
+/// The files of [`CodeModules`] in a worker, by path, and every folder above them.
+#[derive(Default)]
+pub(crate) struct ModuleStore {
+    files: HashMap<String, Entry>,
+    dirs: HashSet<String>,
+}
+
+impl ModuleStore {
+    pub(crate) fn new(files: Vec<ModuleFile>) -> Self {
+        let mut store = Self::default();
+        for file in files {
+            let (path, entry) = match file {
+                ModuleFile::Code { path, bytecode } => {
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(bytecode)
+                        .unwrap_or_default();
+                    (path, Entry::Code(bytes))
+                }
+                ModuleFile::Json { path, text } => (path, Entry::Json(text)),
+                ModuleFile::Broken { path, why } => (path, Entry::Broken(why)),
+            };
+            let mut dir = path.as_str();
+            while let Some(at) = dir.rfind('/') {
+                dir = &dir[..at];
+                if dir.is_empty() || !store.dirs.insert(dir.to_string()) {
+                    break;
+                }
+            }
+            store.files.insert(path, entry);
+        }
+        store
+    }
+}
+
+/// Installs `__modStat(path)` (0 nothing, 1 a file, 2 a folder), `__modText(path)` (a JSON
+/// file's text) and `__modLoad(path)` (a code file's function, loaded from its bytecode).
+pub(crate) fn install<'js>(ctx: &Ctx<'js>, store: &Rc<ModuleStore>) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+    let stat = store.clone();
+    globals.set(
+        "__modStat",
+        Function::new(ctx.clone(), move |path: String| {
+            if stat.files.contains_key(&path) {
+                1
+            } else if stat.dirs.contains(&path) {
+                2
+            } else {
+                0
+            }
+        })?,
+    )?;
+    let text = store.clone();
+    globals.set(
+        "__modText",
+        Function::new(ctx.clone(), move |path: String| {
+            match text.files.get(&path) {
+                Some(Entry::Json(t)) => Some(t.clone()),
+                _ => None,
+            }
+        })?,
+    )?;
+    let load = store.clone();
+    globals.set(
+        "__modLoad",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, path: String| -> rquickjs::Result<Value<'js>> {
+                match load.files.get(&path) {
+                    Some(Entry::Code(bytes)) => crate::script::load(&ctx, bytes),
+                    Some(Entry::Broken(why)) => Err(Exception::throw_syntax(&ctx, why)),
+                    _ => Err(Exception::throw_reference(&ctx, "no such module file")),
+                }
+            },
+        )?,
+    )?;
+    Ok(())
+}

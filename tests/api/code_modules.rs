@@ -1,0 +1,92 @@
+//! The operator's npm packages (`TOKENVAULT_CODE_MODULES`, docs/decisions.md §7): read and
+//! compiled at start, required by code with Node's resolution. Over HTTP on each database.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tokenvault_tests::on_each_backend_with;
+
+use super::reactors::{p, react, reactor};
+use super::tokens::with;
+
+/// Writes `files` (paths under the folder) into a fresh folder and answers it.
+fn folder(files: &[(&str, &str)]) -> PathBuf {
+    let root = std::env::temp_dir().join(format!(
+        "tokenvault-modules-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    for (path, text) in files {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap_or(Path::new("/"))).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    root
+}
+
+/// A package of the folder is required by a reactor, by its name and a subpath; its JSON file
+/// and its own dependency come along; a name that is in no folder fails the call with a 500
+/// naming it, and so does a file of the folder that does not compile.
+#[tokio::test]
+async fn a_reactor_requires_the_operators_packages() {
+    let modules = folder(&[
+        (
+            "node_modules/card-brand/package.json",
+            r#"{"name": "card-brand", "version": "1.0.0", "main": "src/brand.js"}"#,
+        ),
+        (
+            "node_modules/card-brand/src/brand.js",
+            "const prefixes = require('../prefixes.json');
+             const luhn = require('luhn-check');
+             module.exports = (number) => ({
+               brand: Object.keys(prefixes).find((b) => prefixes[b].some((p) => number.startsWith(p))) || 'unknown',
+               valid: luhn(number) });",
+        ),
+        (
+            "node_modules/card-brand/prefixes.json",
+            r#"{"visa": ["4"], "mastercard": ["51", "52", "53", "54", "55"]}"#,
+        ),
+        (
+            "node_modules/card-brand/node_modules/luhn-check/index.js",
+            "module.exports = function (s) { var sum = 0, alt = false;
+               for (var i = s.length - 1; i >= 0; i--) { var d = +s[i];
+                 if (alt) { d *= 2; if (d > 9) d -= 9; } sum += d; alt = !alt; }
+               return sum % 10 === 0; };",
+        ),
+        ("node_modules/broken/index.js", "module.exports = {;"),
+    ]);
+    let dir = modules.clone();
+    on_each_backend_with(
+        move |config| config.code_modules = Some(dir.clone()),
+        async |app| {
+            let user = with(app, &["token:use"], json!([])).await;
+            let code = "const brand = require('card-brand');
+module.exports = (req) => ({ raw: brand(req.args.number) });";
+            let r = reactor(app, code, json!([p("number", "string", false)]), json!({})).await;
+            let res = react(&user, &r["id"], json!({"number": "4242424242424242"})).await;
+            assert_eq!(res.status(), 200);
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(
+                body["raw"],
+                json!({"brand": "visa", "valid": true}),
+                "{body}"
+            );
+            let res = react(&user, &r["id"], json!({"number": "5500000000000005"})).await;
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(body["raw"], json!({"brand": "mastercard", "valid": false}));
+
+            for (name, says) in [
+                ("luhn-check", "Cannot find module 'luhn-check'"),
+                ("broken", "/node_modules/broken/index.js"),
+            ] {
+                let code = format!("module.exports = () => require('{name}');");
+                let r = reactor(app, &code, json!([]), json!({})).await;
+                let res = react(&user, &r["id"], json!({})).await;
+                assert_eq!(res.status(), 500, "{name}");
+                let body: Value = res.json().await.unwrap();
+                assert!(body.to_string().contains(says), "{name}: {body}");
+            }
+        },
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(modules);
+}
