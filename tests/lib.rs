@@ -2,6 +2,7 @@
 //! uses) on port 0 of loopback, on a fresh SQLite or PostgreSQL database, with typed helpers.
 
 pub mod destination;
+pub mod npm;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -90,3 +90,80 @@ module.exports = (req) => ({ raw: brand(req.args.number) });";
     .await;
     let _ = std::fs::remove_dir_all(modules);
 }
+
+/// Real npm packages, installed by `npm ci` from `tests/npm/` as an operator would: node-fetch
+/// and axios reach a loopback destination through the vault's outbound client (request and
+/// answer checked on both ends), xmlbuilder2 and node-forge compute values checked here.
+#[tokio::test]
+async fn node_fetch_axios_xmlbuilder2_and_node_forge_from_the_module_folder() {
+    use tokenvault_tests::destination::{Answer, Destination};
+    let modules = tokenvault_tests::npm::installed();
+    on_each_backend_with(
+        move |config| {
+            super::proxies::loopback(config);
+            config.code_modules = Some(modules.clone());
+        },
+        async |app| {
+            let dest = Destination::start("127.0.0.1").await;
+            dest.answer(Answer {
+                status: 201,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: br#"{"id":"ch_1","paid":true}"#.to_vec(),
+                ..Answer::default()
+            });
+            let user = with(app, &["token:use"], json!([])).await;
+            let code = r"const fetch = require('node-fetch');
+const axios = require('axios');
+const { create } = require('xmlbuilder2');
+const forge = require('node-forge');
+module.exports = async (req) => {
+  const res = await fetch(`${req.args.url}/charges`, {
+    method: 'POST', body: JSON.stringify({ amount: 10 }),
+    headers: { 'Content-Type': 'application/json', Authorization: 'Bearer sk_1' },
+  });
+  const fetched = { status: res.status, body: await res.json() };
+  const posted = await axios.post(`${req.args.url}/refunds`, { charge: 'ch_1' }, { headers: { 'X-Key': 'k' } });
+  const got = await axios.get(`${req.args.url}/charges/ch_1?expand=card`);
+  const xml = create({ root: { a: 1 } }).end({ prettyPrint: true });
+  const md = forge.md.sha256.create();
+  md.update('abc');
+  return { raw: { fetched, axios: { status: posted.status, data: posted.data, get: got.status },
+    xml, sha256: md.digest().toHex(), base64: forge.util.encode64('hello') } };
+};";
+            let r = reactor(app, code, json!([p("url", "string", false)]), json!({})).await;
+            let res = react(&user, &r["id"], json!({"url": dest.url})).await;
+            let status = res.status();
+            let body: Value = res.json().await.unwrap();
+            assert_eq!(status, 200, "{body}");
+            let raw = &body["raw"];
+            assert_eq!(
+                raw["fetched"],
+                json!({"status": 201, "body": {"id": "ch_1", "paid": true}})
+            );
+            assert_eq!(
+                raw["axios"],
+                json!({"status": 201, "data": {"id": "ch_1", "paid": true}, "get": 201})
+            );
+            assert_eq!(raw["xml"], "<?xml version=\"1.0\"?>\n<root>\n  <a>1</a>\n</root>");
+            assert_eq!(
+                raw["sha256"],
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+            );
+            assert_eq!(raw["base64"], "aGVsbG8=");
+            let received = dest.received();
+            assert_eq!(received.len(), 3, "{received:?}");
+            assert_eq!(received[0].method, "POST");
+            assert_eq!(received[0].target, "/charges");
+            assert_eq!(received[0].header("authorization"), Some("Bearer sk_1"));
+            assert_eq!(received[0].header("accept-encoding"), Some("identity"));
+            assert_eq!(received[0].json(), json!({"amount": 10}));
+            assert_eq!(received[1].method, "POST");
+            assert_eq!(received[1].target, "/refunds");
+            assert_eq!(received[1].header("x-key"), Some("k"));
+            assert_eq!(received[1].json(), json!({"charge": "ch_1"}));
+            assert_eq!(received[2].method, "GET");
+            assert_eq!(received[2].target, "/charges/ch_1?expand=card");
+        },
+    )
+    .await;
+}

@@ -84,6 +84,18 @@ const BUILTINS: &[(&str, Source)] = &[
     ("http-core", Source::CommonJs(include_str!("node/http.js"))),
     ("url", Source::CommonJs(include_str!("node/url.js"))),
     ("util", Source::CommonJs(include_str!("node/util.js"))),
+    ("stream", Source::CommonJs(include_str!("node/stream.js"))),
+    ("zlib", Source::CommonJs(include_str!("node/zlib.js"))),
+    ("fs", Source::CommonJs(include_str!("node/fs.js"))),
+    ("os", Source::CommonJs(include_str!("node/os.js"))),
+    ("tty", Source::CommonJs(include_str!("node/tty.js"))),
+    ("timers", Source::CommonJs(include_str!("node/timers.js"))),
+    ("assert", Source::CommonJs(include_str!("node/assert.js"))),
+    ("path", Source::CommonJs(include_str!("node/path.js"))),
+    (
+        "punycode",
+        Source::CommonJs(include_str!("node/punycode.js")),
+    ),
 ];
 
 /// A built-in module's source.

@@ -9,7 +9,12 @@ fn engine() -> Engine {
         memory: 16 << 20,
         max_output: 1 << 20,
     };
-    Engine::new(limits, Rc::new(NoHost), Rc::default()).unwrap_or_else(|e| panic!("{e}"))
+    Engine::new(
+        limits,
+        Rc::new(NoHost),
+        Rc::new(ModuleStore::new(Vec::new())),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 struct NoHost;
@@ -148,7 +153,7 @@ fn node_modules_compute_real_values() {
              });
              await new Promise((resolve) => setImmediate(resolve));
              const notFound = [];
-             for (const name of ['fs', 'child_process', 'base64-js', 'node:net']) {
+             for (const name of ['dgram', 'child_process', 'base64-js', 'node:net']) {
                try { require(name); notFound.push('found ' + name); } catch (e) { notFound.push(e.message); }
              }
              const copy = structuredClone({ when: new Date(0), seen: new Map([[1, 'a']]) });
@@ -190,7 +195,7 @@ fn node_modules_compute_real_values() {
             "parsed": {"a": "x y", "b": ["1", "2"]},
             "format": "a=5 {\"b\":1}",
             "env": {}, "version": "v16.20.2", "global": true, "uuid": 36,
-            "notFound": ["Cannot find module 'fs'", "Cannot find module 'child_process'",
+            "notFound": ["Cannot find module 'dgram'", "Cannot find module 'child_process'",
                          "Cannot find module 'base64-js'", "Cannot find module 'node:net'"],
             "clone": [true, "a"], "sdk": 422, "topThis": true
         })
@@ -203,7 +208,7 @@ fn node_modules_compute_real_values() {
 #[test]
 fn a_missing_module_is_a_500_naming_it() {
     for code in [
-        "const fs = require('fs'); module.exports = () => 1;",
+        "const dgram = require('dgram'); module.exports = () => 1;",
         "module.exports = () => require('left-pad')('x', 3);",
     ] {
         let mut engine = engine();
@@ -589,6 +594,53 @@ fn operator_modules_resolve_as_node_resolves_them() {
             "nestedHidden": "Error: Cannot find module 'dep'",
             "broken": "SyntaxError: unexpected token in expression: ';' (/node_modules/broken/index.js, line 1)",
             "resolved": "/node_modules/greet/lib/main.js"
+        })
+    );
+}
+
+/// The built-ins npm packages stand on: streams (readable-stream under the legacy `Stream`),
+/// `path`, `punycode`, `assert`, and the ones that load but refuse (`fs`, `zlib`); the
+/// globals packages test for (`Error.captureStackTrace`, `[object process]`, URL error codes).
+#[test]
+fn stream_path_punycode_assert_and_what_packages_test_for() {
+    let code = "const { Readable, Transform, PassThrough, Writable, pipeline } = require('stream');
+      const Stream = require('node:stream');
+      const path = require('path');
+      const assert = require('assert');
+      module.exports = async () => {
+        const upper = new Transform({ transform(chunk, _, done) { done(null, chunk.toString().toUpperCase()); } });
+        const out = [];
+        const sink = new Writable({ write(chunk, _, done) { out.push(chunk.toString()); done(); } });
+        await new Promise((resolve, reject) => pipeline(Readable.from(['ab', 'cd']), upper, sink,
+          (e) => (e ? reject(e) : resolve())));
+        const through = new PassThrough();
+        const read = new Promise((resolve) => { let s = ''; through.on('data', (c) => { s += c; }); through.on('end', () => resolve(s)); });
+        through.end('passed');
+        let assertion; try { assert.strictEqual(1, 2); } catch (e) { assertion = [e.name, e.code]; }
+        let fsError; try { require('fs').readFileSync('/etc/passwd'); } catch (e) { fsError = e.code; }
+        let zlibError; try { require('zlib').gunzipSync(Buffer.from('x')); } catch (e) { zlibError = e.code; }
+        let urlError; try { new URL(''); } catch (e) { urlError = e.code; }
+        const captured = {}; Error.captureStackTrace(captured);
+        return {
+          piped: out.join(''), through: await read,
+          legacy: new PassThrough() instanceof Stream && typeof Stream.prototype.pipe === 'function',
+          joined: path.join('/a/b', '../c', 'd.json'), ext: path.extname('x.tar.gz'),
+          ascii: require('punycode').toASCII('bücher.example'),
+          assertion, fsError, zlibError, urlError, stack: typeof captured.stack,
+          tag: Object.prototype.toString.call(process), os: require('os').EOL,
+        };
+      };";
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "piped": "ABCD", "through": "passed", "legacy": true, "joined": "/a/c/d.json",
+            "ext": ".gz", "ascii": "xn--bcher-kva.example",
+            "assertion": ["AssertionError", "ERR_ASSERTION"], "fsError": "EACCES",
+            "zlibError": "ERR_METHOD_NOT_IMPLEMENTED", "urlError": "ERR_INVALID_URL",
+            "stack": "string", "tag": "[object process]", "os": "\n"
         })
     );
 }

@@ -61,10 +61,13 @@ export default function globals(host) {
   // Built-in modules, by the name `require` takes (with or without `node:`); the modules they
   // require among themselves by theirs. Each is compiled once per worker and loaded into a
   // context the first time it is required there.
-  const PUBLIC = ['buffer', 'crypto', 'events', 'http', 'https', 'process', 'querystring',
-    'string_decoder', 'url', 'util'];
+  const PUBLIC = ['assert', 'buffer', 'crypto', 'events', 'fs', 'http', 'https', 'os', 'path',
+    'process', 'punycode', 'querystring', 'stream', 'string_decoder', 'timers', 'tty', 'url',
+    'util', 'zlib', 'assert/strict', 'path/posix'];
   const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch', 'http-core'];
-  const ALIASES = { 'safe-buffer': 'buffer' };
+  const ALIASES = { 'safe-buffer': 'buffer', 'assert/strict': 'assert', 'path/posix': 'path' };
+  // npm packages the built-ins stand on, vendored under `/.tokenvault/node_modules`.
+  const VENDORED = ['readable-stream'];
   const SDK = '@basis-theory/basis-theory-reactor-formulas-sdk-js';
   const modules = new Map();
   const notFound = (name) => {
@@ -77,7 +80,8 @@ export default function globals(host) {
       throw new TypeError('The "id" argument must be of type string');
     }
     let id = name.startsWith('node:') ? name.slice(5) : name;
-    if (internal && ALIASES[id]) id = ALIASES[id];
+    if (internal && VENDORED.includes(id)) return loadFile(resolve('/.tokenvault', id), null);
+    if (ALIASES[id]) id = ALIASES[id];
     if (id !== SDK && !PUBLIC.includes(id) && !(internal && INTERNAL.includes(id))) throw notFound(name);
     const found = modules.get(id);
     if (found) return found.exports;

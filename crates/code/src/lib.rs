@@ -27,6 +27,7 @@ mod script;
 mod seal;
 mod sign;
 mod url;
+mod vendored;
 pub mod worker;
 
 use std::ffi::OsString;

@@ -15,6 +15,8 @@ use base64::Engine as _;
 use rquickjs::{Context, Ctx, Exception, Function, Runtime, Value};
 use serde::{Deserialize, Serialize};
 
+use crate::vendored::VENDORED;
+
 /// The most bytes of source the folder may hold (its `.js`, `.cjs` and `.json` files): their
 /// bytecode travels to every worker in one frame.
 const MAX_TOTAL: u64 = 40 << 20;
@@ -192,9 +194,17 @@ pub(crate) struct ModuleStore {
 }
 
 impl ModuleStore {
+    /// The operator's files and the vendored packages of [`VENDORED`], compiled here.
     pub(crate) fn new(files: Vec<ModuleFile>) -> Self {
+        let vendored = VENDORED
+            .iter()
+            .map(|(path, text)| ((*path).to_string(), (*text).to_string()))
+            .collect();
+        let vendored = CodeModules::compile(vendored)
+            .map(|m| m.files)
+            .unwrap_or_default();
         let mut store = Self::default();
-        for file in files {
+        for file in vendored.into_iter().chain(files) {
             let (path, entry) = match file {
                 ModuleFile::Code { path, bytecode } => {
                     let bytes = base64::engine::general_purpose::STANDARD

@@ -29,6 +29,16 @@ const make = (function (host) {
       set(value) { own(value); },
     });
   };
+  // V8's `Error.captureStackTrace`, which npm packages call on their own errors: the stack of
+  // where it is called.
+  Object.defineProperty(Error, 'captureStackTrace', {
+    value: function captureStackTrace(target) {
+      if (target !== null && typeof target === 'object') {
+        Object.defineProperty(target, 'stack', { value: new Error().stack, writable: true, configurable: true });
+      }
+    },
+    writable: true, configurable: true,
+  });
   for (const name of ['console', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval',
     'setImmediate', 'clearImmediate', 'crypto', 'Buffer', 'process', 'global',
     'structuredClone', 'URL', 'URLSearchParams', 'fetch', 'Headers', 'Request', 'Response', 'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',

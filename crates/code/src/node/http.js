@@ -1,8 +1,9 @@
 // Node's `http` and `https` clients (`request`, `get`) over the host's guarded fetch: the
-// request is sent when `end()` is called, and the whole answer is emitted as one `data` chunk
-// and `end`. No server: `createServer` throws. `module.exports` is made per protocol by
+// request is sent when `end()` is called, and the answer is a readable stream of the whole
+// body. No server: `createServer` throws. `module.exports` is made per protocol by
 // `make(protocol)`, which `http.js` and `https.js` callers reach through the loader.
 const EventEmitter = require('events');
+const { Readable } = require('stream');
 const { Buffer } = require('buffer');
 const fetchModule = require('fetch');
 
@@ -13,7 +14,9 @@ const STATUS = {
   500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
 };
 
-class IncomingMessage extends EventEmitter {
+// The answer: a readable stream (Node's `stream.Readable`) of the whole body, read once it
+// has arrived.
+class IncomingMessage extends Readable {
   constructor(response, body) {
     super();
     this.statusCode = response.status;
@@ -22,24 +25,34 @@ class IncomingMessage extends EventEmitter {
     this.rawHeaders = [];
     response.headers.forEach((v, k) => { this.headers[k] = v; this.rawHeaders.push(k, v); });
     this.httpVersion = '1.1';
+    this.httpVersionMajor = 1;
+    this.httpVersionMinor = 1;
+    this.trailers = {};
     this.complete = false;
-    this._body = body;
-    this._encoding = null;
+    this.aborted = false;
+    this._pending = body;
+    this.once('end', () => { this.complete = true; });
   }
-  setEncoding(encoding) { this._encoding = encoding; return this; }
-  resume() { return this; }
-  pause() { return this; }
-  pipe(destination) { this.on('data', (c) => destination.write(c)); this.on('end', () => destination.end && destination.end()); return destination; }
-  _flow() {
-    const chunk = this._encoding ? this._body.toString(this._encoding) : this._body;
-    if (this._body.length > 0) this.emit('data', chunk);
-    this.complete = true;
-    this.emit('end');
-    this.emit('close');
+  _read() {
+    const body = this._pending;
+    if (body === null) return;
+    this._pending = null;
+    if (body.length > 0) this.push(body);
+    this.push(null);
   }
-  async *[Symbol.asyncIterator]() {
-    if (this._body.length > 0) yield this._encoding ? this._body.toString(this._encoding) : this._body;
-  }
+  setTimeout() { return this; }
+}
+
+// What `socket` listeners get: the connection is the host's, so only its settings are there.
+class Socket extends EventEmitter {
+  constructor() { super(); this.remoteAddress = undefined; this.encrypted = false; }
+  setKeepAlive() { return this; }
+  setNoDelay() { return this; }
+  setTimeout() { return this; }
+  ref() { return this; }
+  unref() { return this; }
+  destroy() { return this; }
+  end() { return this; }
 }
 
 class ClientRequest extends EventEmitter {
@@ -86,13 +99,17 @@ class ClientRequest extends EventEmitter {
     this._ended = true;
     const body = Buffer.concat(this._chunks);
     const init = { method: this.method, headers: this._headers };
+    this.socket = new Socket();
+    queueMicrotask(() => this.emit('socket', this.socket));
     if (body.length > 0 && this.method !== 'GET' && this.method !== 'HEAD') init.body = body;
     fetchModule.fetch(this._url.href, init).then(
       (response) => response.arrayBuffer().then((bytes) => {
         if (this._aborted) return;
         const message = new IncomingMessage(response, Buffer.from(bytes));
+        message.req = this;
+        message.socket = this.socket;
+        this.res = message;
         this.emit('response', message);
-        queueMicrotask(() => message._flow());
       }),
       (error) => {
         if (this._aborted) return;

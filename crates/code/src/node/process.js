@@ -36,3 +36,6 @@ module.exports = {
   on: noop, once: noop, off: noop, addListener: noop, removeListener: noop,
   removeAllListeners: noop, emit: () => false, listeners: () => [],
 };
+// `Object.prototype.toString.call(process)` is `[object process]` in Node.js; axios picks its
+// Node adapter by it.
+Object.defineProperty(module.exports, Symbol.toStringTag, { value: 'process' });

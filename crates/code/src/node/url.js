@@ -65,7 +65,15 @@ class URLSearchParams {
 
 class URL {
   constructor(input, base) {
-    this._set(host.url(String(input), base === undefined ? undefined : String(base), undefined, undefined));
+    let parts;
+    try {
+      parts = host.url(String(input), base === undefined ? undefined : String(base), undefined, undefined);
+    } catch (e) {
+      // Node's code, which packages test for (follow-redirects does at load).
+      if (e instanceof TypeError) { e.code = 'ERR_INVALID_URL'; e.input = String(input); }
+      throw e;
+    }
+    this._set(parts);
   }
   _set(parts) {
     this._parts = {};
