@@ -61,7 +61,7 @@ pub struct CodeModules {
 
 impl CodeModules {
     /// Reads and compiles `folder/node_modules`. A folder without one, or beyond the limits,
-    /// is an error naming it; a file that does not compile is kept as [`ModuleFile::Broken`]
+    /// is an error naming it; a file that does not compile is kept as broken
     /// (requiring it fails; most packages carry files no one requires).
     pub fn read(folder: &Path) -> Result<Self, String> {
         let root = folder.join("node_modules");
