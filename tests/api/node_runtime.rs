@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tokenvault_tests::{on_each_backend, rule, unique};
 
 use super::reactors::{p, react, reactor};
-use super::tokens::{full, with};
+use super::tokens::{Client, full, with};
 
 /// A reactor that signs a detokenized card number with a secret of its configuration, as real
 /// payment code does, and answers with the signature as a plain string (a non-object is `raw`).
@@ -173,6 +173,73 @@ async fn fetch_goes_through_the_outbound_client_and_its_policy() {
         assert_eq!(charge.target, "/charges?x=1");
         assert_eq!(charge.header("authorization"), Some("Bearer sk"));
         assert_eq!(charge.json(), json!({"amount": 10}));
+    })
+    .await;
+}
+
+/// Basis Theory's client packages, provided by the vault: built from `req.applicationOptions`
+/// they act as the reactor's application (the token they make is that application's, and
+/// answers and errors take each SDK's shape); the key is the call's own, so a later call that
+/// is handed it is refused, and the HTTP API never takes it.
+#[tokio::test]
+async fn the_sdk_clients_act_with_a_key_of_one_call() {
+    on_each_backend(async |app| {
+        let user = with(app, &["token:use"], json!([])).await;
+        let acting = app
+            .create_app(&json!({"name": unique("sdk"), "type": "private",
+                "rules": [rule(1, "/general/", "reveal", &["token:create", "token:read"])]}))
+            .await;
+        let code = r"const { BasisTheoryClient } = require('@basis-theory/node-sdk');
+const { BasisTheory } = require('@basis-theory/basis-theory-js');
+module.exports = async (req) => {
+  const client = new BasisTheoryClient(req.applicationOptions);
+  const made = await client.tokens.create({ type: 'token', data: req.args.value, deduplicateToken: false });
+  const got = await client.tokens.get(made.id);
+  const bt = await new BasisTheory().init(req.applicationOptions.apiKey, { apiBaseUrl: req.applicationOptions.baseUrl });
+  const legacy = await bt.tokens.retrieve(made.id);
+  let missing = null;
+  try { await client.tokens.get('00000000-0000-4000-8000-000000000000'); } catch (e) { missing = [e.name, e.statusCode]; }
+  let stale = null;
+  if (req.args.old) {
+    try { await new BasisTheoryClient({ apiKey: req.args.old }).tokens.get(made.id); } catch (e) { stale = [e.name, e.statusCode]; }
+    try { await (await new BasisTheory().init(req.args.old)).tokens.retrieve(made.id); } catch (e) { stale.push(e.name, e.status); }
+  }
+  return { raw: { id: made.id, data: got.data, createdBy: got.createdBy, legacy: legacy.data,
+    key: req.applicationOptions.apiKey, missing, stale } };
+};";
+        let r = reactor(
+            app,
+            code,
+            json!([p("value", "string", false), p("old", "string", true)]),
+            json!({"application": {"id": acting["id"]}}),
+        )
+        .await;
+        let res = react(&user, &r["id"], json!({"value": "4242"})).await;
+        assert_eq!(res.status(), 200);
+        let first = res.json::<Value>().await.unwrap()["raw"].clone();
+        assert_eq!(first["data"], "4242", "{first}");
+        assert_eq!(first["legacy"], "4242");
+        assert_eq!(first["createdBy"], acting["id"], "made as the reactor's application");
+        assert_eq!(first["missing"], json!(["NotFoundError", 404]));
+        let key = first["key"].as_str().unwrap_or_default().to_string();
+        assert!(key.len() > 32, "{first}");
+        assert_ne!(Some(key.as_str()), acting["key"].as_str(), "never the application's own key");
+
+        let res = react(&user, &r["id"], json!({"value": "5555", "old": key})).await;
+        assert_eq!(res.status(), 200);
+        let second = res.json::<Value>().await.unwrap()["raw"].clone();
+        assert_eq!(
+            second["stale"],
+            json!(["UnauthorizedError", 401, "BasisTheoryApiError", 401]),
+            "a past call's key"
+        );
+        assert_ne!(second["key"], first["key"]);
+        let over_http = Client { app, key: key.clone() };
+        assert_eq!(over_http.get(&format!("/tokens/{}", first["id"].as_str().unwrap())).await.status(), 401);
+
+        let bare = reactor(app, "module.exports = (req) => ({ raw: [req.applicationOptions, req.bt] });", json!([]), json!({})).await;
+        let res = react(&user, &bare["id"], json!({})).await;
+        assert_eq!(res.json::<Value>().await.unwrap()["raw"], json!([null, null]), "no application, no client");
     })
     .await;
 }

@@ -19,8 +19,9 @@ use crate::modules::ModuleStore;
 /// What the code reaches outside its context: `req.svc` and `console`. In a worker process
 /// both go over the channel to the server, which checks them.
 pub trait Host {
-    /// A `req.svc` call; `{"ok": …}` or `{"error": <problem>}`.
-    fn svc(&self, method: String, args: Vec<Json>) -> Json;
+    /// A `req.svc` call, or with `key` a call of a client package built with that key;
+    /// `{"ok": …}` or `{"error": <problem>}`.
+    fn svc(&self, method: String, args: Vec<Json>, key: Option<String>) -> Json;
     /// An outbound request (`fetch`); `{"ok": {status, headers, body}}` or `{"error": why}`.
     fn fetch(&self, request: Json) -> Json;
     /// A `console.*` line, already bounded.
@@ -84,6 +85,10 @@ const BUILTINS: &[(&str, Source)] = &[
     ("http-core", Source::CommonJs(include_str!("node/http.js"))),
     ("url", Source::CommonJs(include_str!("node/url.js"))),
     ("util", Source::CommonJs(include_str!("node/util.js"))),
+    (
+        "bt-clients",
+        Source::CommonJs(include_str!("node/bt-clients.js")),
+    ),
     ("stream", Source::CommonJs(include_str!("node/stream.js"))),
     ("zlib", Source::CommonJs(include_str!("node/zlib.js"))),
     ("fs", Source::CommonJs(include_str!("node/fs.js"))),
@@ -619,6 +624,16 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
             out.fetch(request).to_string()
         })?,
     )?;
+    let client = host.clone();
+    globals.set(
+        "__client",
+        Function::new(
+            ctx.clone(),
+            move |method: String, args: String, key: String| -> String {
+                bounded_svc(client.as_ref(), method, &args, Some(key))
+            },
+        )?,
+    )?;
     let clear = state.clone();
     globals.set(
         "__clearTimer",
@@ -670,16 +685,21 @@ const MAX_SVC_ARGS: usize = 2 << 20;
 /// JavaScript waits anyway). The server bounds the call by the call's deadline.
 fn svc_host<'js>(ctx: &Ctx<'js>, host: Rc<dyn Host>) -> rquickjs::Result<Function<'js>> {
     Function::new(ctx.clone(), move |method: String, args: String| -> String {
-        // What one call may ask of the server is bounded here, before it leaves the worker:
-        // the HTTP API's own body limit, with room for the method's other arguments.
-        if args.len() > MAX_SVC_ARGS || method.len() > 64 {
-            return serde_json::json!({"error": {"status": 413, "title": "Payload Too Large",
-                "detail": "the arguments of a svc call are limited to 2 MiB"}})
-            .to_string();
-        }
-        let args: Vec<Json> = serde_json::from_str(&args).unwrap_or_default();
-        host.svc(method, args).to_string()
+        bounded_svc(host.as_ref(), method, &args, None)
     })
+}
+
+/// A svc call, bounded here before it leaves the worker: the HTTP API's own body limit, with
+/// room for the method's other arguments.
+fn bounded_svc(host: &dyn Host, method: String, args: &str, key: Option<String>) -> String {
+    if args.len() > MAX_SVC_ARGS || method.len() > 64 || key.as_ref().is_some_and(|k| k.len() > 256)
+    {
+        return serde_json::json!({"error": {"status": 413, "title": "Payload Too Large",
+            "detail": "the arguments of a svc call are limited to 2 MiB"}})
+        .to_string();
+    }
+    let args: Vec<Json> = serde_json::from_str(args).unwrap_or_default();
+    host.svc(method, args, key).to_string()
 }
 
 #[cfg(test)]

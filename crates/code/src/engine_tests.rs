@@ -20,7 +20,7 @@ fn engine() -> Engine {
 struct NoHost;
 
 impl Host for NoHost {
-    fn svc(&self, _: String, _: Vec<Json>) -> Json {
+    fn svc(&self, _: String, _: Vec<Json>, _: Option<String>) -> Json {
         serde_json::json!({"error": {"status": 500}})
     }
     fn fetch(&self, request: Json) -> Json {

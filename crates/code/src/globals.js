@@ -64,7 +64,15 @@ export default function globals(host) {
   const PUBLIC = ['assert', 'buffer', 'crypto', 'events', 'fs', 'http', 'https', 'os', 'path',
     'process', 'punycode', 'querystring', 'stream', 'string_decoder', 'timers', 'tty', 'url',
     'util', 'zlib', 'assert/strict', 'path/posix'];
-  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch', 'http-core'];
+  const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch', 'http-core',
+    'bt-clients'];
+  // Basis Theory's client packages, provided by the vault (`node/bt-clients.js`).
+  const CLIENTS = {
+    '@basis-theory/basis-theory-js': 'basisTheoryJs',
+    '@basis-theory/node-sdk': 'nodeSdk',
+    '@basis-theory/node-sdk-1.5': 'nodeSdk',
+    '@basis-theory/node-sdk-2': 'nodeSdk',
+  };
   const ALIASES = { 'safe-buffer': 'buffer', 'assert/strict': 'assert', 'path/posix': 'path' };
   // npm packages the built-ins stand on, vendored under `/.tokenvault/node_modules`.
   const VENDORED = ['readable-stream'];
@@ -82,6 +90,7 @@ export default function globals(host) {
     let id = name.startsWith('node:') ? name.slice(5) : name;
     if (internal && VENDORED.includes(id)) return loadFile(resolve('/.tokenvault', id), null);
     if (ALIASES[id]) id = ALIASES[id];
+    if (Object.prototype.hasOwnProperty.call(CLIENTS, id)) return load('bt-clients', true)[CLIENTS[id]];
     if (id !== SDK && !PUBLIC.includes(id) && !(internal && INTERNAL.includes(id))) throw notFound(name);
     const found = modules.get(id);
     if (found) return found.exports;
@@ -109,7 +118,7 @@ export default function globals(host) {
   };
   const core = (name) => {
     const id = name.startsWith('node:') ? name.slice(5) : name;
-    return id === SDK || PUBLIC.includes(id) ? id : null;
+    return id === SDK || PUBLIC.includes(id) || Object.prototype.hasOwnProperty.call(CLIENTS, id) ? id : null;
   };
 
   // The operator's npm packages (`TOKENVAULT_CODE_MODULES`, docs/decisions.md §7): Node's

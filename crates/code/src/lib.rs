@@ -403,11 +403,24 @@ impl QuickJsRunner {
         deadline: Instant,
     ) -> Result<Result<Value, CodeError>, Broken> {
         let channel = |e: std::io::Error| Broken::Channel(e.to_string());
+        // The client packages' key: a credential of this call only, for the application the
+        // call acts as (none without one), checked below on every call a client makes.
+        let credential = call.svc.as_ref().map(|_| call_key());
+        let mut request = call.request.clone();
+        if let Some(fields) = request.as_object_mut() {
+            fields.insert(
+                "applicationOptions".into(),
+                credential.as_ref().map_or(
+                    Value::Null,
+                    |key| json!({"apiKey": key, "baseUrl": BASE_URL}),
+                ),
+            );
+        }
         send(
             &mut worker.input,
             &ToWorker::Run {
                 code: call.code.clone(),
-                request: call.request.clone(),
+                request,
                 svc: call.svc.is_some(),
             },
         )
@@ -429,11 +442,21 @@ impl QuickJsRunner {
                         tracing::debug!(trace_id, level, "code: {text:?}");
                     }
                 }
-                FromWorker::Svc { method, args } => {
-                    let Some(svc) = &call.svc else {
-                        return Err(Broken::Channel("a svc call without svc".into()));
+                FromWorker::Svc { method, args, key } => {
+                    let reply = match (&call.svc, key, &credential) {
+                        (Some(svc), None, _) => svc_reply(svc, method, args, deadline).await,
+                        (Some(svc), Some(key), Some(own)) if same_key(&key, own) => {
+                            svc_reply(svc, method, args, deadline).await
+                        }
+                        // A key of another call, made up, or given where no application acts.
+                        (_, Some(_), _) => json!({"error": {"status": 401,
+                            "title": "Unauthorized",
+                            "detail": "the API key is not valid here: a client's key is the \
+                                       call's own req.applicationOptions.apiKey"}}),
+                        (None, None, _) => {
+                            return Err(Broken::Channel("a svc call without svc".into()));
+                        }
                     };
-                    let reply = svc_reply(svc, method, args, deadline).await;
                     send(&mut worker.input, &ToWorker::SvcReply(reply))
                         .await
                         .map_err(channel)?;
@@ -450,6 +473,30 @@ impl QuickJsRunner {
             }
         }
     }
+}
+
+/// What `req.applicationOptions.baseUrl` says. The client packages the vault provides never
+/// use the network (their calls travel as `req.bt`'s do), so it names no reachable host
+/// (`.invalid` is reserved for that).
+const BASE_URL: &str = "https://api.tokenvault.invalid";
+
+/// A fresh credential for one call's client packages: two version-4 UUIDs, 244 random bits.
+fn call_key() -> String {
+    format!(
+        "key_call_{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Whether `given` is `own`, in time that does not depend on where they differ.
+fn same_key(given: &str, own: &str) -> bool {
+    given.len() == own.len()
+        && given
+            .bytes()
+            .zip(own.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
 }
 
 /// Answers a `req.svc` call on the server, within what is left of the call's deadline. The

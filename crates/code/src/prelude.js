@@ -5,6 +5,17 @@
 // __modLoad) and the object
 // `__host` are installed before it runs and removed from the global object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
 // `import()` the loaded module).
+const host = {
+  log: globalThis.__log, uuid: globalThis.__uuid,
+  setTimer: globalThis.__setTimer, clearTimer: globalThis.__clearTimer,
+  builtin: globalThis.__builtin,
+  digest: globalThis.__digest, random: globalThis.__random, url: globalThis.__url,
+  fetch: globalThis.__fetch, cipher: globalThis.__cipher,
+  sign: globalThis.__sign, verify: globalThis.__verify,
+  seal: globalThis.__seal, keyInfo: globalThis.__keyInfo,
+  modStat: globalThis.__modStat, modText: globalThis.__modText, modLoad: globalThis.__modLoad,
+  client: globalThis.__client,
+};
 const make = (function (host) {
   'use strict';
   const g = globalThis;
@@ -48,16 +59,7 @@ const make = (function (host) {
     lazy(name);
   }
   return make;
-})({
-  log: globalThis.__log, uuid: globalThis.__uuid,
-  setTimer: globalThis.__setTimer, clearTimer: globalThis.__clearTimer,
-  builtin: globalThis.__builtin,
-  digest: globalThis.__digest, random: globalThis.__random, url: globalThis.__url,
-  fetch: globalThis.__fetch, cipher: globalThis.__cipher,
-  sign: globalThis.__sign, verify: globalThis.__verify,
-  seal: globalThis.__seal, keyInfo: globalThis.__keyInfo,
-  modStat: globalThis.__modStat, modText: globalThis.__modText, modLoad: globalThis.__modLoad,
-});
+})(host);
 delete globalThis.__log;
 delete globalThis.__uuid;
 delete globalThis.__setTimer;
@@ -75,6 +77,7 @@ delete globalThis.__keyInfo;
 delete globalThis.__modStat;
 delete globalThis.__modText;
 delete globalThis.__modLoad;
+delete globalThis.__client;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 
@@ -137,7 +140,8 @@ const snakeTokens = (v) => {
   }
   return v;
 };
-toHost.svc = function svc(call) {
+// Also what the client packages (`node/bt-clients.js`) build their clients on.
+const makeSvc = function svc(call) {
   const invoke = (method, args) => new Promise((resolve, reject) => {
     const out = JSON.parse(call(method, JSON.stringify(args)));
     if (Object.prototype.hasOwnProperty.call(out, 'ok')) { resolve(out.ok); return; }
@@ -164,3 +168,5 @@ toHost.svc = function svc(call) {
     detokenize: (body) => invoke('detokenize', [body]),
   });
 }
+toHost.svc = makeSvc;
+host.makeSvc = makeSvc;

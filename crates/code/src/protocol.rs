@@ -67,6 +67,10 @@ pub enum FromWorker {
         method: String,
         /// The arguments.
         args: Vec<Value>,
+        /// The key a client package was built with (`req.applicationOptions.apiKey`); none for
+        /// `req.bt` itself.
+        #[serde(default)]
+        key: Option<String>,
     },
     /// An outbound request the code made (`fetch`); the worker waits for
     /// [`ToWorker::FetchReply`]. `{method, url, headers: [[name, value]], body (base64)}`.

@@ -37,10 +37,13 @@ impl Channel {
 struct ChannelHost(Rc<RefCell<Channel>>);
 
 impl Host for ChannelHost {
-    fn svc(&self, method: String, args: Vec<Value>) -> Value {
+    fn svc(&self, method: String, args: Vec<Value>, key: Option<String>) -> Value {
         let mut channel = self.0.borrow_mut();
         let failed = |why: &str| json!({"error": {"status": 500, "title": "Internal Server Error", "detail": why}});
-        if channel.send(&FromWorker::Svc { method, args }).is_err() {
+        if channel
+            .send(&FromWorker::Svc { method, args, key })
+            .is_err()
+        {
             return failed("the svc call could not be sent");
         }
         match channel.receive() {
