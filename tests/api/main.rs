@@ -24,3 +24,4 @@ mod sessions;
 mod tenants;
 mod tokens;
 mod tokens_review;
+mod transforms;
