@@ -89,6 +89,7 @@ mod idempotency;
 mod keys;
 mod proxies;
 mod reactors;
+mod sealed_config;
 mod sessions;
 mod tenants;
 mod tokens;

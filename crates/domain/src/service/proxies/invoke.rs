@@ -431,9 +431,12 @@ impl Vault {
         trace_id: Option<String>,
     ) -> Result<Value, Error> {
         let svc = application.map(|p| self.ports.svc.for_application(self.clone(), p));
+        let configuration = self
+            .open_proxy_configuration(proxy.tenant_id, proxy.id, proxy.configuration.clone())
+            .await?;
         let request = json!({
             "args": args,
-            "configuration": proxy.configuration.clone().unwrap_or_default(),
+            "configuration": configuration.unwrap_or_default(),
             "svc": Value::Null,
         });
         let out = self

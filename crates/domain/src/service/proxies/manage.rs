@@ -180,10 +180,16 @@ impl Vault {
             modified_by: None,
             modified_at: None,
         };
+        let configuration = self
+            .seal_proxy_configuration(proxy.tenant_id, proxy.id, proxy.configuration.as_ref())
+            .await?;
         self.ports
             .proxies
             .insert(&StoredProxy {
-                proxy: proxy.clone(),
+                proxy: Proxy {
+                    configuration,
+                    ..proxy.clone()
+                },
                 key_hash: self.ports.keys.hash_proxy_key(&key),
                 key_ciphertext,
             })
@@ -244,9 +250,11 @@ impl Vault {
         p.request_transform = checked.request_transform;
         p.response_transform = checked.response_transform;
         p.application_id = checked.application_id;
-        p.configuration = checked.configuration;
         p.modified_by = Some(caller.application_id);
         p.modified_at = Some(self.ports.clock.now());
+        p.configuration = self
+            .seal_proxy_configuration(p.tenant_id, p.id, checked.configuration.as_ref())
+            .await?;
         if !self.ports.proxies.update(&stored).await? {
             return Err(Error::NotFound);
         }
@@ -273,8 +281,15 @@ impl Vault {
             .ok_or(Error::NotFound)
     }
 
-    async fn proxy_view(&self, stored: StoredProxy) -> Result<ProxyView, Error> {
+    async fn proxy_view(&self, mut stored: StoredProxy) -> Result<ProxyView, Error> {
         let tenant_id = stored.proxy.tenant_id;
+        stored.proxy.configuration = self
+            .open_proxy_configuration(
+                tenant_id,
+                stored.proxy.id,
+                stored.proxy.configuration.take(),
+            )
+            .await?;
         self.ensure_key(tenant_id).await?;
         let plain = self
             .ports

@@ -117,7 +117,10 @@ impl Vault {
             modified_by: None,
             modified_at: None,
         };
-        self.ports.reactors.insert(&reactor).await?;
+        self.ports
+            .reactors
+            .insert(&self.stored(&reactor).await?)
+            .await?;
         self.audit(caller, "create", "reactor", [reactor.id.to_string()]);
         Ok(ReactorView {
             reactor,
@@ -158,6 +161,7 @@ impl Vault {
             .await?;
         let mut items = Vec::with_capacity(found.items.len());
         for reactor in found.items {
+            let reactor = self.opened(reactor).await?;
             let formula = formulas
                 .iter()
                 .find(|f| f.id == reactor.formula_id)
@@ -210,7 +214,12 @@ impl Vault {
         reactor.application_id = checked.application.as_ref().map(|a| a.id);
         reactor.modified_by = Some(caller.application_id);
         reactor.modified_at = Some(self.ports.clock.now());
-        if !self.ports.reactors.update(&reactor).await? {
+        if !self
+            .ports
+            .reactors
+            .update(&self.stored(&reactor).await?)
+            .await?
+        {
             return Err(Error::NotFound);
         }
         self.audit(caller, "update", "reactor", [id.to_string()]);
@@ -232,12 +241,37 @@ impl Vault {
         }
     }
 
+    /// `reactor` as it is stored: its configuration sealed.
+    async fn stored(&self, reactor: &Reactor) -> Result<Reactor, Error> {
+        let configuration = self
+            .seal_reactor_configuration(reactor.tenant_id, reactor.id, &reactor.configuration)
+            .await?;
+        Ok(Reactor {
+            configuration,
+            ..reactor.clone()
+        })
+    }
+
+    /// A stored reactor with its configuration opened.
+    pub(super) async fn opened(&self, mut reactor: Reactor) -> Result<Reactor, Error> {
+        reactor.configuration = self
+            .open_reactor_configuration(
+                reactor.tenant_id,
+                reactor.id,
+                std::mem::take(&mut reactor.configuration),
+            )
+            .await?;
+        Ok(reactor)
+    }
+
     pub(super) async fn reactor_of(&self, caller: &Principal, id: Uuid) -> Result<Reactor, Error> {
-        self.ports
+        let reactor = self
+            .ports
             .reactors
             .get(caller.tenant_id, id)
             .await?
-            .ok_or(Error::NotFound)
+            .ok_or(Error::NotFound)?;
+        self.opened(reactor).await
     }
 
     pub(super) async fn formula_of(&self, reactor: &Reactor) -> Result<Formula, Error> {

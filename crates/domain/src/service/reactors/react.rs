@@ -42,7 +42,10 @@ impl Vault {
         let read = prefetched.and_then(|p| p.read_for(caller.tenant_id, &id));
         let (reactor, formula) = if let Some(read) = read {
             let (reactor, formula) = read.ok_or(Error::NotFound)?;
-            (reactor, formula.ok_or_else(Self::formula_missing)?)
+            (
+                self.opened(reactor).await?,
+                formula.ok_or_else(Self::formula_missing)?,
+            )
         } else {
             let reactor = self.reactor_of(caller, id).await?;
             let formula = self.formula_of(&reactor).await?;
