@@ -1,7 +1,7 @@
 //! Reactor and proxy configuration encrypted at rest (docs/decisions.md §9): the secrets real
 //! code keeps there are in no byte of the database, yet every read and the code see them; a
 //! configuration written before sealing existed still reads; a sealed one moved to another
-//! reactor does not open. On each database.
+//! reactor does not open there. On each database.
 
 use serde_json::{Value, json};
 use tokenvault_tests::{on_each_backend_with, unique};
@@ -96,13 +96,19 @@ async fn configuration_is_sealed_at_rest_and_open_to_reads_and_code() {
         assert_eq!(changed, 1);
         let res = react(&user, &other["id"], json!({})).await;
         assert_eq!(res.json::<Value>().await.unwrap()["raw"], json!({"API_KEY": "legacy"}));
-        // A sealed configuration moved to another reactor does not open there.
+        // A sealed configuration moved to another reactor does not open there: it reads as the
+        // opaque value it is, and the tenant's list still answers.
         app.execute_sql(&format!(
             "UPDATE reactors SET configuration = (SELECT configuration FROM reactors WHERE name = '{rname}') WHERE name = '{oname}'"
         ))
         .await;
         let res = app.get(&format!("/reactors/{oid}")).await;
-        assert_eq!(res.status(), 500);
+        assert_eq!(res.status(), 200);
+        let moved: Value = res.json().await.unwrap();
+        let members: Vec<&String> = moved["configuration"].as_object().unwrap().keys().collect();
+        assert_eq!(members, ["__tokenvault_sealed"], "{moved}");
+        assert!(!moved.to_string().contains("sk_live"), "{moved}");
+        assert_eq!(app.get("/reactors").await.status(), 200);
     })
     .await;
 }

@@ -14,6 +14,7 @@ use rquickjs::{
 use serde_json::Value as Json;
 use tokenvault_domain::code::CodeError;
 
+use crate::budget::{Budgeted, Meter};
 use crate::modules::ModuleStore;
 
 /// What the code reaches outside its context: `req.svc` and `console`. In a worker process
@@ -157,6 +158,8 @@ pub struct Engine {
     host: Rc<dyn Host>,
     /// The operator's npm packages.
     modules: Rc<ModuleStore>,
+    /// What the runtime's allocator saw: whether it refused memory.
+    meter: Rc<Meter>,
     deadline: Rc<Cell<Option<Instant>>>,
     limits: Limits,
 }
@@ -175,8 +178,9 @@ impl Engine {
         host: Rc<dyn Host>,
         modules: Rc<ModuleStore>,
     ) -> Result<Self, String> {
-        let runtime = Runtime::new().map_err(|e| e.to_string())?;
-        runtime.set_memory_limit(limits.memory);
+        let meter = Rc::new(Meter::default());
+        let runtime = Runtime::new_with_alloc(Budgeted::new(meter.clone(), limits.memory))
+            .map_err(|e| e.to_string())?;
         runtime.set_max_stack_size(512 * 1024);
         let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
         let due = deadline.clone();
@@ -217,6 +221,7 @@ impl Engine {
             state: Rc::default(),
             host,
             modules,
+            meter,
             deadline,
             limits,
         })
@@ -300,6 +305,7 @@ impl Engine {
         };
         self.state.lines.set(0);
         self.state.timers.borrow_mut().clear();
+        self.meter.reset();
         let started = Instant::now();
         let deadline = started + self.limits.timeout;
         self.deadline.set(Some(deadline));
@@ -316,6 +322,19 @@ impl Engine {
         self.deadline.set(None);
         // Released by `finish`, after the caller has its answer.
         self.spent = Some(prepared);
+        // A call whose runtime was refused memory ran out of it: code may have caught the
+        // engine's error, or QuickJS could not even allocate it (a bare value is thrown then).
+        // Its runtime is not kept for the next call either way.
+        let exhausted = self.meter.refused();
+        let outcome = match outcome {
+            Err(Ok(CodeError::Thrown {
+                errors: None,
+                message,
+                ..
+            })) if exhausted && message == NON_ERROR => Err(Err(Stop::Memory)),
+            other => other,
+        };
+        let dirty = dirty || exhausted;
         match outcome {
             Ok(v) => (Ok(v), dirty),
             // What the code threw ends its context only; `finish` still looks for leftovers.
@@ -465,7 +484,8 @@ fn failure<'js>(
         CaughtError::Value(v) => Some(v.clone()),
         CaughtError::Error(_) => None,
     };
-    if message.len() > MAX_THROWN {
+    // Bounded as it will travel: JSON-escaped (a control character takes six bytes).
+    if serde_json::to_string(&message).map_or(usize::MAX, |m| m.len()) > MAX_THROWN {
         return Ok(thrown_too_large());
     }
     Ok(value
@@ -494,6 +514,9 @@ fn is_out_of_memory(caught: &CaughtError<'_>, message: &str) -> bool {
 /// The largest error a call may throw (its message and `errors`, or a custom response's headers
 /// and body), as JSON text: checked here, before anything leaves the worker.
 const MAX_THROWN: usize = 1 << 20;
+
+/// What a thrown value that is neither an `Error` nor a string says.
+const NON_ERROR: &str = "a non-Error value was thrown";
 
 /// The longest compiler message passed on (characters).
 const MAX_COMPILE_MESSAGE: usize = 1000;
@@ -570,7 +593,7 @@ fn caught_message(caught: &CaughtError<'_>) -> String {
         CaughtError::Value(v) => v
             .as_string()
             .and_then(|s| s.to_string().ok())
-            .unwrap_or_else(|| "a non-Error value was thrown".into()),
+            .unwrap_or_else(|| NON_ERROR.into()),
         CaughtError::Error(e) => e.to_string(),
     }
 }
@@ -692,8 +715,13 @@ fn svc_host<'js>(ctx: &Ctx<'js>, host: Rc<dyn Host>) -> rquickjs::Result<Functio
 /// A svc call, bounded here before it leaves the worker: the HTTP API's own body limit, with
 /// room for the method's other arguments.
 fn bounded_svc(host: &dyn Host, method: String, args: &str, key: Option<String>) -> String {
-    if args.len() > MAX_SVC_ARGS || method.len() > 64 || key.as_ref().is_some_and(|k| k.len() > 256)
-    {
+    if key.as_ref().is_some_and(|k| k.len() > 256) {
+        // No call's key is that long.
+        return serde_json::json!({"error": {"status": 401, "title": "Unauthorized",
+            "detail": "the API key is not valid here"}})
+        .to_string();
+    }
+    if args.len() > MAX_SVC_ARGS || method.len() > 64 {
         return serde_json::json!({"error": {"status": 413, "title": "Payload Too Large",
             "detail": "the arguments of a svc call are limited to 2 MiB"}})
         .to_string();

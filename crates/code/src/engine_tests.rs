@@ -644,3 +644,42 @@ fn stream_path_punycode_assert_and_what_packages_test_for() {
         })
     );
 }
+
+/// A call that runs out of memory and catches the engine's error, or makes QuickJS unable to
+/// allocate the error at all, still costs its runtime; the second is answered as the memory
+/// limit, not as a bare thrown value.
+#[test]
+fn running_out_of_memory_costs_the_runtime_even_when_caught() {
+    let mut first = engine();
+    let (outcome, discard) = first.run(&call(
+        "module.exports = () => { const a = []; try { for (;;) a.push(new Array(1000).fill(1)); } catch (e) { return a.length > 0; } };",
+    ));
+    assert_eq!(outcome.ok(), Some(Json::Bool(true)));
+    assert!(
+        discard,
+        "a caught out-of-memory error still discards the runtime"
+    );
+    let mut second = engine();
+    let (outcome, discard) = second.run(&call(
+        "module.exports = () => { for (let i = 0; i < 1e7; i++) setTimeout(() => {}, 1e9); };",
+    ));
+    assert!(discard);
+    assert!(
+        matches!(&outcome, Err(CodeError::Limit(m)) if m.contains("MiB")),
+        "{outcome:?}"
+    );
+}
+
+/// A thrown message is bounded as it will travel: JSON-escaped.
+#[test]
+fn a_thrown_message_is_bounded_once_escaped() {
+    let mut engine = engine();
+    let (outcome, discard) = engine.run(&call(
+        "module.exports = () => { throw new Error('\\u0001'.repeat(900000)); };",
+    ));
+    assert!(
+        matches!(&outcome, Err(CodeError::Limit(m)) if m.contains("1 MiB")),
+        "{outcome:?}"
+    );
+    assert!(discard, "a limit costs the runtime");
+}

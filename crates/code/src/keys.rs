@@ -8,6 +8,10 @@ use p256::ecdsa::{SigningKey, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey, LineEnding};
 use rquickjs::{Ctx, Exception, Function, Object};
 use rsa::pkcs1::{DecodeRsaPrivateKey, DecodeRsaPublicKey};
+use rsa::traits::PublicKeyParts;
+
+/// The largest RSA modulus taken, in bytes (8,192 bits).
+const MAX_RSA_BYTES: usize = 1024;
 
 /// A private key.
 pub(crate) enum Private {
@@ -32,6 +36,8 @@ pub(crate) fn private(pem: &str) -> Option<Private> {
     rsa::PrivateKey::from_pkcs8_pem(pem)
         .or_else(|_| rsa::PrivateKey::from_pkcs1_pem(pem))
         .ok()
+        // As the crate bounds public keys: a larger private key's operations take seconds.
+        .filter(|k| k.size() <= MAX_RSA_BYTES)
         .map(|k| Private::Rsa(Box::new(k)))
 }
 

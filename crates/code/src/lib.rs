@@ -14,6 +14,7 @@
 //! its worker is killed and replaced. A worker that dies, or whose caller went away mid-call, is
 //! replaced too. One tenant holds at most its share of the workers and of the queue (`gate.rs`).
 
+mod budget;
 mod cipher;
 mod engine;
 mod fetch;

@@ -15,7 +15,7 @@ use tokenvault_domain::code::CodeError;
 
 use crate::engine::{Call, Engine, Host, Limits};
 use crate::modules::ModuleStore;
-use crate::protocol::{FromWorker, Outcome, ToWorker, read_frame, write_frame};
+use crate::protocol::{FromWorker, MAX_FROM_WORKER, Outcome, ToWorker, read_frame, write_frame};
 use crate::sandbox;
 
 /// The channel to the server, shared by the loop and the engine's host functions.
@@ -90,6 +90,18 @@ fn outcome(result: Result<Value, CodeError>) -> Outcome {
         Err(CodeError::Compile(why)) => Outcome::Compile(why),
         Err(CodeError::Internal(why)) => Outcome::Internal(why),
         Err(CodeError::Busy) => Outcome::Internal("busy".into()),
+    }
+}
+
+/// The end of a call, within what the server reads from a worker: each part is bounded before
+/// it is escaped as JSON, so what a frame cannot hold is answered as the limit it is.
+fn done(result: Result<Value, CodeError>) -> FromWorker {
+    let reply = FromWorker::Done(outcome(result));
+    match serde_json::to_vec(&reply) {
+        Ok(bytes) if bytes.len() <= MAX_FROM_WORKER => reply,
+        _ => FromWorker::Done(Outcome::Limit(
+            "the code's answer is larger than a worker may send (4 MiB as JSON)".into(),
+        )),
     }
 }
 
@@ -172,8 +184,7 @@ fn serve(
             request: &request,
             svc,
         });
-        let reply = FromWorker::Done(outcome(result));
-        if channel.borrow_mut().send(&reply).is_err() {
+        if channel.borrow_mut().send(&done(result)).is_err() {
             return 1;
         }
         // The spent context is released, and the next call's made, after the answer.

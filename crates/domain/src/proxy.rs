@@ -44,8 +44,9 @@ impl fmt::Debug for ProxyKey {
 }
 
 /// A proxy (its key is kept apart: [`ProxyView`] shows it, storage holds it hashed and
-/// encrypted).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// encrypted). Its `Debug` names the configuration's keys only: the values are the tenant's
+/// secrets.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Proxy {
     /// Identifier.
     pub id: Uuid,
@@ -73,6 +74,26 @@ pub struct Proxy {
     pub modified_by: Option<Uuid>,
     /// Last change.
     pub modified_at: Option<OffsetDateTime>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("id", &self.id)
+            .field("tenant_id", &self.tenant_id)
+            .field("name", &self.name)
+            .field("destination_url", &self.destination_url)
+            .field("require_auth", &self.require_auth)
+            .field(
+                "configuration",
+                &self
+                    .configuration
+                    .as_ref()
+                    .map(|c| c.keys().collect::<Vec<_>>()),
+            )
+            .field("application_id", &self.application_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A proxy with its key, as responses show it.

@@ -133,8 +133,9 @@ pub struct Formula {
     pub modified_at: Option<OffsetDateTime>,
 }
 
-/// A stored reactor.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A stored reactor. Its `Debug` names the configuration's keys only: the values are the
+/// tenant's secrets.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Reactor {
     /// Identifier.
     pub id: Uuid,
@@ -156,6 +157,22 @@ pub struct Reactor {
     pub modified_by: Option<Uuid>,
     /// Last change.
     pub modified_at: Option<OffsetDateTime>,
+}
+
+impl std::fmt::Debug for Reactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reactor")
+            .field("id", &self.id)
+            .field("tenant_id", &self.tenant_id)
+            .field("name", &self.name)
+            .field("formula_id", &self.formula_id)
+            .field(
+                "configuration",
+                &self.configuration.keys().collect::<Vec<_>>(),
+            )
+            .field("application_id", &self.application_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A declaration as a client sent it.

@@ -4,7 +4,10 @@
 //! tenant's data key (AES-GCM through the cipher port) and bound to the kind and id of what it
 //! configures, so that it cannot be moved to another reactor or proxy. The stores keep their
 //! column; a configuration written before this was built reads as it was written, and is
-//! sealed the next time it is saved.
+//! sealed the next time it is saved. One that has the sealed shape but does not open (moved
+//! from another row, or an old clear configuration that happened to have that shape) reads as
+//! stored, with a warning: its owner sees an opaque value, never another's data, and one such
+//! row does not fail the tenant's lists.
 
 use std::collections::BTreeMap;
 
@@ -56,15 +59,21 @@ impl Vault {
         kind: &str,
         id: Uuid,
         text: &str,
-    ) -> Result<Vec<u8>, Error> {
-        let sealed = base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .map_err(|_| Error::internal("a stored configuration is malformed"))?;
+    ) -> Result<Option<Vec<u8>>, Error> {
         self.ensure_key(tenant_id).await?;
-        self.ports
-            .cipher
-            .decrypt(tenant_id, &context(kind, id), &sealed)
-            .map_err(|e| Error::internal_from("decrypting a configuration", e))
+        let opened = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .ok()
+            .and_then(|sealed| {
+                self.ports
+                    .cipher
+                    .decrypt(tenant_id, &context(kind, id), &sealed)
+                    .ok()
+            });
+        if opened.is_none() {
+            tracing::warn!(%tenant_id, %id, kind, "a configuration of the sealed shape does not open; read as stored");
+        }
+        Ok(opened)
     }
 
     /// A reactor's configuration as it is stored.
@@ -90,7 +99,9 @@ impl Vault {
         let Some(text) = sealed_text(stored.iter().map(|(k, v)| (k, v.as_str()))) else {
             return Ok(stored);
         };
-        let json = self.open(tenant_id, "reactor", id, text).await?;
+        let Some(json) = self.open(tenant_id, "reactor", id, text).await? else {
+            return Ok(stored);
+        };
         serde_json::from_slice(&json)
             .map_err(|_| Error::internal("a stored configuration is not an object"))
     }
@@ -124,7 +135,9 @@ impl Vault {
         let Some(text) = sealed_text(stored.iter().map(|(k, v)| (k, Some(v.as_str())))) else {
             return Ok(Some(stored));
         };
-        let json = self.open(tenant_id, "proxy", id, text).await?;
+        let Some(json) = self.open(tenant_id, "proxy", id, text).await? else {
+            return Ok(Some(stored));
+        };
         serde_json::from_slice(&json)
             .map(Some)
             .map_err(|_| Error::internal("a stored configuration is not an object of strings"))
