@@ -95,6 +95,13 @@ const BUILTINS: &[(&str, Source)] = &[
     ("fs", Source::CommonJs(include_str!("node/fs.js"))),
     ("os", Source::CommonJs(include_str!("node/os.js"))),
     ("tty", Source::CommonJs(include_str!("node/tty.js"))),
+    ("net", Source::CommonJs(include_str!("node/net.js"))),
+    ("tls", Source::CommonJs(include_str!("node/tls.js"))),
+    ("dns", Source::CommonJs(include_str!("node/dns.js"))),
+    (
+        "child_process",
+        Source::CommonJs(include_str!("node/child_process.js")),
+    ),
     ("timers", Source::CommonJs(include_str!("node/timers.js"))),
     ("assert", Source::CommonJs(include_str!("node/assert.js"))),
     ("path", Source::CommonJs(include_str!("node/path.js"))),

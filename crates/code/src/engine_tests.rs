@@ -153,7 +153,7 @@ fn node_modules_compute_real_values() {
              });
              await new Promise((resolve) => setImmediate(resolve));
              const notFound = [];
-             for (const name of ['dgram', 'child_process', 'base64-js', 'node:net']) {
+             for (const name of ['dgram', 'worker_threads', 'base64-js', 'node:vm']) {
                try { require(name); notFound.push('found ' + name); } catch (e) { notFound.push(e.message); }
              }
              const copy = structuredClone({ when: new Date(0), seen: new Map([[1, 'a']]) });
@@ -195,8 +195,8 @@ fn node_modules_compute_real_values() {
             "parsed": {"a": "x y", "b": ["1", "2"]},
             "format": "a=5 {\"b\":1}",
             "env": {}, "version": "v16.20.2", "global": true, "uuid": 36,
-            "notFound": ["Cannot find module 'dgram'", "Cannot find module 'child_process'",
-                         "Cannot find module 'base64-js'", "Cannot find module 'node:net'"],
+            "notFound": ["Cannot find module 'dgram'", "Cannot find module 'worker_threads'",
+                         "Cannot find module 'base64-js'", "Cannot find module 'node:vm'"],
             "clone": [true, "a"], "sdk": 422, "topThis": true
         })
     );
@@ -682,4 +682,49 @@ fn a_thrown_message_is_bounded_once_escaped() {
         "{outcome:?}"
     );
     assert!(discard, "a limit costs the runtime");
+}
+
+/// What the Basis Theory-whitelisted packages needed beyond the first built-ins: standard
+/// streams that go nowhere, `net`/`tls`/`dns`/`child_process` that load and refuse, crypto's
+/// stream side and secret keys, `TextDecoder`'s other encodings, `socket` before `end()`.
+#[test]
+fn what_whitelisted_packages_need_loads_and_refuses_plainly() {
+    let code = "const crypto = require('crypto');
+      const net = require('net');
+      module.exports = async () => {
+        const refused = (f) => { try { f(); return null; } catch (e) { return e.code; } };
+        const hash = crypto.createHash('sha256'); hash.write('ab'); hash.end('c');
+        const signer = crypto.createSign('RSA-SHA256'); signer.write('x'); signer.end();
+        const secret = crypto.createSecretKey(Buffer.from('k'));
+        const hmac = crypto.createHmac('sha256', secret).update('abc').digest('hex');
+        const req = require('http').request('http://127.0.0.1:9/x', { method: 'POST' });
+        const socket = await new Promise((resolve) => req.on('socket', (s) => resolve(typeof s.setKeepAlive)));
+        return {
+          stderr: [process.stderr.isTTY, process.stderr.write('x'), process.stdout.fd],
+          ip: [net.isIP('10.0.0.1'), net.isIP('::1'), net.isIP('example.com')],
+          refused: [refused(() => net.connect(80)), refused(() => require('tls').connect(443)),
+            refused(() => require('child_process').spawn('ls'))],
+          dns: await require('dns').promises.lookup('example.com').catch((e) => e.code),
+          digest: hash.read().toString('hex'), signed: typeof signer.sign, hmac,
+          curves: crypto.getCurves(), secretSize: secret.symmetricKeySize,
+          latin1: new TextDecoder('latin1').decode(new Uint8Array([0x63, 0x61, 0x66, 0xe9])),
+          utf16: new TextDecoder('utf-16le').decode(new Uint8Array([0x68, 0, 0x69, 0])),
+          socket,
+        };
+      };";
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "stderr": [false, true, 1], "ip": [4, 6, 0],
+            "refused": ["EACCES", "EACCES", "EACCES"], "dns": "EACCES",
+            "digest": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "signed": "function",
+            "hmac": "342e519ce0ad6c03a36b98eeb3f1d130db4813b9df4d1160eda488d712dc78ee",
+            "curves": ["prime256v1"], "secretSize": 1,
+            "latin1": "café", "utf16": "hi", "socket": "function"
+        })
+    );
 }

@@ -61,9 +61,10 @@ export default function globals(host) {
   // Built-in modules, by the name `require` takes (with or without `node:`); the modules they
   // require among themselves by theirs. Each is compiled once per worker and loaded into a
   // context the first time it is required there.
-  const PUBLIC = ['assert', 'buffer', 'crypto', 'events', 'fs', 'http', 'https', 'os', 'path',
-    'process', 'punycode', 'querystring', 'stream', 'string_decoder', 'timers', 'tty', 'url',
-    'util', 'zlib', 'assert/strict', 'path/posix'];
+  const PUBLIC = ['assert', 'buffer', 'child_process', 'crypto', 'dns', 'events', 'fs', 'http',
+    'https', 'net', 'os', 'path', 'process', 'punycode', 'querystring', 'stream',
+    'string_decoder', 'timers', 'tls', 'tty', 'url', 'util', 'zlib', 'assert/strict',
+    'path/posix'];
   const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch', 'http-core',
     'bt-clients'];
   // Basis Theory's client packages, provided by the vault (`node/bt-clients.js`).
@@ -351,16 +352,39 @@ export default function globals(host) {
           }
         };
       case 'TextDecoder':
+        // UTF-8 (the default), UTF-16LE and Latin-1 (`latin1`, `iso-8859-1`, `ascii`; WHATWG
+        // maps these to windows-1252, which differs only in 0x80–0x9F).
         return class TextDecoder {
-          get encoding() { return 'utf-8'; }
+          constructor(label = 'utf-8', options = {}) {
+            const name = String(label).trim().toLowerCase();
+            const known = { 'utf-8': 'utf-8', utf8: 'utf-8', 'unicode-1-1-utf-8': 'utf-8',
+              'utf-16le': 'utf-16le', 'utf-16': 'utf-16le', latin1: 'windows-1252',
+              'iso-8859-1': 'windows-1252', ascii: 'windows-1252', 'us-ascii': 'windows-1252',
+              'windows-1252': 'windows-1252' }[name];
+            if (!known) throw new RangeError(`The "${label}" encoding is not supported`);
+            this._encoding = known;
+            this._fatal = Boolean(options && options.fatal);
+          }
+          get encoding() { return this._encoding; }
+          get fatal() { return this._fatal; }
           decode(input) {
             if (input === undefined) return '';
             const view = input instanceof Uint8Array ? input
               : ArrayBuffer.isView(input) ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength)
               : new Uint8Array(input);
             let s = '';
+            if (this._encoding === 'utf-16le') {
+              for (let i = 0; i + 1 < view.length; i += 2) s += String.fromCharCode(view[i] | (view[i + 1] << 8));
+              return s;
+            }
             for (let i = 0; i < view.length; i++) s += String.fromCharCode(view[i]);
-            return decodeURIComponent(escape(s));
+            if (this._encoding === 'windows-1252') return s;
+            try {
+              return decodeURIComponent(escape(s));
+            } catch (e) {
+              if (this._fatal) throw new TypeError('The encoded data was not valid for encoding utf-8');
+              return require('buffer').Buffer.from(view).toString('utf8');
+            }
           }
         };
       case 'CustomHttpResponseError':

@@ -167,13 +167,16 @@ impl QuickJsRunner {
         let workers = settings.workers.max(1);
         let queue = workers * QUEUE_PER_WORKER;
         let limits = settings.limits;
-        let init = protocol::encode(&ToWorker::Init {
-            timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
-            memory: limits.memory,
-            max_output: limits.max_output,
-            sandbox: true,
-            modules: settings.modules.files().to_vec(),
-        })
+        let init = protocol::encode_within(
+            &ToWorker::Init {
+                timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+                memory: limits.memory,
+                max_output: limits.max_output,
+                sandbox: true,
+                modules: settings.modules.files().to_vec(),
+            },
+            protocol::MAX_INIT_FRAME,
+        )
         .map_err(|e| format!("the code modules do not fit a worker's first frame: {e}"))?;
         let pool = Arc::new(Pool {
             init,

@@ -13,6 +13,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// The largest frame a worker accepts (a request carries at most a 1 MiB body detokenized into
 /// at most 10 MiB of token data).
 pub const MAX_FRAME: usize = 64 << 20;
+/// The largest first frame ([`ToWorker::Init`]), which carries the operator's packages as
+/// bytecode (at most 40 MiB of source; the server refuses to start beyond this).
+pub const MAX_INIT_FRAME: usize = 192 << 20;
 /// The largest frame the server accepts from a worker: the worker bounds what it sends (a
 /// result or a thrown error at 1 MiB each, a custom response's headers and body at 1 MiB, a
 /// `svc` call's arguments at 2 MiB, a log line at 4 KiB), so a bigger one is a broken worker,
@@ -121,6 +124,14 @@ pub fn write_frame(out: &mut impl Write, message: &impl Serialize) -> io::Result
 
 /// Reads one frame (blocking side); `None` at the end of the stream.
 pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Option<T>> {
+    read_frame_within(input, MAX_FRAME)
+}
+
+/// [`read_frame`] with another bound (the first frame's).
+pub fn read_frame_within<T: DeserializeOwned>(
+    input: &mut impl Read,
+    limit: usize,
+) -> io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match input.read_exact(&mut len) {
         Ok(()) => {}
@@ -128,7 +139,7 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Opti
         Err(e) => return Err(e),
     }
     let len = u32::from_le_bytes(len) as usize;
-    if len > MAX_FRAME {
+    if len > limit {
         return Err(too_large());
     }
     let mut bytes = vec![0u8; len];
@@ -140,11 +151,25 @@ pub fn read_frame<T: DeserializeOwned>(input: &mut impl Read) -> io::Result<Opti
 
 /// One frame's bytes: its length and its JSON.
 pub fn encode(message: &impl Serialize) -> io::Result<Vec<u8>> {
+    encode_within(message, MAX_FRAME)
+}
+
+/// [`encode`] with another bound (the first frame's).
+pub fn encode_within(message: &impl Serialize, limit: usize) -> io::Result<Vec<u8>> {
     let bytes = serde_json::to_vec(message).map_err(io::Error::other)?;
     let len = u32::try_from(bytes.len())
         .ok()
-        .filter(|n| (*n as usize) <= MAX_FRAME)
-        .ok_or_else(too_large)?;
+        .filter(|n| (*n as usize) <= limit)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a frame of {} MiB is larger than {} MiB",
+                    bytes.len() >> 20,
+                    limit >> 20
+                ),
+            )
+        })?;
     let mut frame = Vec::with_capacity(4 + bytes.len());
     frame.extend_from_slice(&len.to_le_bytes());
     frame.extend_from_slice(&bytes);

@@ -39,7 +39,9 @@ pub(crate) fn compile(ctx: &Ctx<'_>, name: &str, source: &str) -> Result<Vec<u8>
             raw,
             &raw mut len,
             function,
-            qjs::JS_WRITE_OBJ_BYTECODE.cast_signed(),
+            // Without the source text, which QuickJS otherwise keeps beside every function (for
+            // `toString`) and which doubled what travels to each worker.
+            (qjs::JS_WRITE_OBJ_BYTECODE | qjs::JS_WRITE_OBJ_STRIP_SOURCE).cast_signed(),
         );
         qjs::JS_FreeValue(raw, function);
         if buf.is_null() {

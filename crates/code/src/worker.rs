@@ -15,7 +15,10 @@ use tokenvault_domain::code::CodeError;
 
 use crate::engine::{Call, Engine, Host, Limits};
 use crate::modules::ModuleStore;
-use crate::protocol::{FromWorker, MAX_FROM_WORKER, Outcome, ToWorker, read_frame, write_frame};
+use crate::protocol::{
+    FromWorker, MAX_FROM_WORKER, MAX_INIT_FRAME, Outcome, ToWorker, read_frame, read_frame_within,
+    write_frame,
+};
 use crate::sandbox;
 
 /// The channel to the server, shared by the loop and the engine's host functions.
@@ -31,6 +34,11 @@ impl Channel {
 
     fn receive(&mut self) -> std::io::Result<Option<ToWorker>> {
         read_frame(&mut self.input)
+    }
+
+    /// The first frame, which may be larger (it carries the operator's packages).
+    fn receive_first(&mut self) -> std::io::Result<Option<ToWorker>> {
+        read_frame_within(&mut self.input, MAX_INIT_FRAME)
     }
 }
 
@@ -117,7 +125,7 @@ pub fn main() -> i32 {
         max_output,
         sandbox: wanted,
         modules,
-    })) = channel.borrow_mut().receive()
+    })) = channel.borrow_mut().receive_first()
     else {
         eprintln!("tokenvault code-worker: run by the server only");
         return 2;

@@ -48,6 +48,14 @@ class Hash {
     copy._chunks = this._chunks.slice();
     return copy;
   }
+  // The stream side of a hash (Node's are Transform streams): `write`/`end`, then `read`.
+  write(data, encoding) { this.update(data, encoding); return true; }
+  end(data, encoding) {
+    if (data !== undefined && data !== null && typeof data !== 'function') this.update(data, encoding);
+    this._digest = this.digest();
+    return this;
+  }
+  read() { const out = this._digest === undefined ? null : this._digest; this._digest = undefined; return out; }
 }
 
 const createHash = (algorithm) => new Hash(algorithm);
@@ -186,6 +194,15 @@ const createPrivateKey = (key) => {
   if (info.type !== 'private') throw new TypeError('The key is not a private key');
   return new KeyObject('private', pem, info);
 };
+// A secret key (HMAC, ciphers): its bytes, as `export()` gives them back.
+const createSecretKey = (key, encoding) => {
+  const bytes = Buffer.from(bytesOf(key, encoding, 'key'));
+  const secret = new KeyObject('secret', '', { asymmetricKeyType: undefined });
+  Object.defineProperty(secret, '__tokenvault_key', { value: bytes });
+  secret.export = () => Buffer.from(bytes);
+  Object.defineProperty(secret, 'symmetricKeySize', { value: bytes.length });
+  return secret;
+};
 const createPublicKey = (key) => {
   const info = host.keyInfo(pemOf(key));
   return new KeyObject('public', info.publicPem, info);
@@ -199,6 +216,12 @@ class Sign {
     this._chunks = [];
   }
   update(data, encoding) { this._chunks.push(Buffer.from(bytesOf(data, encoding, 'data'))); return this; }
+  // The stream side (Node's are Writable streams).
+  write(data, encoding) { this.update(data, encoding); return true; }
+  end(data, encoding) {
+    if (data !== undefined && data !== null && typeof data !== 'function') this.update(data, encoding);
+    return this;
+  }
   sign(key, outputEncoding) {
     return output(host.sign(this._algorithm, pemOf(key), Buffer.concat(this._chunks), keyOptions(key)), outputEncoding);
   }
@@ -243,7 +266,9 @@ module.exports = {
   randomUUID: () => host.uuid(),
   getRandomValues,
   timingSafeEqual,
-  getHashes: () => HASHES.slice(),
+  getHashes: () => [...HASHES, 'RSA-SHA1', 'RSA-SHA224', 'RSA-SHA256', 'RSA-SHA384', 'RSA-SHA512'],
+  getCurves: () => ['prime256v1'],
+  createSecretKey,
   webcrypto,
   createCipheriv,
   createDecipheriv,

@@ -69,6 +69,10 @@ class ClientRequest extends EventEmitter {
     this.host = url.hostname;
     this.protocol = url.protocol;
     if (typeof callback === 'function') this.once('response', callback);
+    // The connection is the host's: `socket` comes at once, as Node's does once connected,
+    // for clients that wait for it before they write (stripe).
+    this.socket = new Socket();
+    queueMicrotask(() => this.emit('socket', this.socket));
   }
   setHeader(name, value) { this._headers[String(name).toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value); return this; }
   getHeader(name) { return this._headers[String(name).toLowerCase()]; }
@@ -99,8 +103,6 @@ class ClientRequest extends EventEmitter {
     this._ended = true;
     const body = Buffer.concat(this._chunks);
     const init = { method: this.method, headers: this._headers };
-    this.socket = new Socket();
-    queueMicrotask(() => this.emit('socket', this.socket));
     if (body.length > 0 && this.method !== 'GET' && this.method !== 'HEAD') init.body = body;
     fetchModule.fetch(this._url.href, init).then(
       (response) => response.arrayBuffer().then((bytes) => {

@@ -36,6 +36,23 @@ module.exports = {
   on: noop, once: noop, off: noop, addListener: noop, removeListener: noop,
   removeAllListeners: noop, emit: () => false, listeners: () => [],
 };
+// Standard streams that go nowhere (console is the log), as packages read them at load
+// (`debug`, bluebird): no terminal, writes accepted and dropped.
+const stream = (fd) => ({
+  fd, isTTY: false, writable: true, columns: 80,
+  write: (chunk, encoding, callback) => {
+    const done = typeof encoding === 'function' ? encoding : callback;
+    if (typeof done === 'function') queueMicrotask(done);
+    return true;
+  },
+  end() {}, on: noop, once: noop, off: noop, removeListener: noop, emit: () => false,
+  getColorDepth: () => 1, hasColors: () => false,
+});
+module.exports.stdout = stream(1);
+module.exports.stderr = stream(2);
+module.exports.stdin = { fd: 0, isTTY: false, on: noop, once: noop, removeListener: noop, resume: noop, pause: noop };
+module.exports.umask = () => 0o22;
+module.exports.config = { variables: {} };
 // `Object.prototype.toString.call(process)` is `[object process]` in Node.js; axios picks its
 // Node adapter by it.
 Object.defineProperty(module.exports, Symbol.toStringTag, { value: 'process' });
