@@ -25,10 +25,13 @@ fn folder(files: &[(&str, &str)]) -> PathBuf {
 
 /// A package of the folder is required by a reactor, by its name and a subpath; its JSON file
 /// and its own dependency come along; a name that is in no folder fails the call with a 500
-/// naming it, and so does a file of the folder that does not compile.
+/// naming it, and so does a file of the folder that does not compile, and one over 8 MiB (which
+/// does not stop the server from starting).
 #[tokio::test]
 async fn a_reactor_requires_the_operators_packages() {
+    let bundle = format!("// {}\nmodule.exports = 1;", "x".repeat(9 << 20));
     let modules = folder(&[
+        ("node_modules/bundled/dist/huge.js", &bundle),
         (
             "node_modules/card-brand/package.json",
             r#"{"name": "card-brand", "version": "1.0.0", "main": "src/brand.js"}"#,
@@ -77,6 +80,7 @@ module.exports = (req) => ({ raw: brand(req.args.number) });";
             for (name, says) in [
                 ("luhn-check", "Cannot find module 'luhn-check'"),
                 ("broken", "/node_modules/broken/index.js"),
+                ("bundled/dist/huge.js", "larger than 8 MiB"),
             ] {
                 let code = format!("module.exports = () => require('{name}');");
                 let r = reactor(app, &code, json!([]), json!({})).await;

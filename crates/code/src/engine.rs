@@ -98,6 +98,13 @@ const BUILTINS: &[(&str, Source)] = &[
     ("net", Source::CommonJs(include_str!("node/net.js"))),
     ("tls", Source::CommonJs(include_str!("node/tls.js"))),
     ("dns", Source::CommonJs(include_str!("node/dns.js"))),
+    ("http2", Source::CommonJs(include_str!("node/http2.js"))),
+    ("dgram", Source::CommonJs(include_str!("node/dgram.js"))),
+    ("domain", Source::CommonJs(include_str!("node/domain.js"))),
+    (
+        "constants",
+        Source::CommonJs(include_str!("node/constants.js")),
+    ),
     (
         "child_process",
         Source::CommonJs(include_str!("node/child_process.js")),

@@ -153,7 +153,7 @@ fn node_modules_compute_real_values() {
              });
              await new Promise((resolve) => setImmediate(resolve));
              const notFound = [];
-             for (const name of ['dgram', 'worker_threads', 'base64-js', 'node:vm']) {
+             for (const name of ['cluster', 'worker_threads', 'base64-js', 'node:vm']) {
                try { require(name); notFound.push('found ' + name); } catch (e) { notFound.push(e.message); }
              }
              const copy = structuredClone({ when: new Date(0), seen: new Map([[1, 'a']]) });
@@ -195,7 +195,7 @@ fn node_modules_compute_real_values() {
             "parsed": {"a": "x y", "b": ["1", "2"]},
             "format": "a=5 {\"b\":1}",
             "env": {}, "version": "v16.20.2", "global": true, "uuid": 36,
-            "notFound": ["Cannot find module 'dgram'", "Cannot find module 'worker_threads'",
+            "notFound": ["Cannot find module 'cluster'", "Cannot find module 'worker_threads'",
                          "Cannot find module 'base64-js'", "Cannot find module 'node:vm'"],
             "clone": [true, "a"], "sdk": 422, "topThis": true
         })
@@ -208,7 +208,7 @@ fn node_modules_compute_real_values() {
 #[test]
 fn a_missing_module_is_a_500_naming_it() {
     for code in [
-        "const dgram = require('dgram'); module.exports = () => 1;",
+        "const cluster = require('cluster'); module.exports = () => 1;",
         "module.exports = () => require('left-pad')('x', 3);",
     ] {
         let mut engine = engine();
@@ -703,7 +703,9 @@ fn what_whitelisted_packages_need_loads_and_refuses_plainly() {
           stderr: [process.stderr.isTTY, process.stderr.write('x'), process.stdout.fd],
           ip: [net.isIP('10.0.0.1'), net.isIP('::1'), net.isIP('example.com')],
           refused: [refused(() => net.connect(80)), refused(() => require('tls').connect(443)),
-            refused(() => require('child_process').spawn('ls'))],
+            refused(() => require('child_process').spawn('ls')), refused(() => require('http2').connect('https://x')),
+            refused(() => require('dgram').createSocket('udp4'))],
+          domain: require('domain').create().run(() => 7), constants: require('constants').O_RDONLY,
           dns: await require('dns').promises.lookup('example.com').catch((e) => e.code),
           digest: hash.read().toString('hex'), signed: typeof signer.sign, hmac,
           curves: crypto.getCurves(), secretSize: secret.symmetricKeySize,
@@ -719,7 +721,8 @@ fn what_whitelisted_packages_need_loads_and_refuses_plainly() {
         value,
         serde_json::json!({
             "stderr": [false, true, 1], "ip": [4, 6, 0],
-            "refused": ["EACCES", "EACCES", "EACCES"], "dns": "EACCES",
+            "refused": ["EACCES", "EACCES", "EACCES", "EACCES", "EACCES"], "dns": "EACCES",
+            "domain": 7, "constants": 0,
             "digest": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             "signed": "function",
             "hmac": "342e519ce0ad6c03a36b98eeb3f1d130db4813b9df4d1160eda488d712dc78ee",

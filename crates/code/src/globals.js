@@ -61,8 +61,8 @@ export default function globals(host) {
   // Built-in modules, by the name `require` takes (with or without `node:`); the modules they
   // require among themselves by theirs. Each is compiled once per worker and loaded into a
   // context the first time it is required there.
-  const PUBLIC = ['assert', 'buffer', 'child_process', 'crypto', 'dns', 'events', 'fs', 'http',
-    'https', 'net', 'os', 'path', 'process', 'punycode', 'querystring', 'stream',
+  const PUBLIC = ['assert', 'buffer', 'child_process', 'constants', 'crypto', 'dgram', 'dns',
+    'domain', 'events', 'fs', 'http', 'http2', 'https', 'net', 'os', 'path', 'process', 'punycode', 'querystring', 'stream',
     'string_decoder', 'timers', 'tls', 'tty', 'url', 'util', 'zlib', 'assert/strict',
     'path/posix'];
   const INTERNAL = ['base64-js', 'ieee754', 'qs-decode', 'qs-encode', 'fetch', 'http-core',

@@ -72,10 +72,19 @@ impl CodeModules {
                 folder.display()
             ));
         }
-        let mut sources = Vec::new();
-        let mut total = 0;
-        collect(&root, "/node_modules", 0, &mut sources, &mut total)?;
-        Self::compile(sources)
+        let mut found = Found::default();
+        collect(&root, "/node_modules", 0, &mut found)?;
+        let mut modules = Self::compile(found.sources)?;
+        modules
+            .files
+            .extend(found.too_large.into_iter().map(|path| ModuleFile::Broken {
+                path,
+                why: format!(
+                    "the file is larger than {} MiB and was not loaded",
+                    MAX_FILE >> 20
+                ),
+            }));
+        Ok(modules)
     }
 
     /// Compiles `(path, source)` pairs (`.json` paths are kept as text).
@@ -120,13 +129,19 @@ impl CodeModules {
     }
 }
 
-fn collect(
-    dir: &Path,
-    at: &str,
-    depth: usize,
-    out: &mut Vec<(String, String)>,
-    total: &mut u64,
-) -> Result<(), String> {
+/// What [`collect`] finds.
+#[derive(Default)]
+struct Found {
+    /// `(path, source)` of each file read.
+    sources: Vec<(String, String)>,
+    /// Files over [`MAX_FILE`]: never read (packages ship browser bundles that size which
+    /// nothing requires); requiring one throws.
+    too_large: Vec<String>,
+    /// Bytes read.
+    total: u64,
+}
+
+fn collect(dir: &Path, at: &str, depth: usize, found: &mut Found) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!(
             "{} nests deeper than {MAX_DEPTH} folders",
@@ -148,7 +163,7 @@ fn collect(
         };
         let inner = format!("{at}/{name}");
         if meta.is_dir() {
-            collect(&path, &inner, depth + 1, out, total)?;
+            collect(&path, &inner, depth + 1, found)?;
             continue;
         }
         // As Node.js: `.JS` is not a JavaScript file.
@@ -157,14 +172,12 @@ fn collect(
             continue;
         }
         if meta.len() > MAX_FILE {
-            return Err(format!(
-                "{} is larger than {} MiB",
-                path.display(),
-                MAX_FILE >> 20
-            ));
+            tracing::warn!(path = %path.display(), "a code module file over 8 MiB is not loaded");
+            found.too_large.push(inner);
+            continue;
         }
-        *total += meta.len();
-        if *total > MAX_TOTAL || out.len() >= MAX_FILES {
+        found.total += meta.len();
+        if found.total > MAX_TOTAL || found.sources.len() >= MAX_FILES {
             return Err(format!(
                 "the code modules hold more than {} MiB or {MAX_FILES} files",
                 MAX_TOTAL >> 20
@@ -173,7 +186,7 @@ fn collect(
         let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         // A file that is not UTF-8 is not JavaScript a package requires.
         if let Ok(text) = String::from_utf8(text) {
-            out.push((inner, text));
+            found.sources.push((inner, text));
         }
     }
     Ok(())
