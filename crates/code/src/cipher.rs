@@ -1,6 +1,7 @@
 //! The host function under Node's `createCipheriv`/`createDecipheriv` (`node/crypto.js`):
-//! AES-GCM (128/192/256-bit keys, 12- or 16-byte IVs, 16-byte tags) and AES-CBC (PKCS#7 padding
-//! or none) from RustCrypto. The whole message is handled at `final()`.
+//! AES-GCM (128/192/256-bit keys, 12- or 16-byte IVs, 16-byte tags), AES-CBC (PKCS#7 padding
+//! or none) and AES-CTR (a 16-byte big-endian counter block, as OpenSSL's) from RustCrypto. The
+//! whole message is handled at `final()`.
 
 use aes::{Aes128, Aes192, Aes256};
 use aes_gcm::AesGcm;
@@ -52,6 +53,7 @@ fn cipher<'js>(
         "aes-128-cbc" | "aes-192-cbc" | "aes-256-cbc" => {
             cbc_mode(&algorithm, encrypt, &key, &iv, &data, padding)
         }
+        "aes-128-ctr" | "aes-192-ctr" | "aes-256-ctr" => ctr_mode(&algorithm, &key, &iv, &data),
         _ => {
             return Err(Exception::throw_type(
                 &ctx,
@@ -165,6 +167,26 @@ fn cbc_mode(
     }
 }
 
+/// CTR: the same keystream both ways.
+fn ctr_mode(algorithm: &str, key: &[u8], iv: &[u8], data: &[u8]) -> Result<Vec<u8>, Failure> {
+    use ctr::cipher::StreamCipher;
+    let mut out = data.to_vec();
+    let invalid = |_| Failure::Invalid("Invalid key or IV length");
+    macro_rules! with {
+        ($c:ty) => {
+            ctr::Ctr128BE::<$c>::new_from_slices(key, iv)
+                .map_err(invalid)?
+                .apply_keystream(&mut out)
+        };
+    }
+    match algorithm {
+        "aes-128-ctr" => with!(Aes128),
+        "aes-192-ctr" => with!(Aes192),
+        _ => with!(Aes256),
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +206,10 @@ mod tests {
         let plain = hex("6bc1bee22e409f96e93d7e117393172a");
         let out = cbc_mode("aes-128-cbc", true, &key, &iv, &plain, false).ok();
         assert_eq!(out, Some(hex("7649abac8119b246cee98e9b12e9197d")));
+        // NIST SP 800-38A F.5.1, CTR-AES128, first block.
+        let counter = hex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff");
+        let out = ctr_mode("aes-128-ctr", &key, &counter, &plain).ok();
+        assert_eq!(out, Some(hex("874d6191b620e3261bef6864990db6ce")));
         // GCM test case 2 of the GCM spec: zero key, zero IV, one zero block.
         let zero = [0u8; 16];
         let sealed = gcm("aes-128-gcm", true, &zero, &[0; 12], &zero, &[], &[])

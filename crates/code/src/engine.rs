@@ -257,6 +257,8 @@ impl Engine {
             crate::sign::install(&ctx).map_err(|e| e.to_string())?;
             crate::seal::install(&ctx).map_err(|e| e.to_string())?;
             crate::keys::install(&ctx).map_err(|e| e.to_string())?;
+            crate::kdf::install(&ctx).map_err(|e| e.to_string())?;
+            crate::ecdh::install(&ctx).map_err(|e| e.to_string())?;
             crate::modules::install(&ctx, &self.modules).map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()

@@ -731,3 +731,55 @@ fn what_whitelisted_packages_need_loads_and_refuses_plainly() {
         })
     );
 }
+
+/// ECDH on P-256, HKDF, PBKDF2 and AES-CTR, as the wallet decryptors use them: the shared
+/// secret matches p256's outside the engine, the KDFs give their published answers (RFC 5869
+/// case 1; PBKDF2-HMAC-SHA256 of "password"/"salt"), CTR round-trips.
+#[test]
+fn ecdh_hkdf_pbkdf2_and_ctr_give_known_answers() {
+    use p256::elliptic_curve::sec1::ToSec1Point;
+    let a = p256::SecretKey::from_slice(&[3u8; 32]).unwrap_or_else(|e| panic!("{e}"));
+    let b = p256::SecretKey::from_slice(&[5u8; 32]).unwrap_or_else(|e| panic!("{e}"));
+    let shared = p256::ecdh::diffie_hellman(a.to_nonzero_scalar(), b.public_key().as_affine());
+    let hex = |bytes: &[u8]| {
+        bytes.iter().fold(String::new(), |mut out, x| {
+            use std::fmt::Write;
+            let _ = write!(out, "{x:02x}");
+            out
+        })
+    };
+    let expected = hex(shared.raw_secret_bytes());
+    let b_public = hex(b.public_key().to_sec1_point(false).as_bytes());
+    let code = format!(
+        "const crypto = require('crypto');
+         module.exports = () => {{
+           const a = crypto.createECDH('prime256v1');
+           a.setPrivateKey(Buffer.alloc(32, 3));
+           const secret = a.computeSecret({b_public:?}, 'hex', 'hex');
+           const x = crypto.createECDH('prime256v1'); const y = crypto.createECDH('prime256v1');
+           const xp = x.generateKeys(); const yp = y.generateKeys(null, 'compressed');
+           const agree = x.computeSecret(yp).equals(y.computeSecret(xp));
+           const okm = Buffer.from(crypto.hkdfSync('sha256', Buffer.alloc(22, 0x0b),
+             Buffer.from('000102030405060708090a0b0c', 'hex'), Buffer.from('f0f1f2f3f4f5f6f7f8f9', 'hex'), 42)).toString('hex');
+           const pbkdf2 = crypto.pbkdf2Sync('password', 'salt', 1, 32, 'sha256').toString('hex');
+           const key = Buffer.alloc(32, 7); const iv = Buffer.alloc(16, 1);
+           const enc = crypto.createCipheriv('aes-256-ctr', key, iv);
+           const sealed = Buffer.concat([enc.update('counter mode'), enc.final()]);
+           const dec = crypto.createDecipheriv('aes-256-ctr', key, iv);
+           const back = Buffer.concat([dec.update(sealed), dec.final()]).toString();
+           return {{ secret, agree, okm, pbkdf2, back, size: sealed.length, compressed: yp.length }};
+         }};"
+    );
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(&code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "secret": expected, "agree": true,
+            "okm": "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865",
+            "pbkdf2": "120fb6cffcf8b32c43e7225256c4f837a86548c92ccc35480805987cb70be17b",
+            "back": "counter mode", "size": 12, "compressed": 33
+        })
+    );
+}

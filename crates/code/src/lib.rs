@@ -16,10 +16,12 @@
 
 mod budget;
 mod cipher;
+mod ecdh;
 mod engine;
 mod fetch;
 mod gate;
 mod hash;
+mod kdf;
 mod keys;
 mod modules;
 mod protocol;

@@ -15,6 +15,8 @@ const host = {
   seal: globalThis.__seal, keyInfo: globalThis.__keyInfo,
   modStat: globalThis.__modStat, modText: globalThis.__modText, modLoad: globalThis.__modLoad,
   client: globalThis.__client,
+  hkdf: globalThis.__hkdf, pbkdf2: globalThis.__pbkdf2,
+  ecdhPublic: globalThis.__ecdhPublic, ecdhSecret: globalThis.__ecdhSecret, ecdhPem: globalThis.__ecdhPem,
 };
 const make = (function (host) {
   'use strict';
@@ -78,6 +80,11 @@ delete globalThis.__modStat;
 delete globalThis.__modText;
 delete globalThis.__modLoad;
 delete globalThis.__client;
+delete globalThis.__hkdf;
+delete globalThis.__pbkdf2;
+delete globalThis.__ecdhPublic;
+delete globalThis.__ecdhSecret;
+delete globalThis.__ecdhPem;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 

@@ -109,7 +109,8 @@ const timingSafeEqual = (a, b) => {
 // Ciphers: AES-GCM and AES-CBC in the host (`cipher.rs`); the whole message is encrypted or
 // decrypted at `final()` (`update` answers an empty chunk), which is what code that joins
 // `update` and `final` sees from Node.
-const CIPHERS = ['aes-128-gcm', 'aes-192-gcm', 'aes-256-gcm', 'aes-128-cbc', 'aes-192-cbc', 'aes-256-cbc'];
+const CIPHERS = ['aes-128-gcm', 'aes-192-gcm', 'aes-256-gcm', 'aes-128-cbc', 'aes-192-cbc', 'aes-256-cbc',
+  'aes-128-ctr', 'aes-192-ctr', 'aes-256-ctr'];
 class Cipher {
   constructor(encrypt, algorithm, key, iv, options) {
     this._encrypt = encrypt;
@@ -250,6 +251,68 @@ const constants = Object.freeze({
   RSA_PSS_SALTLEN_DIGEST: -1, RSA_PSS_SALTLEN_MAX_SIGN: -2, RSA_PSS_SALTLEN_AUTO: -2,
 });
 
+// ECDH on P-256 in the host (`ecdh.rs`): Node's `createECDH('prime256v1')` and
+// `diffieHellman({privateKey, publicKey})`; the secret is the shared point's x-coordinate.
+const CURVES = ['prime256v1', 'p-256', 'secp256r1'];
+const pointFormat = (format) => format === 'compressed';
+class ECDH {
+  constructor(curve) {
+    if (!CURVES.includes(String(curve).toLowerCase())) throw new TypeError(`Invalid EC curve name: ${curve} (prime256v1 only here)`);
+    this._private = null;
+  }
+  generateKeys(encoding, format) {
+    for (;;) {
+      const candidate = Buffer.from(host.random(32));
+      try { host.ecdhPublic(candidate, false); this._private = candidate; break; } catch (_) { /* out of range: draw again */ }
+    }
+    return this.getPublicKey(encoding, format);
+  }
+  setPrivateKey(key, encoding) {
+    const bytes = Buffer.from(bytesOf(key, encoding, 'key'));
+    host.ecdhPublic(bytes, false);
+    this._private = bytes;
+    return this;
+  }
+  getPrivateKey(encoding) {
+    if (!this._private) throw new Error('Failed to get ECDH private key');
+    return output(this._private, encoding);
+  }
+  getPublicKey(encoding, format) {
+    if (!this._private) throw new Error('Failed to get ECDH public key');
+    return output(host.ecdhPublic(this._private, pointFormat(format)), encoding);
+  }
+  computeSecret(other, inputEncoding, outputEncoding) {
+    if (!this._private) throw new Error('Failed to compute ECDH key');
+    const peer = Buffer.from(bytesOf(other, inputEncoding, 'otherPublicKey'));
+    return output(host.ecdhSecret(this._private, peer), outputEncoding);
+  }
+}
+const createECDH = (curve) => new ECDH(curve);
+const diffieHellman = (options) => {
+  const o = options || {};
+  return Buffer.from(host.ecdhPem(pemOf(o.privateKey), pemOf(o.publicKey)));
+};
+
+// HKDF and PBKDF2 in the host (`kdf.rs`).
+const hkdfSync = (digest, ikm, salt, info, keylen) => {
+  const out = host.hkdf(String(digest), Buffer.from(bytesOf(ikm, 'utf8', 'ikm')),
+    Buffer.from(bytesOf(salt, 'utf8', 'salt')), Buffer.from(bytesOf(info, 'utf8', 'info')), keylen);
+  return out.buffer.slice(out.byteOffset, out.byteOffset + out.byteLength);
+};
+const hkdf = (digest, ikm, salt, info, keylen, callback) => {
+  let out; let error = null;
+  try { out = hkdfSync(digest, ikm, salt, info, keylen); } catch (e) { error = e; }
+  queueMicrotask(() => callback(error, out));
+};
+const pbkdf2Sync = (password, salt, iterations, keylen, digest) => Buffer.from(host.pbkdf2(
+  String(digest === undefined ? 'sha1' : digest), Buffer.from(bytesOf(password, 'utf8', 'password')),
+  Buffer.from(bytesOf(salt, 'utf8', 'salt')), iterations, keylen));
+const pbkdf2 = (password, salt, iterations, keylen, digest, callback) => {
+  let out; let error = null;
+  try { out = pbkdf2Sync(password, salt, iterations, keylen, digest); } catch (e) { error = e; }
+  queueMicrotask(() => callback(error, out));
+};
+
 const missing = (name) => () => {
   throw new TypeError(`crypto.${name} is not offered in this runtime (docs/decisions.md §7)`);
 };
@@ -268,6 +331,13 @@ module.exports = {
   timingSafeEqual,
   getHashes: () => [...HASHES, 'RSA-SHA1', 'RSA-SHA224', 'RSA-SHA256', 'RSA-SHA384', 'RSA-SHA512'],
   getCurves: () => ['prime256v1'],
+  createECDH,
+  ECDH,
+  diffieHellman,
+  hkdf,
+  hkdfSync,
+  pbkdf2,
+  pbkdf2Sync,
   createSecretKey,
   webcrypto,
   createCipheriv,
