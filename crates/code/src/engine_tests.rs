@@ -783,3 +783,52 @@ fn ecdh_hkdf_pbkdf2_and_ctr_give_known_answers() {
         })
     );
 }
+
+/// What the wallet decryptors and jose needed next: counter modes give output from `update`
+/// (GCM's ciphertext equals what `final` alone gave), ECDSA signs in IEEE P1363 form when asked
+/// (64 bytes that verify), `ECDH.setPublicKey` and `util.isBuffer` exist.
+#[test]
+fn counter_modes_stream_and_p1363_signatures() {
+    use p256::pkcs8::{EncodePrivateKey, LineEnding};
+    let key = p256::ecdsa::SigningKey::from_slice(&[9u8; 32]).unwrap_or_else(|e| panic!("{e}"));
+    let private = key
+        .to_pkcs8_pem(LineEnding::LF)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let code = format!(
+        "const crypto = require('crypto');
+         const PRIVATE = {private:?};
+         module.exports = () => {{
+           const key = Buffer.alloc(16, 1); const iv = Buffer.alloc(12, 2);
+           const whole = crypto.createCipheriv('aes-128-gcm', key, iv);
+           const once = Buffer.concat([whole.update(Buffer.alloc(0)), whole.final()]).toString('hex');
+           const parts = crypto.createCipheriv('aes-128-gcm', key, iv);
+           const first = parts.update('hello ');
+           const second = parts.update('world');
+           const rest = parts.final();
+           const streamed = Buffer.concat([first, second, rest]);
+           const wholeAgain = crypto.createCipheriv('aes-128-gcm', key, iv);
+           const direct = Buffer.concat([wholeAgain.update('hello world'), wholeAgain.final()]);
+           const sig = crypto.sign('sha256', Buffer.from('x'), {{ key: PRIVATE, dsaEncoding: 'ieee-p1363' }});
+           const ok = crypto.verify('sha256', Buffer.from('x'), PRIVATE, sig);
+           const ecdh = crypto.createECDH('prime256v1'); ecdh.generateKeys();
+           return {{ once, firstLen: first.length, secondLen: second.length, restLen: rest.length,
+             same: streamed.equals(direct), tags: parts.getAuthTag().equals(wholeAgain.getAuthTag()),
+             p1363: sig.length, ok, setPublic: typeof ecdh.setPublicKey(ecdh.getPublicKey()),
+             isBuffer: require('util').isBuffer(Buffer.alloc(1)) }};
+         }};",
+        private = private.as_str(),
+    );
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(&code));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(value["firstLen"], 6, "{value}");
+    assert_eq!(value["secondLen"], 5);
+    assert_eq!(value["restLen"], 0);
+    assert_eq!(value["same"], true);
+    assert_eq!(value["tags"], true);
+    assert_eq!(value["once"], "");
+    assert_eq!(value["p1363"], 64);
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["setPublic"], "object");
+    assert_eq!(value["isBuffer"], true);
+}

@@ -60,6 +60,8 @@ fn digest(ctx: &Ctx<'_>, algorithm: &str) -> rquickjs::Result<Digest> {
 struct Options {
     pss: bool,
     salt: Option<usize>,
+    /// `dsaEncoding: 'ieee-p1363'`: an ECDSA signature as r‖s (64 bytes), as JOSE wants it.
+    p1363: bool,
 }
 
 fn options(options: Option<Object<'_>>) -> Options {
@@ -69,6 +71,10 @@ fn options(options: Option<Object<'_>>) -> Options {
             .and_then(|o| o.get::<_, Option<f64>>(name).ok().flatten())
     };
     Options {
+        p1363: options
+            .as_ref()
+            .and_then(|o| o.get::<_, Option<String>>("dsaEncoding").ok().flatten())
+            .is_some_and(|e| e == "ieee-p1363"),
         pss: options
             .as_ref()
             .and_then(|o| o.get::<_, Option<i32>>("padding").ok().flatten())
@@ -111,7 +117,11 @@ fn sign<'js>(
         Some(Private::Ec(key)) => {
             unsupported_ec(&ctx, digest)?;
             let signature: Signature = key.sign(&data);
-            signature.to_der().as_bytes().to_vec()
+            if opts.p1363 {
+                signature.to_bytes().to_vec()
+            } else {
+                signature.to_der().as_bytes().to_vec()
+            }
         }
         Some(Private::Rsa(key)) => rsa_sign(&key, digest, &opts, &data)
             .map_err(|e| Exception::throw_internal(&ctx, &format!("RSA signing failed: {e}")))?,

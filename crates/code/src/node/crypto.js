@@ -117,6 +117,10 @@ class Cipher {
     this._algorithm = String(algorithm).toLowerCase();
     if (!CIPHERS.includes(this._algorithm)) throw new TypeError(`Unknown cipher: ${algorithm}`);
     this._gcm = this._algorithm.endsWith('-gcm');
+    // Counter modes give their output as the input comes (GCM only when encrypting: what it
+    // decrypts is released once authenticated, at `final`).
+    this._streams = this._algorithm.endsWith('-ctr') || (this._gcm && encrypt);
+    this._emitted = 0;
     this._key = Buffer.from(bytesOf(key, 'utf8', 'key'));
     this._iv = Buffer.from(bytesOf(iv, 'utf8', 'iv'));
     this._tagLength = (options && options.authTagLength) || 16;
@@ -126,22 +130,30 @@ class Cipher {
     this._padding = true;
     this._done = false;
   }
+  // The whole message so far through the host; for GCM encryption the tag is kept apart.
+  _run() {
+    const out = host.cipher(this._encrypt, this._algorithm, this._key, this._iv,
+      Buffer.concat(this._chunks), { aad: this._aad, tag: this._tag, padding: this._padding });
+    if (this._gcm && this._encrypt) {
+      this._tag = Buffer.from(out.subarray(out.length - 16));
+      return out.subarray(0, out.length - 16);
+    }
+    return out;
+  }
   update(data, inputEncoding, outputEncoding) {
     if (this._done) throw new Error('Unsupported state');
     this._chunks.push(Buffer.from(bytesOf(data, inputEncoding, 'data')));
-    return output(new Uint8Array(0), outputEncoding);
+    if (!this._streams) return output(new Uint8Array(0), outputEncoding);
+    const out = this._run();
+    const fresh = out.subarray(this._emitted);
+    this._emitted = out.length;
+    return output(fresh, outputEncoding);
   }
   final(outputEncoding) {
     if (this._done) throw new Error('Unsupported state');
     this._done = true;
-    const all = Buffer.concat(this._chunks);
-    const out = host.cipher(this._encrypt, this._algorithm, this._key, this._iv, all,
-      { aad: this._aad, tag: this._tag, padding: this._padding });
-    if (this._gcm && this._encrypt) {
-      this._tag = Buffer.from(out.subarray(out.length - 16));
-      return output(out.subarray(0, out.length - 16), outputEncoding);
-    }
-    return output(out, outputEncoding);
+    const out = this._run();
+    return output(out.subarray(this._streams ? this._emitted : 0), outputEncoding);
   }
   setAAD(aad) { this._aad = Buffer.from(bytesOf(aad, undefined, 'buffer')); return this; }
   setAutoPadding(padding = true) { this._padding = Boolean(padding); return this; }
@@ -271,6 +283,13 @@ class ECDH {
     const bytes = Buffer.from(bytesOf(key, encoding, 'key'));
     host.ecdhPublic(bytes, false);
     this._private = bytes;
+    return this;
+  }
+  // Deprecated in Node, still called (ec-key): the public key follows from the private one,
+  // so a given one is only checked for its length.
+  setPublicKey(key, encoding) {
+    const bytes = Buffer.from(bytesOf(key, encoding, 'key'));
+    if (bytes.length !== 65 && bytes.length !== 33) throw new Error('Failed to convert Buffer to EC_POINT');
     return this;
   }
   getPrivateKey(encoding) {

@@ -128,6 +128,9 @@ module.exports = {
   isDate: types.isDate,
   isRegExp: types.isRegExp,
   isError: types.isNativeError,
+  isNull: (v) => v === null,
+  isSymbol: (v) => typeof v === 'symbol',
+  isBuffer: (v) => require('buffer').Buffer.isBuffer(v),
   TextEncoder,
   TextDecoder,
 };
