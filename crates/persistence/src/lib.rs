@@ -188,6 +188,14 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
     }
 }
 
+/// The names of the migrations not applied yet.
+pub async fn pending_migrations(db: &DatabaseConnection) -> Result<Vec<String>, ConnectError> {
+    Migrator::get_pending_migrations(db)
+        .await
+        .map(|pending| pending.iter().map(|m| m.name().to_string()).collect())
+        .map_err(|e| ConnectError::Migrate(e.to_string()))
+}
+
 /// Applies every pending migration.
 pub async fn migrate(db: &DatabaseConnection) -> Result<(), ConnectError> {
     Migrator::up(db, None)

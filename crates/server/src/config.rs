@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
+use figment::{Figment, Provider};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
@@ -124,15 +124,26 @@ const DEFAULTS: Defaults = Defaults {
 impl Config {
     /// Loads the layers. `file` is required when given explicitly; otherwise
     /// `TOKENVAULT_CONFIG` (or `tokenvault.toml` if present) is read.
+    /// A key of the file that is not a configuration key is an error naming it.
     pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
         let mut figment = Figment::from(Serialized::defaults(DEFAULTS));
-        figment = match file {
-            Some(path) => figment.merge(Toml::file_exact(path)),
+        let toml = match file {
+            Some(path) => Toml::file_exact(path),
             None => match std::env::var_os("TOKENVAULT_CONFIG") {
-                Some(path) => figment.merge(Toml::file_exact(PathBuf::from(path))),
-                None => figment.merge(Toml::file("tokenvault.toml")),
+                Some(path) => Toml::file_exact(PathBuf::from(path)),
+                None => Toml::file("tokenvault.toml"),
             },
         };
+        let keys = toml.data().map_err(Box::new)?;
+        for dict in keys.values() {
+            let name = file.map_or_else(
+                || "the configuration file".into(),
+                |p| p.display().to_string(),
+            );
+            crate::config_keys::check(&name, dict.keys().map(String::as_str))
+                .map_err(|e| Box::new(figment::Error::from(e)))?;
+        }
+        figment = figment.merge(toml);
         figment
             .merge(Env::prefixed("TOKENVAULT_").ignore(&["CONFIG"]))
             .merge(Env::raw().only(&["DATABASE_URL"]))
@@ -230,6 +241,79 @@ impl Config {
             1..=100 => Ok(f64::from(self.code_tenant_share) / 100.0),
             other => anyhow::bail!("TOKENVAULT_CODE_TENANT_SHARE must be 1 to 100, not {other}"),
         }
+    }
+
+    /// Every value that is checked beyond its type, as the server checks it at start: the
+    /// first that is wrong is an error naming its key.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.code_sandbox_required()?;
+        self.code_tenant_share()?;
+        self.sqlite_synchronous_normal()?;
+        self.cors_origins()?;
+        let port = self.listen.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
+        if self.listen.parse::<std::net::SocketAddr>().is_err() && !matches!(port, Some(Ok(_))) {
+            anyhow::bail!("TOKENVAULT_LISTEN: {:?} is not host:port", self.listen);
+        }
+        if let Some(folder) = &self.code_modules
+            && !folder.join("node_modules").is_dir()
+        {
+            anyhow::bail!(
+                "TOKENVAULT_CODE_MODULES: {} has no node_modules folder",
+                folder.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// What is in effect, for `tokenvault config check`: every value but the secrets, whose
+    /// presence only is told; a database URL without its password.
+    pub fn summary(&self) -> serde_json::Value {
+        let url = self.effective_database_url();
+        let database = match url.split_once("://") {
+            Some((scheme, rest)) => match rest.split_once('@') {
+                Some((user, host)) => {
+                    let user = user.split(':').next().unwrap_or_default();
+                    format!("{scheme}://{user}@{host}")
+                }
+                None => url.clone(),
+            },
+            None => url.clone(),
+        };
+        let master_key = if self.master_key.is_some() {
+            "TOKENVAULT_MASTER_KEY"
+        } else if self.master_key_file.is_some() {
+            "TOKENVAULT_MASTER_KEY_FILE"
+        } else {
+            "development mode: <data dir>/master.key"
+        };
+        serde_json::json!({
+            "listen": self.listen,
+            "database": database,
+            "data_dir": self.data_dir,
+            "master_key": master_key,
+            "master_key_file": self.master_key_file,
+            "previous_master_keys": self.previous_master_keys.is_some(),
+            "bootstrap_key": self.bootstrap_key.is_some(),
+            "included_monthly_active_tokens": self.included_monthly_active_tokens,
+            "body_limit": self.body_limit,
+            "expiry_sweep_secs": self.expiry_sweep_secs,
+            "db_max_connections": self.db_max_connections,
+            "workers": self.workers,
+            "log": self.log,
+            "sqlite_synchronous": self.sqlite_synchronous,
+            "code_timeout_ms": self.code_timeout_ms,
+            "code_memory_mb": self.code_memory_mb,
+            "code_workers": self.code_workers,
+            "code_sandbox": self.code_sandbox,
+            "code_tenant_share": self.code_tenant_share,
+            "code_worker": self.code_worker,
+            "code_modules": self.code_modules,
+            "proxy_allow_http": self.proxy_allow_http,
+            "proxy_allowed_hosts": self.proxy_allowed_hosts,
+            "proxy_timeout_ms": self.proxy_timeout_ms,
+            "rate_limit_per_second": self.rate_limit_per_second,
+            "cors_origins": self.cors_origins,
+        })
     }
 
     /// Whether SQLite runs with `synchronous=NORMAL` (`TOKENVAULT_SQLITE_SYNCHRONOUS=normal`).

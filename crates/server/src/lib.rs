@@ -3,6 +3,7 @@
 
 pub mod ceilings;
 pub mod config;
+mod config_keys;
 mod dev_key;
 
 use std::future::Future;
@@ -536,6 +537,23 @@ pub async fn create_tenant(
         "tenant": tokenvault_http::dto::TenantResponse::from(made.tenant),
         "management_key": made.key.expose(),
     }))
+}
+
+/// `tokenvault migrate`: brings the configured database's schema to this version's (what the
+/// server also does at start) and answers the migrations that ran.
+pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
+    let url = config.effective_database_url();
+    if config.database_url.as_deref().is_none_or(str::is_empty) {
+        create_private_dir(&config.data_dir)?;
+    }
+    let options = tokenvault_persistence::DbOptions {
+        max_connections: 1,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+    };
+    let db = tokenvault_persistence::connect(&url, options).await?;
+    let pending = tokenvault_persistence::pending_migrations(&db).await?;
+    tokenvault_persistence::migrate(&db).await?;
+    Ok(pending)
 }
 
 /// `tokenvault audit verify`: checks every tenant's audit chain (or one tenant's). Returns the

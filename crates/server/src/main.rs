@@ -23,6 +23,14 @@ struct Cli {
 enum Command {
     /// Run the HTTP server (the default).
     Serve,
+    /// Bring the configured database's schema up to this version (the server also does it at
+    /// start); print the migrations that ran as JSON. No source tree is needed.
+    Migrate,
+    /// Check the configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Manage tenants.
     Tenants {
         #[command(subcommand)]
@@ -64,6 +72,14 @@ enum Command {
         #[arg(long)]
         count: u64,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Load the configuration (file, then environment) and check every value as the server
+    /// would at start; print what is in effect, secrets left out, as JSON. Exit 1 naming the
+    /// first wrong key.
+    Check,
 }
 
 #[derive(Subcommand)]
@@ -148,9 +164,22 @@ async fn serve_or_run() -> anyhow::Result<()> {
         .init();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            config.validate()?;
             let listener = TcpListener::bind(&config.listen)
                 .with_context(|| format!("cannot listen on {}", config.listen))?;
             run(config, listener, shutdown_signal()).await
+        }
+        Command::Migrate => {
+            let ran = tokenvault_server::migrate(&config).await?;
+            println!("{}", serde_json::json!({ "applied": ran }));
+            Ok(())
+        }
+        Command::Config {
+            command: ConfigCommand::Check,
+        } => {
+            config.validate()?;
+            println!("{}", serde_json::to_string_pretty(&config.summary())?);
+            Ok(())
         }
         Command::Keys {
             command: KeyCommand::RotateMaster { new_key_file },
