@@ -84,6 +84,7 @@ pub async fn trace_requests(
     }
     span.in_scope(|| {
         tracing::info!(
+            route = %route_label(res.request()),
             status = res.status().as_u16(),
             elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
             "request finished"

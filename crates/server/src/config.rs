@@ -38,6 +38,8 @@ pub struct Config {
     pub workers: Option<usize>,
     /// Log filter when `RUST_LOG` is unset (`TOKENVAULT_LOG`).
     pub log: String,
+    /// `text` (the default) or `json`: one JSON object per line (`TOKENVAULT_LOG_FORMAT`).
+    pub log_format: String,
     /// SQLite durability (`TOKENVAULT_SQLITE_SYNCHRONOUS`): `full` (default: an acknowledged
     /// write survives power loss) or `normal` (faster; the last commits may be lost then).
     pub sqlite_synchronous: String,
@@ -86,6 +88,7 @@ struct Defaults {
     expiry_sweep_secs: u64,
     db_max_connections: u32,
     log: &'static str,
+    log_format: &'static str,
     included_monthly_active_tokens: u64,
     sqlite_synchronous: &'static str,
     code_timeout_ms: u64,
@@ -107,6 +110,7 @@ const DEFAULTS: Defaults = Defaults {
     expiry_sweep_secs: 30,
     db_max_connections: 8,
     log: "info",
+    log_format: "text",
     included_monthly_active_tokens: 1000,
     sqlite_synchronous: "full",
     code_timeout_ms: 10_000,
@@ -167,6 +171,7 @@ impl Config {
             db_max_connections: 4,
             workers: Some(1),
             log: DEFAULTS.log.into(),
+            log_format: DEFAULTS.log_format.into(),
             sqlite_synchronous: DEFAULTS.sqlite_synchronous.into(),
             code_timeout_ms: DEFAULTS.code_timeout_ms,
             code_memory_mb: DEFAULTS.code_memory_mb,
@@ -250,6 +255,7 @@ impl Config {
         self.code_tenant_share()?;
         self.sqlite_synchronous_normal()?;
         self.cors_origins()?;
+        self.json_logs()?;
         let port = self.listen.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
         if self.listen.parse::<std::net::SocketAddr>().is_err() && !matches!(port, Some(Ok(_))) {
             anyhow::bail!("TOKENVAULT_LISTEN: {:?} is not host:port", self.listen);
@@ -263,6 +269,15 @@ impl Config {
             );
         }
         Ok(())
+    }
+
+    /// Whether logs are JSON lines (`TOKENVAULT_LOG_FORMAT`).
+    pub fn json_logs(&self) -> anyhow::Result<bool> {
+        match self.log_format.to_ascii_lowercase().as_str() {
+            "text" => Ok(false),
+            "json" => Ok(true),
+            other => anyhow::bail!("TOKENVAULT_LOG_FORMAT must be `text` or `json`, not {other:?}"),
+        }
     }
 
     /// What is in effect, for `tokenvault config check`: every value but the secrets, whose
@@ -300,6 +315,7 @@ impl Config {
             "db_max_connections": self.db_max_connections,
             "workers": self.workers,
             "log": self.log,
+            "log_format": self.log_format,
             "sqlite_synchronous": self.sqlite_synchronous,
             "code_timeout_ms": self.code_timeout_ms,
             "code_memory_mb": self.code_memory_mb,

@@ -105,3 +105,81 @@ fn migrate_makes_the_schema_once() {
     assert_eq!(second["applied"], serde_json::json!([]));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// One HTTP/1.1 request on a fresh connection; the status code.
+fn get(port: u16, path: &str, key: Option<&str>) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let auth = key
+        .map(|k| format!("SVC-API-KEY: {k}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}
+
+/// `TOKENVAULT_LOG_FORMAT=json`: every line the server logs is one JSON object; a request's
+/// line carries its trace id, route template, status and latency, and neither the key it was
+/// made with nor the data it returned.
+#[test]
+fn json_logs_are_one_object_a_line_without_keys() {
+    let dir = scratch();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let key = "key_JsonLogsTestKey0123456789abcdefg";
+    let listen = format!("127.0.0.1:{port}");
+    let data = dir.join("data");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tokenvault"))
+        .current_dir(&dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TOKENVAULT_LOG_FORMAT", "json")
+        .env("TOKENVAULT_LISTEN", &listen)
+        .env("TOKENVAULT_DATA_DIR", &data)
+        .env("TOKENVAULT_BOOTSTRAP_KEY", key)
+        .env("TOKENVAULT_CODE_WORKERS", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let mut up = false;
+    for _ in 0..200 {
+        if get(port, "/health", None) == Some(200) {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let answered = get(port, "/applications", Some(key));
+    let _ = server.kill();
+    let output = server.wait_with_output().expect("the server's log");
+    let log = text(&output.stderr);
+    assert!(up, "{log}");
+    assert_eq!(answered, Some(200), "{log}");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let request = lines
+        .iter()
+        .find(|l| l["route"] == "/applications")
+        .unwrap_or_else(|| panic!("no request line in {log}"));
+    assert_eq!(request["status"], 200, "{request}");
+    assert!(request["elapsed_ms"].is_number(), "{request}");
+    assert!(
+        request["span"]["trace_id"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{request}"
+    );
+    assert!(!log.contains(key), "the key is in the log");
+    let _ = std::fs::remove_dir_all(dir);
+}
