@@ -15,6 +15,7 @@ use serde_json::Value as Json;
 use tokenvault_domain::code::CodeError;
 
 use crate::budget::{Budgeted, Meter};
+use crate::builtins::{BUILTINS, Source, common_js, install_builtins};
 use crate::modules::ModuleStore;
 
 /// What the code reaches outside its context: `req.svc` and `console`. In a worker process
@@ -51,87 +52,6 @@ pub struct Limits {
 }
 
 const PRELUDE: &str = include_str!("prelude.js");
-
-/// The modules the prelude loads into a context when its code first needs them, by name: the
-/// globals (an ES module), and the built-in modules of `require` (CommonJS, see
-/// [`common_js`]; `node/LICENSES.md` says where each comes from).
-const BUILTINS: &[(&str, Source)] = &[
-    ("globals", Source::Es(include_str!("globals.js"))),
-    ("buffer", Source::CommonJs(include_str!("node/buffer.js"))),
-    (
-        "base64-js",
-        Source::CommonJs(include_str!("node/base64-js.js")),
-    ),
-    ("ieee754", Source::CommonJs(include_str!("node/ieee754.js"))),
-    ("crypto", Source::CommonJs(include_str!("node/crypto.js"))),
-    ("events", Source::CommonJs(include_str!("node/events.js"))),
-    ("process", Source::CommonJs(include_str!("node/process.js"))),
-    (
-        "querystring",
-        Source::CommonJs(include_str!("node/querystring.js")),
-    ),
-    (
-        "qs-decode",
-        Source::CommonJs(include_str!("node/qs-decode.js")),
-    ),
-    (
-        "qs-encode",
-        Source::CommonJs(include_str!("node/qs-encode.js")),
-    ),
-    (
-        "string_decoder",
-        Source::CommonJs(include_str!("node/string_decoder.js")),
-    ),
-    ("fetch", Source::CommonJs(include_str!("node/fetch.js"))),
-    ("http-core", Source::CommonJs(include_str!("node/http.js"))),
-    ("url", Source::CommonJs(include_str!("node/url.js"))),
-    ("util", Source::CommonJs(include_str!("node/util.js"))),
-    (
-        "bt-clients",
-        Source::CommonJs(include_str!("node/bt-clients.js")),
-    ),
-    ("stream", Source::CommonJs(include_str!("node/stream.js"))),
-    ("zlib", Source::CommonJs(include_str!("node/zlib.js"))),
-    ("fs", Source::CommonJs(include_str!("node/fs.js"))),
-    ("os", Source::CommonJs(include_str!("node/os.js"))),
-    ("tty", Source::CommonJs(include_str!("node/tty.js"))),
-    ("net", Source::CommonJs(include_str!("node/net.js"))),
-    ("tls", Source::CommonJs(include_str!("node/tls.js"))),
-    ("dns", Source::CommonJs(include_str!("node/dns.js"))),
-    ("http2", Source::CommonJs(include_str!("node/http2.js"))),
-    ("dgram", Source::CommonJs(include_str!("node/dgram.js"))),
-    ("domain", Source::CommonJs(include_str!("node/domain.js"))),
-    (
-        "constants",
-        Source::CommonJs(include_str!("node/constants.js")),
-    ),
-    (
-        "child_process",
-        Source::CommonJs(include_str!("node/child_process.js")),
-    ),
-    ("timers", Source::CommonJs(include_str!("node/timers.js"))),
-    ("assert", Source::CommonJs(include_str!("node/assert.js"))),
-    ("path", Source::CommonJs(include_str!("node/path.js"))),
-    (
-        "punycode",
-        Source::CommonJs(include_str!("node/punycode.js")),
-    ),
-];
-
-/// A built-in module's source.
-enum Source {
-    /// An ES module whose default export the prelude calls.
-    Es(&'static str),
-    /// A CommonJS module, compiled as [`common_js`] wraps it.
-    CommonJs(&'static str),
-}
-
-/// A CommonJS module as an ES module whose default export is the function Node.js would wrap
-/// it in (`exports`, `require`, `module`) and the worker's host functions. The body runs in
-/// strict mode (an ES module's), which every built-in module is written for.
-fn common_js(source: &str) -> String {
-    format!("export default function (exports, require, module, host) {{\n{source}\n}}\n")
-}
 
 /// The longest `console` line kept (characters).
 const MAX_LOG_LINE: usize = 4096;
@@ -681,36 +601,6 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
         })?,
     )?;
     Ok(())
-}
-
-/// `__builtin(name)`: loads the module `name` of [`BUILTINS`] into this context (the prelude
-/// calls it at most once per name and context) and answers its default export.
-fn install_builtins<'js>(
-    ctx: &Ctx<'js>,
-    builtins: &Rc<Vec<(&'static str, Vec<u8>)>>,
-) -> rquickjs::Result<()> {
-    let builtins = builtins.clone();
-    ctx.globals().set(
-        "__builtin",
-        Function::new(
-            ctx.clone(),
-            move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Value<'js>> {
-                let Some((_, bytes)) = builtins.iter().find(|(n, _)| *n == name) else {
-                    return Err(rquickjs::Exception::throw_reference(
-                        &ctx,
-                        "no such builtin",
-                    ));
-                };
-                // SAFETY: the bytes are what `Module::write` of this same QuickJS build produced in
-                // `Engine::new`, never anything read from outside the process.
-                #[allow(unsafe_code)]
-                let module = unsafe { Module::load(ctx.clone(), bytes) }?;
-                let (module, promise) = module.eval()?;
-                promise.finish::<()>()?;
-                module.get("default")
-            },
-        )?,
-    )
 }
 
 /// The largest outbound request (`fetch`), as the JSON text the worker sends (the body in

@@ -15,6 +15,7 @@
 //! replaced too. One tenant holds at most its share of the workers and of the queue (`gate.rs`).
 
 mod budget;
+mod builtins;
 mod cipher;
 mod ecdh;
 mod engine;

@@ -139,12 +139,13 @@ impl Config {
             },
         };
         let keys = toml.data().map_err(Box::new)?;
+        let known = crate::config_keys::field_names::<Self>();
         for dict in keys.values() {
             let name = file.map_or_else(
                 || "the configuration file".into(),
                 |p| p.display().to_string(),
             );
-            crate::config_keys::check(&name, dict.keys().map(String::as_str))
+            crate::config_keys::check(&name, dict.keys().map(String::as_str), &known)
                 .map_err(|e| Box::new(figment::Error::from(e)))?;
         }
         figment = figment.merge(toml);

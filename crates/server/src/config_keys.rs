@@ -1,11 +1,9 @@
-//! The keys a configuration file may hold: the fields of [`Config`], read from its own
-//! `Deserialize` (serde hands every field name to the deserializer), so the list cannot drift
-//! from the struct. A key of the file that is not one of them is an error naming it, as a typo
-//! would otherwise be silently ignored.
+//! The keys a configuration file may hold: the fields of the configuration struct, read from
+//! its own `Deserialize` (serde hands every field name to the deserializer), so the list cannot
+//! drift from the struct. A key of the file that is not one of them is an error naming it, as a
+//! typo would otherwise be silently ignored.
 
 use serde::de::{self, Deserializer, Visitor};
-
-use crate::config::Config;
 
 /// A deserializer that only records the field names of the struct asked of it.
 struct FieldNames<'a>(&'a mut Vec<&'static str>);
@@ -34,17 +32,20 @@ impl<'de> Deserializer<'de> for FieldNames<'_> {
     }
 }
 
-/// The keys a configuration file may set: `Config`'s fields.
-pub fn known() -> Vec<&'static str> {
+/// The field names of the struct `T`.
+pub fn field_names<'de, T: serde::Deserialize<'de>>() -> Vec<&'static str> {
     let mut names = Vec::new();
     // Fails by design once the names are recorded.
-    let _ = <Config as serde::Deserialize>::deserialize(FieldNames(&mut names));
+    let _ = T::deserialize(FieldNames(&mut names));
     names
 }
 
-/// `Err` naming the first of `keys` that is not a configuration key.
-pub fn check<'a>(file: &str, keys: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
-    let known = known();
+/// `Err` naming the first of `keys` that is not one of `known`.
+pub fn check<'a>(
+    file: &str,
+    keys: impl IntoIterator<Item = &'a str>,
+    known: &[&str],
+) -> Result<(), String> {
     for key in keys {
         if !known.contains(&key) {
             let near = known
@@ -63,6 +64,11 @@ pub fn check<'a>(file: &str, keys: impl IntoIterator<Item = &'a str>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+
+    fn known() -> Vec<&'static str> {
+        field_names::<Config>()
+    }
 
     #[test]
     fn the_known_keys_are_the_fields_of_config() {
@@ -81,10 +87,11 @@ mod tests {
 
     #[test]
     fn an_unknown_key_is_named_with_a_near_one() {
-        assert!(check("f.toml", ["listen", "code_workers"]).is_ok());
-        let error = check("f.toml", ["listen", "code_worker_count"]).unwrap_err();
+        let known = known();
+        assert!(check("f.toml", ["listen", "code_workers"], &known).is_ok());
+        let error = check("f.toml", ["listen", "code_worker_count"], &known).unwrap_err();
         assert!(error.contains("`code_worker_count`"), "{error}");
-        let error = check("f.toml", ["lissen"]).unwrap_err();
+        let error = check("f.toml", ["lissen"], &known).unwrap_err();
         assert!(error.contains("unknown key `lissen`"), "{error}");
     }
 }

@@ -43,17 +43,9 @@ class IncomingMessage extends Readable {
   setTimeout() { return this; }
 }
 
-// What `socket` listeners get: the connection is the host's, so only its settings are there.
-class Socket extends EventEmitter {
-  constructor() { super(); this.remoteAddress = undefined; this.encrypted = false; }
-  setKeepAlive() { return this; }
-  setNoDelay() { return this; }
-  setTimeout() { return this; }
-  ref() { return this; }
-  unref() { return this; }
-  destroy() { return this; }
-  end() { return this; }
-}
+// What `socket` listeners get: the connection is the host's, so only its settings are there
+// (`net`'s Socket, which connects nowhere).
+const { Socket } = require('net');
 
 class ClientRequest extends EventEmitter {
   constructor(url, options, callback) {
