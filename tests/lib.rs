@@ -53,6 +53,27 @@ pub fn code_worker() -> std::path::PathBuf {
     ))
 }
 
+/// `https` when the server terminates TLS (`tls_cert` set), else `http`.
+fn scheme(config: &Config) -> &'static str {
+    if config.tls_cert.is_some() {
+        "https"
+    } else {
+        "http"
+    }
+}
+
+/// A client for the server of `config`: trusting its certificate when it speaks TLS.
+pub fn client_for(config: &Config) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder();
+    if let Some(cert) = &config.tls_cert {
+        let pem = std::fs::read(cert).expect("the test certificate");
+        for cert in reqwest::Certificate::from_pem_bundle(&pem).expect("PEM certificates") {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder.build().expect("an HTTP client")
+}
+
 /// A short unique name.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", &Uuid::new_v4().simple().to_string()[..12])
@@ -75,7 +96,11 @@ impl TestApp {
         config.bootstrap_key = Some(key.clone().into());
         adjust(&mut config);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let base = format!(
+            "{}://{}",
+            scheme(&config),
+            listener.local_addr().expect("addr")
+        );
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(tokenvault_server::run(
             config.clone(),
@@ -88,8 +113,8 @@ impl TestApp {
             base,
             key,
             backend,
+            client: client_for(&config),
             config,
-            client: reqwest::Client::new(),
             shutdown: Some(tx),
             server: Some(server),
             db: Some(db),
@@ -129,7 +154,12 @@ impl TestApp {
     pub async fn restart(&mut self) {
         self.shutdown().await.expect("server stopped cleanly");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-        self.base = format!("http://{}", listener.local_addr().expect("addr"));
+        self.base = format!(
+            "{}://{}",
+            scheme(&self.config),
+            listener.local_addr().expect("addr")
+        );
+        self.client = client_for(&self.config);
         let (tx, rx) = oneshot::channel::<()>();
         self.server = Some(tokio::spawn(tokenvault_server::run(
             self.config.clone(),
@@ -229,7 +259,7 @@ impl TestApp {
 
     /// Creates another tenant as the CLI does; returns its management key.
     pub async fn new_tenant(&self, name: &str) -> (Value, String) {
-        let printed = tokenvault_server::create_tenant(&self.config, name, None)
+        let printed = tokenvault_server::tenant_commands::create(&self.config, name, None)
             .await
             .expect("create tenant");
         let key = printed["management_key"].as_str().expect("key").to_string();

@@ -90,7 +90,7 @@ async fn invalid_updates_name_the_field_and_change_nothing() {
 async fn provisioned_tenants_are_separate_with_owner() {
     on_each_backend(async |app| {
         let owner = uuid::Uuid::new_v4();
-        let printed = tokenvault_server::create_tenant(&app.config, "Acme", Some(owner))
+        let printed = tokenvault_server::tenant_commands::create(&app.config, "Acme", Some(owner))
             .await
             .unwrap();
         assert_eq!(printed["tenant"]["owner_id"], owner.to_string());
@@ -114,7 +114,7 @@ async fn provisioned_tenants_are_separate_with_owner() {
                 .unwrap()["id"]
         );
         assert!(
-            tokenvault_server::create_tenant(&app.config, &"x".repeat(201), None)
+            tokenvault_server::tenant_commands::create(&app.config, &"x".repeat(201), None)
                 .await
                 .is_err()
         );
@@ -207,6 +207,99 @@ async fn tokens_made_before_deduplication_are_found_only_when_they_were_fingerpr
         let (status, id) = create("made-fingerprinted").await;
         assert_eq!(status, 200, "fingerprinted then: found");
         assert_eq!(id, fingerprinted);
+    })
+    .await;
+}
+
+/// `tokenvault tenants list|show|delete`: the operator sees every tenant with its token
+/// counts, and deleting one (only with `--yes`) revokes its keys and spares the others.
+#[tokio::test]
+async fn operator_lists_shows_and_deletes_tenants() {
+    use tokenvault_server::tenant_commands;
+    on_each_backend(async |app| {
+        let (doomed, key) = app.new_tenant(&unique("doomed")).await;
+        let doomed_id: uuid::Uuid = doomed["id"].as_str().unwrap().parse().unwrap();
+        let writer: Value = app
+            .request_as(Some(&key), Method::POST, "/applications")
+            .json(&json!({"name": "w", "type": "private", "permissions": ["token:create"]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let writer_key = writer["key"].as_str().unwrap();
+        for data in ["a", "b"] {
+            let res = app
+                .request_as(Some(writer_key), Method::POST, "/tokens")
+                .json(&json!({"type": "token", "data": data}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(res.status(), 201);
+        }
+
+        let listed = tenant_commands::list(&app.config).await.unwrap();
+        let ids: Vec<&str> = listed["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 2, "{listed}");
+        assert!(ids.contains(&doomed["id"].as_str().unwrap()));
+        assert!(!listed.to_string().contains("key_"), "no key is listed");
+
+        let shown = tenant_commands::show(&app.config, doomed_id).await.unwrap();
+        assert_eq!(shown["tenant"]["name"], doomed["name"]);
+        assert_eq!(shown["tokens"]["token"], 2, "{shown}");
+        let missing = uuid::Uuid::new_v4();
+        let err = tenant_commands::show(&app.config, missing)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(&missing.to_string()), "{err}");
+
+        let refused = tenant_commands::delete(&app.config, doomed_id, false).await;
+        assert!(refused.unwrap_err().to_string().contains("--yes"));
+        let res = app
+            .request_as(Some(&key), Method::GET, "/tenants/self")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "nothing deleted without --yes");
+
+        let deleted = tenant_commands::delete(&app.config, doomed_id, true)
+            .await
+            .unwrap();
+        assert_eq!(deleted["deleted"], doomed_id.to_string());
+        assert!(
+            tenant_commands::delete(&app.config, doomed_id, true)
+                .await
+                .is_err()
+        );
+        let listed = tenant_commands::list(&app.config).await.unwrap();
+        assert_eq!(listed["tenants"].as_array().unwrap().len(), 1);
+        // The running server learns it at the key's next lookup.
+        let mut revoked = false;
+        for _ in 0..50 {
+            let res = app
+                .request_as(Some(writer_key), Method::POST, "/tokens")
+                .json(&json!({"type": "token", "data": "late"}))
+                .send()
+                .await
+                .unwrap();
+            if res.status() == 401 {
+                revoked = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(revoked, "the deleted tenant's keys stop working");
+        assert_eq!(
+            app.get("/tenants/self").await.status(),
+            200,
+            "others spared"
+        );
     })
     .await;
 }

@@ -134,7 +134,8 @@ enum Broken {
     Channel(String),
 }
 
-/// The pool of worker processes.
+/// The pool of worker processes (a clone shares it).
+#[derive(Clone)]
 pub struct QuickJsRunner {
     pool: Arc<Pool>,
 }
@@ -200,6 +201,28 @@ impl QuickJsRunner {
     /// How many workers are warm and idle (for readiness).
     pub fn idle_workers(&self) -> usize {
         self.pool.idle().len()
+    }
+
+    /// Readiness: `Ok` while a call could run. Idle workers that died are dropped; when no
+    /// worker is left alive (idle or busy), one is started now, and the error says why it could
+    /// not be. A pool whose workers are all busy is ready: calls queue for them.
+    ///
+    /// # Errors
+    /// No worker is alive and none can be started.
+    pub async fn check_ready(&self) -> Result<(), String> {
+        let alive = {
+            let mut idle = self.pool.idle();
+            idle.retain_mut(|w| matches!(w.child.try_wait(), Ok(None)));
+            idle.len()
+        };
+        let busy =
+            (self.pool.settings.workers.max(1)).saturating_sub(self.pool.slots.available_permits());
+        if alive + busy > 0 {
+            return Ok(());
+        }
+        let worker = self.pool.spawn().await?;
+        self.pool.give_back(worker);
+        Ok(())
     }
 
     /// The process ids of the workers idle now (for tests that look at them).

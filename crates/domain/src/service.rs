@@ -87,6 +87,7 @@ mod audit;
 mod authenticate;
 mod idempotency;
 mod keys;
+mod operator;
 mod proxies;
 mod reactors;
 mod sealed_config;
@@ -97,6 +98,7 @@ mod usage;
 
 pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken};
 pub use idempotency::{Idempotent, StoredResponse};
+pub use operator::TenantSummary;
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use sessions::StartedSession;

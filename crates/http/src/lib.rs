@@ -33,8 +33,10 @@ pub mod limit;
 pub mod metrics;
 pub mod openapi;
 pub mod problem;
+pub mod ready;
 pub mod routes;
 pub mod svc;
+pub mod tls;
 pub mod trace;
 
 use std::net::TcpListener;
@@ -72,6 +74,10 @@ pub struct HttpSettings {
     /// The changes running as their own task (`complete.rs`), bounded; the server's shutdown
     /// waits for them ([`complete::Detached::drain`]).
     pub detached: std::sync::Arc<complete::Detached>,
+    /// What `GET /ready` checks (the server wires in the database and the code workers).
+    pub ready: ready::ReadyChecks,
+    /// TLS, when the server terminates it itself ([`tls::server_config`]); plain HTTP else.
+    pub tls: Option<rustls::ServerConfig>,
 }
 
 impl Default for HttpSettings {
@@ -85,6 +91,8 @@ impl Default for HttpSettings {
             rate_limit: std::sync::Arc::new(limit::RateLimit::new(0)),
             metrics: std::sync::Arc::default(),
             detached: std::sync::Arc::default(),
+            ready: ready::ReadyChecks::default(),
+            tls: None,
         }
     }
 }
@@ -154,6 +162,7 @@ pub fn server(
     let metrics = web::Data::from(settings.metrics.clone());
     let detached = web::Data::from(settings.detached.clone());
     let limit = web::Data::from(settings.rate_limit.clone());
+    let ready = web::Data::new(settings.ready.clone());
     let browser = BrowserCors::new(&settings.cors_origins);
     let body_limit = settings.body_limit;
     let included = web::Data::new(routes::tenants::IncludedTokens(
@@ -166,6 +175,7 @@ pub fn server(
             .app_data(metrics.clone())
             .app_data(detached.clone())
             .app_data(limit.clone())
+            .app_data(ready.clone())
             .app_data(web::PayloadConfig::new(body_limit))
             .app_data(web::Data::new(BodyLimit(body_limit)))
             .wrap(from_fn(complete::run_to_completion))
@@ -179,11 +189,15 @@ pub fn server(
             .configure(|cfg| routes::sessions::configure(cfg, &browser))
             .configure(routes::logs::configure)
             .service(resource!("/metrics").route(web::get().to(metrics::metrics)))
+            .service(resource!("/ready").route(web::get().to(ready::ready)))
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()
-    .shutdown_timeout(settings.shutdown_timeout_secs)
-    .listen(listener)?;
+    .shutdown_timeout(settings.shutdown_timeout_secs);
+    http = match &settings.tls {
+        Some(tls) => http.listen_rustls_0_23(listener, tls.clone())?,
+        None => http.listen(listener)?,
+    };
     if let Some(workers) = settings.workers {
         http = http.workers(workers);
     }

@@ -40,7 +40,7 @@ impl Modify for ApiKeyHeader {
         proxies::invoke,
         sessions::create, sessions::authorize,
         logs::list,
-        meta::health, meta::openapi, metrics::metrics,
+        meta::health, meta::openapi, metrics::metrics, crate::ready::ready,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),
     modifiers(&ApiKeyHeader),

@@ -80,7 +80,14 @@ impl HttpForwarder {
             .timeout(settings.timeout)
             .connect_timeout(settings.connect_timeout)
             .build()
-            .map_err(|err| format!("the outbound HTTP client cannot be built: {err}"))?;
+            .map_err(|err| {
+                // reqwest's error says only "builder error"; the usual cause is a machine (or
+                // container image) without the system's CA certificates, which rustls loads.
+                format!(
+                    "the outbound HTTP client cannot be built ({err}); are the CA certificates \
+                     installed (/etc/ssl/certs/ca-certificates.crt)?"
+                )
+            })?;
         Ok(Self {
             client,
             policy,

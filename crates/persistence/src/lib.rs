@@ -22,6 +22,7 @@ mod reads;
 mod search;
 mod sessions;
 mod stamp;
+mod startup_lock;
 mod supervise;
 mod tenants;
 #[cfg(feature = "test-support")]
@@ -52,6 +53,7 @@ pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 /// The pool every repository is built on (`connect`).
 pub use sea_orm::DatabaseConnection;
 pub use sessions::SeaOrmSessionRepository;
+pub use startup_lock::StartupLock;
 pub use tenants::SeaOrmTenantRepository;
 #[cfg(feature = "test-support")]
 pub use token_count::counted_total;

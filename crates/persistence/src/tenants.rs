@@ -7,7 +7,7 @@ use rusqlite::Row;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QuerySelect, TransactionTrait,
+    QueryOrder, QuerySelect, TransactionTrait,
 };
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
@@ -215,5 +215,17 @@ impl TenantRepository for SeaOrmTenantRepository {
             .await
             .map_err(repo_err)?;
         Ok(found.is_some())
+    }
+
+    async fn list(&self) -> Result<Vec<Tenant>, RepoError> {
+        Ok(tenant::Entity::find()
+            .order_by_asc(tenant::Column::CreatedAt)
+            .order_by_asc(tenant::Column::Id)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect())
     }
 }

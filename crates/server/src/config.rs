@@ -15,6 +15,14 @@ pub struct Config {
     pub listen: String,
     /// Database URL (`DATABASE_URL`); default a SQLite file in `data_dir`.
     pub database_url: Option<String>,
+    /// File holding the database URL, for secrets mounted as files
+    /// (`TOKENVAULT_DATABASE_URL_FILE`); read at load when `DATABASE_URL` is unset.
+    pub database_url_file: Option<PathBuf>,
+    /// PEM certificate chain: with `tls_key`, the server speaks HTTPS (HTTP/2 and HTTP/1.1)
+    /// instead of plain HTTP (`TOKENVAULT_TLS_CERT`).
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert` (`TOKENVAULT_TLS_KEY`).
+    pub tls_key: Option<PathBuf>,
     /// Directory of the default SQLite database (`TOKENVAULT_DATA_DIR`).
     pub data_dir: PathBuf,
     /// Fixed key of the bootstrap application (`TOKENVAULT_BOOTSTRAP_KEY`).
@@ -149,11 +157,23 @@ impl Config {
                 .map_err(|e| Box::new(figment::Error::from(e)))?;
         }
         figment = figment.merge(toml);
-        figment
+        let mut config: Self = figment
             .merge(Env::prefixed("TOKENVAULT_").ignore(&["CONFIG"]))
             .merge(Env::raw().only(&["DATABASE_URL"]))
             .extract()
-            .map_err(Box::new)
+            .map_err(Box::new)?;
+        if let Some(path) = &config.database_url_file
+            && config.database_url.as_deref().is_none_or(str::is_empty)
+        {
+            let url = std::fs::read_to_string(path).map_err(|e| {
+                Box::new(figment::Error::from(format!(
+                    "TOKENVAULT_DATABASE_URL_FILE: cannot read {}: {e}",
+                    path.display()
+                )))
+            })?;
+            config.database_url = Some(url.trim().to_string());
+        }
+        Ok(config)
     }
 
     /// Defaults only, for tests: listen on port 0 of loopback, data in `data_dir`.
@@ -161,6 +181,9 @@ impl Config {
         Self {
             listen: "127.0.0.1:0".into(),
             database_url: Some(database_url),
+            database_url_file: None,
+            tls_cert: None,
+            tls_key: None,
             data_dir,
             bootstrap_key: None,
             master_key: None,
@@ -257,6 +280,7 @@ impl Config {
         self.sqlite_synchronous_normal()?;
         self.cors_origins()?;
         self.json_logs()?;
+        self.tls()?;
         let port = self.listen.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
         if self.listen.parse::<std::net::SocketAddr>().is_err() && !matches!(port, Some(Ok(_))) {
             anyhow::bail!("TOKENVAULT_LISTEN: {:?} is not host:port", self.listen);
@@ -270,6 +294,23 @@ impl Config {
             );
         }
         Ok(())
+    }
+
+    /// The server's TLS, when `TOKENVAULT_TLS_CERT` and `TOKENVAULT_TLS_KEY` are both set
+    /// (read and checked now); `None` for plain HTTP.
+    pub fn tls(&self) -> anyhow::Result<Option<rustls::ServerConfig>> {
+        match (&self.tls_cert, &self.tls_key) {
+            (None, None) => Ok(None),
+            (Some(cert), Some(key)) => tokenvault_http::tls::server_config(cert, key)
+                .map(Some)
+                .map_err(anyhow::Error::msg),
+            (Some(_), None) => {
+                anyhow::bail!("TOKENVAULT_TLS_KEY is needed with TOKENVAULT_TLS_CERT")
+            }
+            (None, Some(_)) => {
+                anyhow::bail!("TOKENVAULT_TLS_CERT is needed with TOKENVAULT_TLS_KEY")
+            }
+        }
     }
 
     /// Whether logs are JSON lines (`TOKENVAULT_LOG_FORMAT`).
@@ -304,7 +345,11 @@ impl Config {
         };
         serde_json::json!({
             "listen": self.listen,
+            "tls": self.tls_cert.is_some(),
+            "tls_cert": self.tls_cert,
+            "tls_key": self.tls_key,
             "database": database,
+            "database_url_file": self.database_url_file,
             "data_dir": self.data_dir,
             "master_key": master_key,
             "master_key_file": self.master_key_file,

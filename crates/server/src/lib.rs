@@ -5,6 +5,9 @@ pub mod ceilings;
 pub mod config;
 mod config_keys;
 mod dev_key;
+pub mod healthcheck;
+mod ready;
+pub mod tenant_commands;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -25,8 +28,9 @@ use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
 use tokenvault_http::limit::RateLimit;
 use tokenvault_http::metrics::Metrics;
+use tokenvault_http::ready::ReadyChecks;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
-use tokenvault_persistence::DatabaseConnection;
+use tokenvault_persistence::{DatabaseConnection, StartupLock};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmFormulaRepository,
     SeaOrmIdempotencyRepository, SeaOrmProxyRepository, SeaOrmReactorRepository,
@@ -141,7 +145,9 @@ fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
 pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
-    Ok(open_metered_vault(config, &Shared::new(config)).await?.0)
+    Ok(open_metered_vault(config, &Shared::new(config))
+        .await?
+        .vault)
 }
 
 /// What the HTTP server and the use cases share: the code runner's counters for `GET /metrics`,
@@ -160,11 +166,16 @@ impl Shared {
     }
 }
 
-/// [`open_vault`] with `shared`; also the database it opened.
-async fn open_metered_vault(
-    config: &Config,
-    shared: &Shared,
-) -> anyhow::Result<(Vault, DatabaseConnection)> {
+/// What [`open_vault_with`] built: the use cases, and the adapters the server also watches.
+struct Opened {
+    vault: Vault,
+    db: DatabaseConnection,
+    code: QuickJsRunner,
+    startup: StartupLock,
+}
+
+/// [`open_vault`] with `shared`.
+async fn open_metered_vault(config: &Config, shared: &Shared) -> anyhow::Result<Opened> {
     let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
     open_vault_with(config, cipher, shared).await
 }
@@ -173,7 +184,7 @@ async fn open_vault_with(
     config: &Config,
     cipher: EnvelopeCipher,
     shared: &Shared,
-) -> anyhow::Result<(Vault, DatabaseConnection)> {
+) -> anyhow::Result<Opened> {
     let url = config.effective_database_url();
     if config.database_url.as_deref().is_none_or(str::is_empty) {
         create_private_dir(&config.data_dir)?;
@@ -183,6 +194,9 @@ async fn open_vault_with(
         sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
+    // Held until this instance has bootstrapped ([`run`]): instances started together on one
+    // empty database migrate and bootstrap one after the other.
+    let startup = StartupLock::acquire(&db).await?;
     tokenvault_persistence::migrate(&db).await?;
     let command = match &config.code_worker {
         Some(program) => WorkerCommand {
@@ -227,7 +241,7 @@ async fn open_vault_with(
         timeout: Duration::from_millis(config.proxy_timeout_ms.max(1)),
         ..OutboundSettings::default()
     })
-    .map_err(|e| anyhow::anyhow!("TOKENVAULT_PROXY_ALLOWED_HOSTS: {e}"))?;
+    .map_err(|e| anyhow::anyhow!("outbound HTTP (TOKENVAULT_PROXY_ALLOWED_HOSTS): {e}"))?;
     let vault = Vault::new(Ports {
         tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
         applications: Arc::new(SeaOrmApplicationRepository::new(db.clone())),
@@ -242,7 +256,7 @@ async fn open_vault_with(
         audit: Arc::new(SeaOrmAuditRepository::new(db.clone())),
         forwarder: Arc::new(forwarder),
         code: Arc::new(CountedRunner {
-            inner: code,
+            inner: code.clone(),
             metrics: shared.metrics.clone(),
         }),
         svc: Arc::new(tokenvault_http::svc::HttpSvcFactory::new(
@@ -251,7 +265,12 @@ async fn open_vault_with(
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     });
-    Ok((vault, db))
+    Ok(Opened {
+        vault,
+        db,
+        code,
+        startup,
+    })
 }
 
 /// The code runner, counting its calls by outcome for `GET /metrics`.
@@ -465,21 +484,37 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shared = Shared::new(&config);
-    let (vault, db) = open_metered_vault(&config, &shared).await?;
+    let Opened {
+        vault,
+        db,
+        code,
+        startup,
+    } = open_metered_vault(&config, &shared).await?;
     refuse_foreign_master_keys(&vault).await?;
     bootstrap(&vault, &config).await?;
+    startup.release().await;
     let settings = HttpSettings {
         body_limit: config.body_limit,
         workers: config.workers,
         included_monthly_active_tokens: config.included_monthly_active_tokens,
         rate_limit: shared.limit.clone(),
         cors_origins: config.cors_origins()?,
+        tls: config.tls()?,
         metrics: shared.metrics.clone(),
+        ready: ReadyChecks(vec![
+            Arc::new(ready::DatabaseReady(db.clone())),
+            Arc::new(ready::WorkersReady(code)),
+        ]),
         ..HttpSettings::default()
     };
     let addr = listener.local_addr()?;
+    let scheme = if settings.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let server = tokenvault_http::server(listener, vault.clone(), &settings)?;
-    tracing::info!(%addr, "tokenvault listening");
+    tracing::info!(%addr, scheme, "tokenvault listening");
 
     let (stop_jobs, jobs_stopped) = watch::channel(false);
     let sweeper = tokio::spawn(sweep_expired(
@@ -518,27 +553,6 @@ pub async fn run(
     Ok(())
 }
 
-/// `tokenvault tenants create`: a new tenant and its management key, as JSON.
-pub async fn create_tenant(
-    config: &Config,
-    name: &str,
-    owner: Option<Uuid>,
-) -> anyhow::Result<serde_json::Value> {
-    let vault = open_vault(config).await?;
-    let made = vault
-        .provision_tenant(name, owner, None)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot create the tenant: {e}"))?;
-    vault
-        .flush_audit()
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot write the audit log: {e}"))?;
-    Ok(serde_json::json!({
-        "tenant": tokenvault_http::dto::TenantResponse::from(made.tenant),
-        "management_key": made.key.expose(),
-    }))
-}
-
 /// `tokenvault migrate`: brings the configured database's schema to this version's (what the
 /// server also does at start) and answers the migrations that ran.
 pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
@@ -551,8 +565,10 @@ pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
         sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
+    let startup = StartupLock::acquire(&db).await?;
     let pending = tokenvault_persistence::pending_migrations(&db).await?;
     tokenvault_persistence::migrate(&db).await?;
+    startup.release().await;
     Ok(pending)
 }
 
@@ -616,7 +632,7 @@ pub async fn rotate_master_key(
             files.refuse_other_staged(&new)?;
         }
     }
-    let (vault, db) = open_vault_with(
+    let Opened { vault, db, .. } = open_vault_with(
         config,
         EnvelopeCipher::new(new.clone(), accepted),
         &Shared::new(config),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use tokenvault_server::{Config, create_tenant, rotate_master_key, run, verify_audit};
+use tokenvault_server::{Config, rotate_master_key, run, tenant_commands, verify_audit};
 use tracing_subscriber::EnvFilter;
 
 /// A self-hostable data-tokenization vault.
@@ -26,6 +26,9 @@ enum Command {
     /// Bring the configured database's schema up to this version (the server also does it at
     /// start); print the migrations that ran as JSON. No source tree is needed.
     Migrate,
+    /// Ask the server of this configuration for GET /ready on loopback; exit 1 unless it is
+    /// ready (a container's HEALTHCHECK).
+    Healthcheck,
     /// Check the configuration.
     Config {
         #[command(subcommand)]
@@ -117,6 +120,22 @@ enum TenantCommand {
         #[arg(long)]
         owner: Option<uuid::Uuid>,
     },
+    /// Print every tenant (id, name, owner, settings; no keys) as JSON, oldest first.
+    List,
+    /// Print one tenant and its live tokens per type as JSON.
+    Show {
+        /// The tenant.
+        id: uuid::Uuid,
+    },
+    /// Delete a tenant and everything it owns (tokens, applications, reactors, proxies, audit
+    /// log), for good; its keys stop working at once.
+    Delete {
+        /// The tenant.
+        id: uuid::Uuid,
+        /// Confirm: without it nothing is deleted.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 async fn shutdown_signal() {
@@ -179,6 +198,16 @@ async fn serve_or_run() -> anyhow::Result<()> {
                 .with_context(|| format!("cannot listen on {}", config.listen))?;
             run(config, listener, shutdown_signal()).await
         }
+        Command::Healthcheck => match tokenvault_server::healthcheck::check(&config) {
+            Ok(body) => {
+                println!("{body}");
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("not ready: {e:#}");
+                std::process::exit(1);
+            }
+        },
         Command::Migrate => {
             let ran = tokenvault_server::migrate(&config).await?;
             println!("{}", serde_json::json!({ "applied": ran }));
@@ -234,10 +263,17 @@ async fn serve_or_run() -> anyhow::Result<()> {
             println!("{added}");
             Ok(())
         }
-        Command::Tenants {
-            command: TenantCommand::Create { name, owner },
-        } => {
-            let printed = create_tenant(&config, &name, owner).await?;
+        Command::Tenants { command } => {
+            let printed = match command {
+                TenantCommand::Create { name, owner } => {
+                    tenant_commands::create(&config, &name, owner).await?
+                }
+                TenantCommand::List => tenant_commands::list(&config).await?,
+                TenantCommand::Show { id } => tenant_commands::show(&config, id).await?,
+                TenantCommand::Delete { id, yes } => {
+                    tenant_commands::delete(&config, id, yes).await?
+                }
+            };
             println!("{}", serde_json::to_string_pretty(&printed)?);
             Ok(())
         }

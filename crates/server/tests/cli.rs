@@ -158,8 +158,27 @@ fn json_logs_are_one_object_a_line_without_keys() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let answered = get(port, "/applications", Some(key));
+    // `tokenvault healthcheck` (the image's HEALTHCHECK) asks the same server for /ready.
+    let wildcard = format!("0.0.0.0:{port}");
+    let healthy = tokenvault(&["healthcheck"], &dir, &[("TOKENVAULT_LISTEN", &wildcard)]);
     let _ = server.kill();
     let output = server.wait_with_output().expect("the server's log");
+    let unhealthy = tokenvault(&["healthcheck"], &dir, &[("TOKENVAULT_LISTEN", &wildcard)]);
+    assert!(healthy.status.success(), "{}", text(&healthy.stderr));
+    assert!(
+        text(&healthy.stdout).contains("\"ready\""),
+        "{}",
+        text(&healthy.stdout)
+    );
+    assert!(
+        !unhealthy.status.success(),
+        "a stopped server is not healthy"
+    );
+    assert!(
+        text(&unhealthy.stderr).contains("not ready"),
+        "{}",
+        text(&unhealthy.stderr)
+    );
     let log = text(&output.stderr);
     assert!(up, "{log}");
     assert_eq!(answered, Some(200), "{log}");
@@ -181,5 +200,42 @@ fn json_logs_are_one_object_a_line_without_keys() {
         "{request}"
     );
     assert!(!log.contains(key), "the key is in the log");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The commented sample `deploy/tokenvault.toml` is a valid configuration, and sets every key
+/// the server has (so it cannot fall behind the configuration).
+#[test]
+fn the_sample_configuration_is_valid_and_complete() {
+    let dir = scratch();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/tokenvault.toml");
+    let out = tokenvault(
+        &["--config", sample.to_str().unwrap(), "config", "check"],
+        &dir,
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["listen"], "127.0.0.1:8080");
+    let written = std::fs::read_to_string(&sample).unwrap();
+    let mentioned = |key: &str| {
+        written.lines().any(|l| {
+            l.trim_start_matches(['#', ' '])
+                .starts_with(&format!("{key} ="))
+        })
+    };
+    for key in printed.as_object().unwrap().keys() {
+        // `config check` prints the effective database and whether TLS is on; the file's
+        // keys are database_url and tls_cert.
+        let key = match key.as_str() {
+            "database" => "database_url",
+            "tls" => "tls_cert",
+            k => k,
+        };
+        assert!(
+            mentioned(key),
+            "deploy/tokenvault.toml does not mention {key}"
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

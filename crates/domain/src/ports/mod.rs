@@ -52,6 +52,9 @@ pub trait TenantRepository: Send + Sync {
 
     /// Whether any tenant exists (first start detection).
     async fn any(&self) -> Result<bool, RepoError>;
+
+    /// Every tenant, oldest first (the operator's `tenants list`).
+    async fn list(&self) -> Result<Vec<Tenant>, RepoError>;
 }
 
 /// Storage of applications. Every read and write but the key lookup is confined to one tenant.

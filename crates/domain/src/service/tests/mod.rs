@@ -43,6 +43,7 @@ mock! {
         async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError>;
         async fn delete(&self, id: Uuid) -> Result<bool, RepoError>;
         async fn any(&self) -> Result<bool, RepoError>;
+        async fn list(&self) -> Result<Vec<Tenant>, RepoError>;
     }
 }
 

@@ -1,0 +1,48 @@
+//! One instance at a time through migrations and bootstrap: instances started together on an
+//! empty PostgreSQL database would otherwise both run a migration (one fails on a column the
+//! other added) or both bootstrap. A session-level advisory lock on a connection of its own,
+//! released when the guard's connection closes (dropped, or the process dies). SQLite: one file
+//! of one process at a time anyway; no lock.
+
+use sea_orm::sqlx::postgres::PgConnection;
+use sea_orm::sqlx::{self, ConnectOptions as _, Connection as _};
+use sea_orm::{DatabaseBackend, DatabaseConnection};
+
+use crate::ConnectError;
+
+/// The advisory lock's key: "tokenvault startup" as a constant, so that every version agrees.
+const KEY: i64 = 0x746f_6b65_6e76_0001;
+
+/// Held while this instance migrates and bootstraps; released on drop.
+#[derive(Debug)]
+pub struct StartupLock(Option<PgConnection>);
+
+impl StartupLock {
+    /// Waits for the lock (PostgreSQL), or takes nothing (SQLite).
+    ///
+    /// # Errors
+    /// No connection to the database.
+    pub async fn acquire(db: &DatabaseConnection) -> Result<Self, ConnectError> {
+        if db.get_database_backend() != DatabaseBackend::Postgres {
+            return Ok(Self(None));
+        }
+        let options = db.get_postgres_connection_pool().connect_options();
+        let mut conn = options
+            .connect()
+            .await
+            .map_err(|e| ConnectError::Migrate(format!("startup lock: {e}")))?;
+        sqlx::query("SELECT pg_advisory_lock($1)")
+            .bind(KEY)
+            .execute(&mut conn)
+            .await
+            .map_err(|e| ConnectError::Migrate(format!("startup lock: {e}")))?;
+        Ok(Self(Some(conn)))
+    }
+
+    /// Releases the lock now (dropping the guard also does, by closing its connection).
+    pub async fn release(mut self) {
+        if let Some(conn) = self.0.take() {
+            let _ = conn.close().await;
+        }
+    }
+}
