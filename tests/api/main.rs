@@ -8,6 +8,7 @@ mod architecture;
 mod attacks;
 mod audit;
 mod auth;
+mod backup;
 mod code_modules;
 mod config_at_rest;
 mod detokenize_bounds;

@@ -45,7 +45,7 @@ pub struct Readiness {
 }
 
 impl ReadyChecks {
-    /// Runs every check at once, each bounded by [`CHECK_TIMEOUT`].
+    /// Runs every check at once, each bounded at 2 s.
     pub async fn run(&self) -> Readiness {
         let outcomes = futures_util::future::join_all(self.0.iter().map(|c| async move {
             let outcome = match tokio::time::timeout(CHECK_TIMEOUT, c.check()).await {

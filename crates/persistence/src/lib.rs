@@ -21,6 +21,7 @@ mod reactors;
 mod reads;
 mod search;
 mod sessions;
+pub mod sqlite_backup;
 mod stamp;
 mod startup_lock;
 mod supervise;

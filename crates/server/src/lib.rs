@@ -1,6 +1,7 @@
 //! The `tokenvault` server: wiring of the adapters around the domain, the background jobs, and
 //! the `run(config, listener, shutdown)` seam that both `main` and the tests use.
 
+pub mod backup;
 pub mod ceilings;
 pub mod config;
 mod config_keys;

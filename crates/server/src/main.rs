@@ -29,6 +29,20 @@ enum Command {
     /// Ask the server of this configuration for GET /ready on loopback; exit 1 unless it is
     /// ready (a container's HEALTHCHECK).
     Healthcheck,
+    /// Copy the configured SQLite vault into FILE (a new file) while servers keep serving: one
+    /// consistent snapshot (SQLite's online backup API). The master key is not in it. On
+    /// PostgreSQL use pg_dump.
+    Backup {
+        /// The new file.
+        file: PathBuf,
+    },
+    /// Put the backup FILE in place as the configured SQLite vault, which must not exist yet;
+    /// refused (nothing written) unless every tenant key in it unwraps under the configured
+    /// master key.
+    Restore {
+        /// The backup.
+        file: PathBuf,
+    },
     /// Check the configuration.
     Config {
         #[command(subcommand)]
@@ -208,6 +222,16 @@ async fn serve_or_run() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         },
+        Command::Backup { file } => {
+            let printed = tokenvault_server::backup::backup(&config, &file).await?;
+            println!("{}", serde_json::to_string_pretty(&printed)?);
+            Ok(())
+        }
+        Command::Restore { file } => {
+            let printed = tokenvault_server::backup::restore(&config, &file).await?;
+            println!("{}", serde_json::to_string_pretty(&printed)?);
+            Ok(())
+        }
         Command::Migrate => {
             let ran = tokenvault_server::migrate(&config).await?;
             println!("{}", serde_json::json!({ "applied": ran }));

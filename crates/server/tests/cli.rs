@@ -1,6 +1,7 @@
 //! The operator's commands, run as the binary: `config check` (an unknown key or a bad value
-//! is an error naming it; secrets are never printed) and `migrate` (a fresh SQLite data dir
-//! gets its schema, and a second run has nothing left to do).
+//! is an error naming it; secrets are never printed), `migrate` (a fresh SQLite data dir
+//! gets its schema, and a second run has nothing left to do), `backup`/`restore`, and
+//! `healthcheck`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -103,6 +104,18 @@ fn migrate_makes_the_schema_once() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let second: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(second["applied"], serde_json::json!([]));
+    // `backup` copies it; `restore` never writes over a vault.
+    let copy = dir.join("copy.db");
+    let out = tokenvault(&["backup", copy.to_str().unwrap()], &dir, &env);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(copy.is_file());
+    let out = tokenvault(&["restore", copy.to_str().unwrap()], &dir, &env);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("already"),
+        "{}",
+        text(&out.stderr)
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -1,0 +1,180 @@
+//! A consistent copy of a SQLite vault while it serves (`tokenvault backup`), and the reads
+//! `tokenvault restore` makes of a copy before it is put in place. SQLite's online backup API
+//! (rusqlite's `backup`) copies every page in one step: the step holds a read transaction, so
+//! the copy is one snapshot, and in WAL mode writers go on meanwhile (a copy in several steps
+//! would restart whenever a writer commits, and never end under load).
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+use std::time::Duration;
+
+use rusqlite::backup::{Backup, StepResult};
+use rusqlite::{Connection, OpenFlags};
+use sea_orm::sqlx::sqlite::SqliteConnectOptions;
+use uuid::Uuid;
+
+/// The file of a `sqlite:` database URL; `None` for any other database.
+pub fn sqlite_file(url: &str) -> Option<PathBuf> {
+    if !url.starts_with("sqlite:") {
+        return None;
+    }
+    SqliteConnectOptions::from_str(url)
+        .ok()
+        .map(|o| o.get_filename().to_path_buf())
+}
+
+/// What a copy holds.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Copied {
+    /// Database pages copied.
+    pub pages: i32,
+    /// Tenants in the copy.
+    pub tenants: usize,
+}
+
+fn backup_err(e: &rusqlite::Error) -> String {
+    e.to_string()
+}
+
+/// Copies the database at `from` into a new file `to` (which must not exist), as one
+/// consistent snapshot, and checks the copy (`PRAGMA quick_check`). Blocking.
+///
+/// # Errors
+/// `to` exists, either file cannot be opened, or the copy is not sound.
+pub fn copy(from: &Path, to: &Path) -> Result<Copied, String> {
+    if to.exists() {
+        return Err(format!("{} exists; give a new file", to.display()));
+    }
+    let source = Connection::open_with_flags(from, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("{}: {e}", from.display()))?;
+    source
+        .busy_timeout(Duration::from_secs(30))
+        .map_err(|e| backup_err(&e))?;
+    let partial = partial_name(to);
+    let _ = std::fs::remove_file(&partial);
+    let mut target = Connection::open(&partial).map_err(|e| format!("{}: {e}", to.display()))?;
+    let pages = {
+        let backup = Backup::new(&source, &mut target).map_err(|e| backup_err(&e))?;
+        // -1: every page in one step, one read transaction: one snapshot. (rusqlite's
+        // `run_to_completion` takes positive steps only.) Busy or locked: a writer holds the
+        // lock a moment; try again, for at most 30 s.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match backup.step(-1).map_err(|e| backup_err(&e))? {
+                StepResult::Done => break,
+                StepResult::More | StepResult::Busy | StepResult::Locked
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                _ => return Err("the database stayed locked for 30 s".into()),
+            }
+        }
+        backup.progress().pagecount
+    };
+    // The copy is a plain rollback-journal database file (no -wal beside it).
+    target
+        .pragma_update(None, "journal_mode", "DELETE")
+        .map_err(|e| backup_err(&e))?;
+    let tenants = check(&target)?.len();
+    drop(target);
+    sync_file(&partial)?;
+    std::fs::rename(&partial, to).map_err(|e| format!("{}: {e}", to.display()))?;
+    Ok(Copied { pages, tenants })
+}
+
+/// `<file>.partial`: where a copy is made before it gets its name.
+fn partial_name(to: &Path) -> PathBuf {
+    let mut name = to.as_os_str().to_owned();
+    name.push(".partial");
+    PathBuf::from(name)
+}
+
+fn sync_file(path: &Path) -> Result<(), String> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `PRAGMA quick_check`, then every tenant's wrapped data key.
+fn check(conn: &Connection) -> Result<Vec<(Uuid, Vec<u8>)>, String> {
+    let verdict: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(|e| backup_err(&e))?;
+    if verdict != "ok" {
+        return Err(format!("the database is damaged: {verdict}"));
+    }
+    let mut statement = conn
+        .prepare("SELECT id, data_key FROM tenants WHERE data_key IS NOT NULL")
+        .map_err(|e| format!("not a TokenVault database: {e}"))?;
+    let rows = statement
+        .query_map([], |r| {
+            Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })
+        .map_err(|e| backup_err(&e))?;
+    rows.map(|row| {
+        let (id, key) = row.map_err(|e| backup_err(&e))?;
+        let id = Uuid::from_slice(&id).map_err(|e| format!("a tenant id: {e}"))?;
+        Ok((id, key))
+    })
+    .collect()
+}
+
+/// The tenants' wrapped data keys of the backup at `path`, after checking it is sound.
+/// Blocking; opens it read-only.
+///
+/// # Errors
+/// Not a sound TokenVault database.
+pub fn data_keys(path: &Path) -> Result<Vec<(Uuid, Vec<u8>)>, String> {
+    if !path.is_file() {
+        return Err(format!("{} is not a file", path.display()));
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    check(&conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sqlite_urls_have_a_file() {
+        assert_eq!(
+            sqlite_file("sqlite:///tmp/tv/tokenvault.db?mode=rwc"),
+            Some(PathBuf::from("/tmp/tv/tokenvault.db"))
+        );
+        assert_eq!(sqlite_file("postgres://u@h/db"), None);
+    }
+
+    #[test]
+    fn a_copy_is_a_sound_snapshot_and_never_overwrites() {
+        let dir = std::env::temp_dir().join(format!("tv-backup-{}", Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let from = dir.join("live.db");
+        let live = Connection::open(&from).unwrap();
+        live.execute_batch(
+            "PRAGMA journal_mode=WAL; CREATE TABLE tenants (id BLOB PRIMARY KEY, data_key BLOB);",
+        )
+        .unwrap();
+        let id = Uuid::new_v4();
+        live.execute(
+            "INSERT INTO tenants VALUES (?1, ?2)",
+            (id.as_bytes().to_vec(), vec![1u8, 2, 3]),
+        )
+        .unwrap();
+        let to = dir.join("copy.db");
+        let copied = copy(&from, &to).unwrap();
+        assert_eq!(copied.tenants, 1);
+        assert_eq!(data_keys(&to).unwrap(), vec![(id, vec![1, 2, 3])]);
+        assert!(copy(&from, &to).unwrap_err().contains("exists"));
+        assert!(!partial_name(&to).exists());
+        std::fs::write(
+            dir.join("junk.db"),
+            b"not a database at all, not even close",
+        )
+        .unwrap();
+        assert!(data_keys(&dir.join("junk.db")).is_err());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,102 @@
+//! `tokenvault backup <file>` and `tokenvault restore <file>` for a SQLite vault. A backup holds
+//! the database only: the master key is never in it (it is in `TOKENVAULT_MASTER_KEY(_FILE)`,
+//! or in development mode `<data dir>/master.key`, a file the backup leaves out). On PostgreSQL
+//! the database's own tools make the copy (`pg_dump`, docs/operations.md).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use tokenvault_crypto::EnvelopeCipher;
+use tokenvault_domain::ports::Cipher as _;
+use tokenvault_persistence::sqlite_backup;
+
+use crate::{Config, create_private_dir, current_master_key, previous_master_keys};
+
+fn sqlite_file(config: &Config) -> anyhow::Result<PathBuf> {
+    sqlite_backup::sqlite_file(&config.effective_database_url()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "the configured database is PostgreSQL: back it up with pg_dump and restore it with \
+             pg_restore (docs/operations.md); tokenvault backup copies a SQLite vault"
+        )
+    })
+}
+
+/// Copies the configured SQLite vault into `dest` (a new file) while servers keep serving.
+///
+/// # Errors
+/// Not SQLite, `dest` exists, or the copy failed.
+pub async fn backup(config: &Config, dest: &Path) -> anyhow::Result<Value> {
+    let source = sqlite_file(config)?;
+    anyhow::ensure!(
+        source.is_file(),
+        "no vault at {} (TOKENVAULT_DATA_DIR / DATABASE_URL)",
+        source.display()
+    );
+    let to = dest.to_path_buf();
+    let copied = tokio::task::spawn_blocking(move || sqlite_backup::copy(&source, &to))
+        .await
+        .context("the backup task")?
+        .map_err(|e| anyhow::anyhow!("backup failed: {e}"))?;
+    Ok(json!({
+        "backup": dest,
+        "pages": copied.pages,
+        "tenants": copied.tenants,
+        "master_key": "not in the backup: keep it apart (docs/operations.md)",
+    }))
+}
+
+/// Puts the backup `from` in place as the configured SQLite vault, which must not exist yet,
+/// once every tenant key in it unwraps under the configured master keys (nothing is written
+/// otherwise).
+///
+/// # Errors
+/// Not SQLite, a vault already there, no master key to check with, a key that does not unwrap,
+/// or a damaged backup.
+pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
+    let target = sqlite_file(config)?;
+    anyhow::ensure!(
+        !target.exists(),
+        "a vault is already at {}: restore into a fresh data directory (move this one away \
+         first)",
+        target.display()
+    );
+    let development = config.master_key.is_none() && config.master_key_file.is_none();
+    anyhow::ensure!(
+        !development || config.data_dir.join("master.key").is_file(),
+        "no master key to check the backup with: set TOKENVAULT_MASTER_KEY_FILE (or \
+         TOKENVAULT_MASTER_KEY), or in development mode put the backup's master.key into {} \
+         first",
+        config.data_dir.display()
+    );
+    let path = from.to_path_buf();
+    let keys = tokio::task::spawn_blocking(move || sqlite_backup::data_keys(&path))
+        .await
+        .context("the restore task")?
+        .map_err(|e| anyhow::anyhow!("{}: {e}", from.display()))?;
+    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
+    let foreign: Vec<_> = keys
+        .iter()
+        .filter(|(tenant, wrapped)| cipher.load_tenant_key(*tenant, wrapped).is_err())
+        .map(|(tenant, _)| *tenant)
+        .collect();
+    if let Some(first) = foreign.first() {
+        anyhow::bail!(
+            "{} of {} tenant keys in {} (first: tenant {first}) do not unwrap under the \
+             configured master key: the backup belongs to another master key. Nothing was \
+             restored.",
+            foreign.len(),
+            keys.len(),
+            from.display()
+        );
+    }
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
+    }
+    let (source, to) = (from.to_path_buf(), target.clone());
+    let copied = tokio::task::spawn_blocking(move || sqlite_backup::copy(&source, &to))
+        .await
+        .context("the restore task")?
+        .map_err(|e| anyhow::anyhow!("restore failed: {e}"))?;
+    Ok(json!({ "restored": target, "tenants": copied.tenants }))
+}
