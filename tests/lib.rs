@@ -3,6 +3,7 @@
 
 pub mod destination;
 pub mod npm;
+pub mod openbao;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -29,3 +29,4 @@ mod tls;
 mod tokens;
 mod tokens_review;
 mod transforms;
+mod transit;

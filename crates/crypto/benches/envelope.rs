@@ -8,6 +8,7 @@
 
 #![allow(missing_docs, clippy::unwrap_used)]
 
+use futures_util::FutureExt as _;
 use std::hint::black_box;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
@@ -39,8 +40,17 @@ fn fingerprint_input() -> Vec<u8> {
 fn loaded_cipher() -> (EnvelopeCipher, Uuid) {
     let cipher = EnvelopeCipher::new(MasterKey::from_bytes([7; 32]), vec![]);
     let tenant = Uuid::new_v4();
-    let wrapped = cipher.new_tenant_key(tenant);
-    cipher.load_tenant_key(tenant, &wrapped).unwrap();
+    // The local wrapping never waits: its futures are ready at once.
+    let wrapped = cipher
+        .new_tenant_key(tenant)
+        .now_or_never()
+        .unwrap()
+        .unwrap();
+    cipher
+        .load_tenant_key(tenant, &wrapped)
+        .now_or_never()
+        .unwrap()
+        .unwrap();
     (cipher, tenant)
 }
 

@@ -1,8 +1,8 @@
 //! Envelope encryption (docs/decisions.md §6): each tenant has a random 256-bit data key, stored wrapped
-//! (AES-256-GCM) under a master key and bound to the tenant id; token fields are sealed with
-//! AES-256-GCM under the data key, bound to tenant, token id and field. Unwrapped keys live in
-//! a cache and are zeroized when dropped. Fingerprints are HMAC-SHA256 under a key derived from
-//! the data key, encoded base58.
+//! by the master key ([`KeyWrapping`]: a local key, or a key manager's) and bound to the tenant
+//! id; token fields are sealed with AES-256-GCM under the data key, bound to tenant, token id and
+//! field. Unwrapped keys live in a cache and are zeroized when dropped. Fingerprints are
+//! HMAC-SHA256 under a key derived from the data key, encoded base58.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,73 +10,17 @@ use std::sync::{Arc, RwLock};
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
-use base64::Engine as _;
+use async_trait::async_trait;
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
-use tokenvault_domain::ports::{Cipher, CipherError};
+use sha2::Sha256;
+use tokenvault_domain::ports::{Cipher, CipherError, KeyWrapping};
 use uuid::Uuid;
 use zeroize::Zeroizing;
 
-const WRAP_VERSION: u8 = 1;
+use crate::master_key::{LocalMasterKeys, MasterKey};
+
 const SEAL_VERSION: u8 = 1;
 const NONCE_LEN: usize = 12;
-const ID_LEN: usize = 8;
-
-/// A 256-bit master key and its short identifier (a hash prefix, safe to store).
-#[derive(Clone)]
-pub struct MasterKey {
-    id: [u8; ID_LEN],
-    key: Zeroizing<[u8; 32]>,
-}
-
-impl fmt::Debug for MasterKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MasterKey({})", hex::encode(self.id))
-    }
-}
-
-impl MasterKey {
-    /// From 32 raw bytes.
-    pub fn from_bytes(bytes: [u8; 32]) -> Self {
-        let digest = Sha256::digest([b"tokenvault-master-key-id".as_slice(), &bytes].concat());
-        let mut id = [0u8; ID_LEN];
-        id.copy_from_slice(&digest[..ID_LEN]);
-        Self {
-            id,
-            key: Zeroizing::new(bytes),
-        }
-    }
-
-    /// From standard base64 of exactly 32 bytes (surrounding whitespace ignored).
-    pub fn from_base64(text: &str) -> Result<Self, String> {
-        let raw = Zeroizing::new(
-            base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .map_err(|_| "the master key is not valid base64".to_string())?,
-        );
-        let bytes: [u8; 32] = raw
-            .as_slice()
-            .try_into()
-            .map_err(|_| "the master key must be 32 bytes".to_string())?;
-        Ok(Self::from_bytes(bytes))
-    }
-
-    /// A fresh random key, as base64 (for development mode and rotation).
-    pub fn generate_base64() -> Zeroizing<String> {
-        let mut bytes = Zeroizing::new([0u8; 32]);
-        rand::fill(&mut *bytes);
-        Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(*bytes))
-    }
-
-    /// The identifier stored with keys wrapped by it.
-    pub fn id_hex(&self) -> String {
-        hex::encode(self.id)
-    }
-
-    fn aead(&self) -> Aes256Gcm {
-        Aes256Gcm::new_from_slice(self.key.as_slice()).expect("32-byte key")
-    }
-}
 
 /// An unwrapped tenant key: the AEAD and the fingerprint MAC, keyed once.
 struct TenantKey {
@@ -84,18 +28,17 @@ struct TenantKey {
     fingerprint: Hmac<Sha256>,
 }
 
-/// The [`Cipher`] port: envelope encryption with a cache of unwrapped tenant keys.
+/// The [`Cipher`] port: envelope encryption with a cache of unwrapped tenant keys, the data
+/// keys wrapped by a [`KeyWrapping`].
 pub struct EnvelopeCipher {
-    current: MasterKey,
-    previous: Vec<MasterKey>,
+    wrapping: Arc<dyn KeyWrapping>,
     cache: RwLock<HashMap<Uuid, Arc<TenantKey>>>,
 }
 
 impl fmt::Debug for EnvelopeCipher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EnvelopeCipher")
-            .field("current", &self.current)
-            .field("previous", &self.previous)
+            .field("wrapping", &self.wrapping)
             .finish_non_exhaustive()
     }
 }
@@ -110,7 +53,13 @@ fn random_nonce() -> [u8; NONCE_LEN] {
     n
 }
 
-fn seal(cipher: &Aes256Gcm, aad: &[u8], plaintext: &[u8], version: u8, prefix: &[u8]) -> Vec<u8> {
+pub(crate) fn seal(
+    cipher: &Aes256Gcm,
+    aad: &[u8],
+    plaintext: &[u8],
+    version: u8,
+    prefix: &[u8],
+) -> Vec<u8> {
     let nonce = random_nonce();
     let ct = cipher
         .encrypt(
@@ -129,7 +78,11 @@ fn seal(cipher: &Aes256Gcm, aad: &[u8], plaintext: &[u8], version: u8, prefix: &
     out
 }
 
-fn open(cipher: &Aes256Gcm, aad: &[u8], nonce_and_ct: &[u8]) -> Result<Vec<u8>, CipherError> {
+pub(crate) fn open(
+    cipher: &Aes256Gcm,
+    aad: &[u8],
+    nonce_and_ct: &[u8],
+) -> Result<Vec<u8>, CipherError> {
     if nonce_and_ct.len() < NONCE_LEN + 16 {
         return Err(CipherError::Corrupt);
     }
@@ -141,52 +94,36 @@ fn open(cipher: &Aes256Gcm, aad: &[u8], nonce_and_ct: &[u8]) -> Result<Vec<u8>, 
 }
 
 impl EnvelopeCipher {
-    /// A cipher that wraps new keys under `current` and also unwraps keys wrapped under any of
-    /// `previous` (during a master key rotation).
+    /// A cipher whose data keys are wrapped by local master keys: new keys under `current`,
+    /// unwrapping under it or any of `previous` (during a master key rotation).
     pub fn new(current: MasterKey, previous: Vec<MasterKey>) -> Self {
+        Self::with_wrapping(Arc::new(LocalMasterKeys::new(current, previous)))
+    }
+
+    /// A cipher whose data keys `wrapping` wraps (a key manager, or a [`WrappingChain`]).
+    ///
+    /// [`WrappingChain`]: crate::WrappingChain
+    pub fn with_wrapping(wrapping: Arc<dyn KeyWrapping>) -> Self {
         Self {
-            current,
-            previous,
+            wrapping,
             cache: RwLock::default(),
         }
     }
 
-    fn master(&self, id: &[u8]) -> Option<&MasterKey> {
-        std::iter::once(&self.current)
-            .chain(self.previous.iter())
-            .find(|m| m.id.as_slice() == id)
-    }
-
-    fn unwrap_key(
+    async fn unwrap_key(
         &self,
         tenant_id: Uuid,
         wrapped: &[u8],
     ) -> Result<Zeroizing<Vec<u8>>, CipherError> {
-        if wrapped.len() < 1 + ID_LEN || wrapped[0] != WRAP_VERSION {
-            return Err(CipherError::Corrupt);
-        }
-        let master = self
-            .master(&wrapped[1..=ID_LEN])
-            .ok_or(CipherError::UnknownMasterKey)?;
-        let key = open(
-            &master.aead(),
-            &wrap_context(tenant_id),
-            &wrapped[1 + ID_LEN..],
-        )?;
+        let key = Zeroizing::new(
+            self.wrapping
+                .unwrap(&wrap_context(tenant_id), wrapped)
+                .await?,
+        );
         if key.len() != 32 {
             return Err(CipherError::Corrupt);
         }
-        Ok(Zeroizing::new(key))
-    }
-
-    fn wrap_key(&self, tenant_id: Uuid, key: &[u8]) -> Vec<u8> {
-        seal(
-            &self.current.aead(),
-            &wrap_context(tenant_id),
-            key,
-            WRAP_VERSION,
-            &self.current.id,
-        )
+        Ok(key)
     }
 
     fn key(&self, tenant_id: Uuid) -> Result<Arc<TenantKey>, CipherError> {
@@ -199,11 +136,14 @@ impl EnvelopeCipher {
     }
 }
 
+#[async_trait]
 impl Cipher for EnvelopeCipher {
-    fn new_tenant_key(&self, tenant_id: Uuid) -> Vec<u8> {
+    async fn new_tenant_key(&self, tenant_id: Uuid) -> Result<Vec<u8>, CipherError> {
         let mut key = Zeroizing::new([0u8; 32]);
         rand::fill(&mut *key);
-        self.wrap_key(tenant_id, key.as_slice())
+        self.wrapping
+            .wrap(&wrap_context(tenant_id), key.as_slice())
+            .await
     }
 
     fn has_tenant_key(&self, tenant_id: Uuid) -> bool {
@@ -213,8 +153,8 @@ impl Cipher for EnvelopeCipher {
             .contains_key(&tenant_id)
     }
 
-    fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError> {
-        let key = self.unwrap_key(tenant_id, wrapped)?;
+    async fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError> {
+        let key = self.unwrap_key(tenant_id, wrapped).await?;
         let fp_key = Zeroizing::new(
             <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&key)
                 .expect("HMAC takes any key length")
@@ -276,18 +216,32 @@ impl Cipher for EnvelopeCipher {
         Ok(bs58::encode(tag).into_string())
     }
 
-    fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError> {
-        if wrapped.get(1..=ID_LEN) == Some(self.current.id.as_slice()) {
+    async fn rewrap(
+        &self,
+        tenant_id: Uuid,
+        wrapped: &[u8],
+    ) -> Result<Option<Vec<u8>>, CipherError> {
+        if self.wrapping.is_current(wrapped).await? {
             return Ok(None);
         }
-        let key = self.unwrap_key(tenant_id, wrapped)?;
-        Ok(Some(self.wrap_key(tenant_id, &key)))
+        let key = self.unwrap_key(tenant_id, wrapped).await?;
+        Ok(Some(
+            self.wrapping
+                .wrap(&wrap_context(tenant_id), key.as_slice())
+                .await?,
+        ))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::FutureExt as _;
+
+    /// The local wrapping never waits: its futures are ready at once.
+    fn now<T>(f: impl std::future::Future<Output = T>) -> T {
+        f.now_or_never().expect("ready at once")
+    }
 
     fn master(b: u8) -> MasterKey {
         MasterKey::from_bytes([b; 32])
@@ -297,12 +251,12 @@ mod tests {
     fn round_trip_bound_to_tenant_and_context() {
         let c = EnvelopeCipher::new(master(1), vec![]);
         let (t1, t2) = (Uuid::new_v4(), Uuid::new_v4());
-        let w1 = c.new_tenant_key(t1);
+        let w1 = now(c.new_tenant_key(t1)).unwrap();
         assert!(matches!(
             c.encrypt(t1, b"ctx", b"x"),
             Err(CipherError::KeyNotLoaded)
         ));
-        c.load_tenant_key(t1, &w1).unwrap();
+        now(c.load_tenant_key(t1, &w1)).unwrap();
         let ct = c.encrypt(t1, b"ctx", b"4242424242424242").unwrap();
         assert!(!ct.windows(4).any(|w| w == b"4242"));
         assert_eq!(c.decrypt(t1, b"ctx", &ct).unwrap(), b"4242424242424242");
@@ -312,7 +266,7 @@ mod tests {
         ));
         // A wrapped key is bound to its tenant.
         assert!(matches!(
-            c.load_tenant_key(t2, &w1),
+            now(c.load_tenant_key(t2, &w1)),
             Err(CipherError::Corrupt)
         ));
         // Tampering is detected.
@@ -326,8 +280,8 @@ mod tests {
     fn fingerprints_are_keyed_per_tenant_and_stable() {
         let c = EnvelopeCipher::new(master(1), vec![]);
         let (t1, t2) = (Uuid::new_v4(), Uuid::new_v4());
-        c.load_tenant_key(t1, &c.new_tenant_key(t1)).unwrap();
-        c.load_tenant_key(t2, &c.new_tenant_key(t2)).unwrap();
+        now(c.load_tenant_key(t1, &now(c.new_tenant_key(t1)).unwrap())).unwrap();
+        now(c.load_tenant_key(t2, &now(c.new_tenant_key(t2)).unwrap())).unwrap();
         let a = c.fingerprint(t1, b"card\x004242").unwrap();
         assert_eq!(a, c.fingerprint(t1, b"card\x004242").unwrap());
         assert_ne!(a, c.fingerprint(t2, b"card\x004242").unwrap());
@@ -339,22 +293,22 @@ mod tests {
     fn rotation_rewraps_under_the_new_master() {
         let t = Uuid::new_v4();
         let old = EnvelopeCipher::new(master(1), vec![]);
-        let wrapped = old.new_tenant_key(t);
-        old.load_tenant_key(t, &wrapped).unwrap();
+        let wrapped = now(old.new_tenant_key(t)).unwrap();
+        now(old.load_tenant_key(t, &wrapped)).unwrap();
         let ct = old.encrypt(t, b"c", b"secret").unwrap();
 
         let rotating = EnvelopeCipher::new(master(2), vec![master(1)]);
-        let rewrapped = rotating.rewrap(t, &wrapped).unwrap().unwrap();
+        let rewrapped = now(rotating.rewrap(t, &wrapped)).unwrap().unwrap();
         assert!(
-            rotating.rewrap(t, &rewrapped).unwrap().is_none(),
+            now(rotating.rewrap(t, &rewrapped)).unwrap().is_none(),
             "already current"
         );
         let new_only = EnvelopeCipher::new(master(2), vec![]);
         assert!(matches!(
-            new_only.load_tenant_key(t, &wrapped),
+            now(new_only.load_tenant_key(t, &wrapped)),
             Err(CipherError::UnknownMasterKey)
         ));
-        new_only.load_tenant_key(t, &rewrapped).unwrap();
+        now(new_only.load_tenant_key(t, &rewrapped)).unwrap();
         assert_eq!(new_only.decrypt(t, b"c", &ct).unwrap(), b"secret");
     }
 

@@ -3,9 +3,13 @@
 //!
 //! [`Cipher`]: tokenvault_domain::ports::Cipher
 
+mod chain;
 mod envelope;
+mod master_key;
 
-pub use envelope::{EnvelopeCipher, MasterKey};
+pub use chain::WrappingChain;
+pub use envelope::EnvelopeCipher;
+pub use master_key::{LocalMasterKeys, MasterKey};
 
 use rand::RngExt;
 use sha2::{Digest, Sha256};

@@ -17,6 +17,7 @@ mod error;
 mod policy;
 mod resolve;
 mod response;
+pub mod transit;
 
 use std::sync::Arc;
 use std::time::Duration;

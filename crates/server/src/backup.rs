@@ -1,17 +1,17 @@
 //! `tokenvault backup <file>` and `tokenvault restore <file>` for a SQLite vault. A backup holds
 //! the database only: the master key is never in it (it is in `TOKENVAULT_MASTER_KEY(_FILE)`,
-//! or in development mode `<data dir>/master.key`, a file the backup leaves out). On PostgreSQL
+//! a key manager, or in development mode `<data dir>/master.key`, a file the backup leaves
+//! out). On PostgreSQL
 //! the database's own tools make the copy (`pg_dump`, docs/operations.md).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokenvault_crypto::EnvelopeCipher;
 use tokenvault_domain::ports::Cipher as _;
 use tokenvault_persistence::sqlite_backup;
 
-use crate::{Config, create_private_dir, current_master_key, previous_master_keys};
+use crate::{Config, create_private_dir};
 
 fn sqlite_file(config: &Config) -> anyhow::Result<PathBuf> {
     sqlite_backup::sqlite_file(&config.effective_database_url()).ok_or_else(|| {
@@ -61,7 +61,9 @@ pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
          first)",
         target.display()
     );
-    let development = config.master_key.is_none() && config.master_key_file.is_none();
+    let development = config.master_key.is_none()
+        && config.master_key_file.is_none()
+        && config.transit_address.is_none();
     anyhow::ensure!(
         !development || config.data_dir.join("master.key").is_file(),
         "no master key to check the backup with: set TOKENVAULT_MASTER_KEY_FILE (or \
@@ -74,12 +76,13 @@ pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
         .await
         .context("the restore task")?
         .map_err(|e| anyhow::anyhow!("{}: {e}", from.display()))?;
-    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
-    let foreign: Vec<_> = keys
-        .iter()
-        .filter(|(tenant, wrapped)| cipher.load_tenant_key(*tenant, wrapped).is_err())
-        .map(|(tenant, _)| *tenant)
-        .collect();
+    let cipher = crate::master_cipher(config).await?;
+    let mut foreign = Vec::new();
+    for (tenant, wrapped) in &keys {
+        if cipher.load_tenant_key(*tenant, wrapped).await.is_err() {
+            foreign.push(*tenant);
+        }
+    }
     if let Some(first) = foreign.first() {
         anyhow::bail!(
             "{} of {} tenant keys in {} (first: tenant {first}) do not unwrap under the \

@@ -111,7 +111,8 @@ pub async fn measure(
         .tenant
         .id;
     let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
-    cipher.load_tenant_key(tenant, &cipher.new_tenant_key(tenant))?;
+    let wrapped = cipher.new_tenant_key(tenant).await?;
+    cipher.load_tenant_key(tenant, &wrapped).await?;
     let cipher = Arc::new(cipher);
     let options = tokenvault_persistence::DbOptions {
         max_connections: config.db_max_connections,
@@ -206,7 +207,7 @@ pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u
         .await?
         .ok_or_else(|| anyhow::anyhow!("no tenant {tenant} with a data key"))?;
     let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
-    cipher.load_tenant_key(tenant, &wrapped)?;
+    cipher.load_tenant_key(tenant, &wrapped).await?;
     let tokens = SeaOrmTokenRepository::new(db.clone());
     let start = SystemClock.now() - time::Duration::days(365);
     let mut added = 0u64;

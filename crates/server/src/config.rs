@@ -34,6 +34,16 @@ pub struct Config {
     /// Comma-separated base64 master keys still accepted for unwrapping, during a rotation
     /// (`TOKENVAULT_PREVIOUS_MASTER_KEYS`).
     pub previous_master_keys: Option<SecretString>,
+    /// A HashiCorp Vault / OpenBao server whose Transit engine holds the master key
+    /// (`TOKENVAULT_TRANSIT_ADDRESS`, `https://vault.internal:8200`): tenant keys are wrapped
+    /// and unwrapped there, and the master key settings above only unwrap older keys.
+    pub transit_address: Option<String>,
+    /// The Transit engine's mount path (`TOKENVAULT_TRANSIT_MOUNT`).
+    pub transit_mount: String,
+    /// The Transit key's name (`TOKENVAULT_TRANSIT_KEY`).
+    pub transit_key: String,
+    /// A file holding the token for Transit (`TOKENVAULT_TRANSIT_TOKEN_FILE`).
+    pub transit_token_file: Option<PathBuf>,
     /// Monthly active tokens included in the plan (`TOKENVAULT_INCLUDED_MONTHLY_ACTIVE_TOKENS`).
     pub included_monthly_active_tokens: u64,
     /// Largest request body in bytes (`TOKENVAULT_BODY_LIMIT`).
@@ -91,6 +101,8 @@ pub struct Config {
 #[derive(Serialize)]
 struct Defaults {
     listen: &'static str,
+    transit_mount: &'static str,
+    transit_key: &'static str,
     data_dir: &'static str,
     body_limit: usize,
     expiry_sweep_secs: u64,
@@ -113,6 +125,8 @@ struct Defaults {
 
 const DEFAULTS: Defaults = Defaults {
     listen: "127.0.0.1:8080",
+    transit_mount: "transit",
+    transit_key: "tokenvault",
     data_dir: "./data",
     body_limit: 1024 * 1024,
     expiry_sweep_secs: 30,
@@ -189,6 +203,10 @@ impl Config {
             master_key: None,
             master_key_file: None,
             previous_master_keys: None,
+            transit_address: None,
+            transit_mount: DEFAULTS.transit_mount.into(),
+            transit_key: DEFAULTS.transit_key.into(),
+            transit_token_file: None,
             included_monthly_active_tokens: DEFAULTS.included_monthly_active_tokens,
             body_limit: DEFAULTS.body_limit,
             expiry_sweep_secs: 1,
@@ -281,6 +299,11 @@ impl Config {
         self.cors_origins()?;
         self.json_logs()?;
         self.tls()?;
+        if self.transit_address.is_some() && self.transit_token_file.is_none() {
+            anyhow::bail!(
+                "TOKENVAULT_TRANSIT_TOKEN_FILE is needed with TOKENVAULT_TRANSIT_ADDRESS"
+            );
+        }
         let port = self.listen.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
         if self.listen.parse::<std::net::SocketAddr>().is_err() && !matches!(port, Some(Ok(_))) {
             anyhow::bail!("TOKENVAULT_LISTEN: {:?} is not host:port", self.listen);
@@ -336,7 +359,9 @@ impl Config {
             },
             None => url.clone(),
         };
-        let master_key = if self.master_key.is_some() {
+        let master_key = if self.transit_address.is_some() {
+            "Transit (TOKENVAULT_TRANSIT_ADDRESS)"
+        } else if self.master_key.is_some() {
             "TOKENVAULT_MASTER_KEY"
         } else if self.master_key_file.is_some() {
             "TOKENVAULT_MASTER_KEY_FILE"
@@ -354,6 +379,10 @@ impl Config {
             "master_key": master_key,
             "master_key_file": self.master_key_file,
             "previous_master_keys": self.previous_master_keys.is_some(),
+            "transit_address": self.transit_address,
+            "transit_mount": self.transit_mount,
+            "transit_key": self.transit_key,
+            "transit_token_file": self.transit_token_file,
             "bootstrap_key": self.bootstrap_key.is_some(),
             "included_monthly_active_tokens": self.included_monthly_active_tokens,
             "body_limit": self.body_limit,

@@ -16,20 +16,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use futures_util::FutureExt as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
 use tokenvault_code::{CodeModules, Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
-use tokenvault_crypto::{EnvelopeCipher, MasterKey, Sha256KeyService};
+use tokenvault_crypto::{
+    EnvelopeCipher, LocalMasterKeys, MasterKey, Sha256KeyService, WrappingChain,
+};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
-use tokenvault_domain::ports::{Cipher as _, Clock, TenantRepository as _};
+use tokenvault_domain::ports::{Cipher as _, Clock, KeyWrapping, TenantRepository as _};
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
 use tokenvault_http::limit::RateLimit;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_http::ready::ReadyChecks;
+use tokenvault_outbound::transit::{TransitKeys, TransitSettings};
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::{DatabaseConnection, StartupLock};
 use tokenvault_persistence::{
@@ -177,8 +181,60 @@ struct Opened {
 
 /// [`open_vault`] with `shared`.
 async fn open_metered_vault(config: &Config, shared: &Shared) -> anyhow::Result<Opened> {
-    let cipher = EnvelopeCipher::new(current_master_key(config)?, previous_master_keys(config)?);
-    open_vault_with(config, cipher, shared).await
+    open_vault_with(config, master_cipher(config).await?, shared).await
+}
+
+/// The cipher of this configuration: tenant keys wrapped by Transit when
+/// `TOKENVAULT_TRANSIT_ADDRESS` is set (checked now: reachable, token accepted, key present),
+/// the local master keys then only unwrapping older tenant keys; else by the local master key.
+pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCipher> {
+    let Some(address) = &config.transit_address else {
+        return Ok(EnvelopeCipher::new(
+            current_master_key(config)?,
+            previous_master_keys(config)?,
+        ));
+    };
+    let token_file = config
+        .transit_token_file
+        .as_ref()
+        .context("TOKENVAULT_TRANSIT_TOKEN_FILE is needed with TOKENVAULT_TRANSIT_ADDRESS")?;
+    warn_if_readable_by_others(token_file);
+    let token =
+        zeroize::Zeroizing::new(std::fs::read_to_string(token_file).with_context(|| {
+            format!(
+                "TOKENVAULT_TRANSIT_TOKEN_FILE: cannot read {}",
+                token_file.display()
+            )
+        })?);
+    let transit = TransitKeys::new(TransitSettings {
+        address: address.clone(),
+        mount: config.transit_mount.clone(),
+        key: config.transit_key.clone(),
+        token,
+        timeout: Duration::from_secs(10),
+    })
+    .map_err(anyhow::Error::msg)?;
+    let version = transit
+        .check()
+        .await
+        .map_err(|e| anyhow::anyhow!("Transit: {e}"))?;
+    tracing::info!(key = %config.transit_key, version, "the master key is in Transit");
+    let mut previous: Vec<Arc<dyn KeyWrapping>> = Vec::new();
+    let local_configured = config.master_key.is_some()
+        || config.master_key_file.is_some()
+        || config.data_dir.join("master.key").is_file();
+    if local_configured {
+        previous.push(Arc::new(LocalMasterKeys::new(
+            current_master_key(config)?,
+            previous_master_keys(config)?,
+        )));
+    } else if let Some((first, rest)) = previous_master_keys(config)?.split_first() {
+        previous.push(Arc::new(LocalMasterKeys::new(first.clone(), rest.to_vec())));
+    }
+    Ok(EnvelopeCipher::with_wrapping(Arc::new(WrappingChain::new(
+        Arc::new(transit),
+        previous,
+    ))))
 }
 
 async fn open_vault_with(
@@ -607,6 +663,23 @@ pub async fn verify_audit(
     Ok((serde_json::json!({ "ok": ok, "tenants": tenants }), ok))
 }
 
+/// `tokenvault keys rotate-master` with the master key in Transit: re-wraps every tenant key
+/// under the Transit key's newest version (rotate it in Transit first), and any tenant key still
+/// wrapped by a local master key (moving a vault to Transit).
+pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Value> {
+    let Opened { vault, .. } =
+        open_vault_with(config, master_cipher(config).await?, &Shared::new(config)).await?;
+    let rewrapped = vault
+        .rotate_master_key()
+        .await
+        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+    Ok(serde_json::json!({
+        "rewrapped_tenant_keys": rewrapped,
+        "master_key": "Transit",
+        "transit_key": config.transit_key,
+    }))
+}
+
 /// `tokenvault keys rotate-master`: re-wraps every tenant key under `new_key` (base64). The
 /// configured master key (and any previous ones) must still unwrap the current keys.
 ///
@@ -654,9 +727,14 @@ pub async fn rotate_master_key(
             .map_err(|e| anyhow::anyhow!("cannot read the tenant keys: {e}"))?;
         files.finish(&current, |key| {
             let only = EnvelopeCipher::new(key.clone(), Vec::new());
-            wrapped
-                .iter()
-                .any(|(tenant, w)| !w.is_empty() && only.load_tenant_key(*tenant, w).is_ok())
+            // A local key unwraps without waiting: its future is ready at once.
+            wrapped.iter().any(|(tenant, w)| {
+                !w.is_empty()
+                    && only
+                        .load_tenant_key(*tenant, w)
+                        .now_or_never()
+                        .is_some_and(|r| r.is_ok())
+            })
         })?;
         printed["master_key_file"] = files.current.display().to_string().into();
     }

@@ -115,7 +115,9 @@ enum KeyCommand {
     /// Re-wrap every tenant key under a new master key while servers keep serving. Then run
     /// the servers with the new key as TOKENVAULT_MASTER_KEY; in development mode (no master
     /// key configured) the data directory's master.key is replaced by the new key instead,
-    /// the old one kept as master.key.previous.
+    /// the old one kept as master.key.previous. With the master key in Transit
+    /// (TOKENVAULT_TRANSIT_ADDRESS): no key file; every tenant key is re-wrapped under the
+    /// Transit key's newest version, and any still under a local master key moves to Transit.
     RotateMaster {
         /// File holding the new master key (base64 of 32 bytes); default $TOKENVAULT_NEW_MASTER_KEY.
         #[arg(long)]
@@ -242,6 +244,18 @@ async fn serve_or_run() -> anyhow::Result<()> {
         } => {
             config.validate()?;
             println!("{}", serde_json::to_string_pretty(&config.summary())?);
+            Ok(())
+        }
+        Command::Keys {
+            command: KeyCommand::RotateMaster { new_key_file },
+        } if config.transit_address.is_some() => {
+            anyhow::ensure!(
+                new_key_file.is_none(),
+                "the master key is in Transit: rotate it there (bao write -f \
+                 <mount>/keys/<key>/rotate), then run this command without a key file"
+            );
+            let printed = tokenvault_server::rotate_in_transit(&config).await?;
+            println!("{}", serde_json::to_string_pretty(&printed)?);
             Ok(())
         }
         Command::Keys {

@@ -14,9 +14,14 @@ impl Vault {
     pub async fn rotate_master_key(&self) -> Result<u64, Error> {
         let mut rewrapped = 0;
         for (tenant_id, wrapped) in self.ports.tenants.data_keys().await? {
-            let fresh = self.ports.cipher.rewrap(tenant_id, &wrapped).map_err(|e| {
-                Error::internal_from(format!("cannot re-wrap the key of tenant {tenant_id}"), e)
-            })?;
+            let fresh = self
+                .ports
+                .cipher
+                .rewrap(tenant_id, &wrapped)
+                .await
+                .map_err(|e| {
+                    Error::internal_from(format!("cannot re-wrap the key of tenant {tenant_id}"), e)
+                })?;
             if let Some(fresh) = fresh
                 && self
                     .ports
@@ -45,6 +50,7 @@ impl Vault {
                 .ports
                 .cipher
                 .load_tenant_key(tenant_id, &wrapped)
+                .await
                 .is_err()
             {
                 foreign.push(tenant_id);

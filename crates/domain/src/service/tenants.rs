@@ -95,7 +95,12 @@ impl Vault {
             expires_at: None,
         };
         let key = key.unwrap_or_else(|| self.ports.keys.generate());
-        let data_key = self.ports.cipher.new_tenant_key(tenant.id);
+        let data_key = self
+            .ports
+            .cipher
+            .new_tenant_key(tenant.id)
+            .await
+            .map_err(|e| Error::internal_from("cannot make the tenant key", e))?;
         self.ports
             .tenants
             .create_with_application(

@@ -88,15 +88,16 @@ mock! {
 
 mock! {
     pub Ciph {}
+    #[async_trait]
     impl Cipher for Ciph {
-        fn new_tenant_key(&self, tenant_id: Uuid) -> Vec<u8>;
+        async fn new_tenant_key(&self, tenant_id: Uuid) -> Result<Vec<u8>, CipherError>;
         fn has_tenant_key(&self, tenant_id: Uuid) -> bool;
-        fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
+        async fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
         fn forget_tenant_key(&self, tenant_id: Uuid);
         fn encrypt(&self, tenant_id: Uuid, context: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CipherError>;
         fn decrypt(&self, tenant_id: Uuid, context: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>, CipherError>;
         fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
-        fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
+        async fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
     }
 }
 
@@ -451,7 +452,9 @@ fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
 
 fn ports(tenants: MockTenants, applications: MockApplications) -> Ports {
     let mut cipher = MockCiph::new();
-    cipher.expect_new_tenant_key().returning(|_| vec![1, 2, 3]);
+    cipher
+        .expect_new_tenant_key()
+        .returning(|_| Ok(vec![1, 2, 3]));
     cipher.expect_forget_tenant_key().return_const(());
     Ports {
         tenants: Arc::new(tenants),

@@ -59,7 +59,12 @@ impl Vault {
             w
         } else {
             // A tenant made before data keys existed gets one now (first writer wins).
-            let fresh = self.ports.cipher.new_tenant_key(tenant_id);
+            let fresh = self
+                .ports
+                .cipher
+                .new_tenant_key(tenant_id)
+                .await
+                .map_err(|e| Error::internal_from("cannot make the tenant key", e))?;
             self.ports
                 .tenants
                 .replace_data_key(tenant_id, &[], &fresh)
@@ -73,6 +78,7 @@ impl Vault {
         self.ports
             .cipher
             .load_tenant_key(tenant_id, &wrapped)
+            .await
             .map_err(|e| Error::internal_from("cannot unwrap the tenant key", e))
     }
 
