@@ -22,20 +22,28 @@ pub trait ReadyCheck: Send + Sync {
     async fn check(&self) -> Result<(), String>;
 }
 
-/// The checks of `GET /ready`, run at once on every request.
+/// How long an answer is reused: `/ready` needs no key, so a flood of probes must not become a
+/// flood of database round trips or worker starts. One probe runs at a time; the others wait
+/// for it and take its answer.
+const REUSE: Duration = Duration::from_secs(1);
+
+/// The checks of `GET /ready`, and the last answer (shared by clones).
 #[derive(Clone, Default)]
-pub struct ReadyChecks(pub Vec<Arc<dyn ReadyCheck>>);
+pub struct ReadyChecks {
+    checks: Vec<Arc<dyn ReadyCheck>>,
+    last: Arc<tokio::sync::Mutex<Option<(tokio::time::Instant, Readiness)>>>,
+}
 
 impl std::fmt::Debug for ReadyChecks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|c| c.name()))
+            .entries(self.checks.iter().map(|c| c.name()))
             .finish()
     }
 }
 
 /// `GET /ready`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct Readiness {
     /// `ready`, or `unavailable` when a check failed.
     pub status: &'static str,
@@ -45,9 +53,30 @@ pub struct Readiness {
 }
 
 impl ReadyChecks {
-    /// Runs every check at once, each bounded at 2 s.
+    /// These checks.
+    pub fn new(checks: Vec<Arc<dyn ReadyCheck>>) -> Self {
+        Self {
+            checks,
+            last: Arc::default(),
+        }
+    }
+
+    /// The answer: the last one if younger than a second, else every check run at once, each
+    /// bounded at 2 s.
     pub async fn run(&self) -> Readiness {
-        let outcomes = futures_util::future::join_all(self.0.iter().map(|c| async move {
+        let mut last = self.last.lock().await;
+        if let Some((at, readiness)) = last.as_ref()
+            && at.elapsed() < REUSE
+        {
+            return readiness.clone();
+        }
+        let readiness = self.probe().await;
+        *last = Some((tokio::time::Instant::now(), readiness.clone()));
+        readiness
+    }
+
+    async fn probe(&self) -> Readiness {
+        let outcomes = futures_util::future::join_all(self.checks.iter().map(|c| async move {
             let outcome = match tokio::time::timeout(CHECK_TIMEOUT, c.check()).await {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => Err(e),
@@ -112,7 +141,40 @@ pub async fn ready(checks: web::Data<ReadyChecks>) -> HttpResponse {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
+
+    /// Counts its runs.
+    struct Counted(Arc<AtomicUsize>);
+
+    #[async_trait::async_trait]
+    impl ReadyCheck for Counted {
+        fn name(&self) -> &'static str {
+            "counted"
+        }
+        async fn check(&self) -> Result<(), String> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_flood_of_probes_runs_the_checks_once_a_second() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let checks = ReadyChecks::new(vec![Arc::new(Counted(runs.clone()))]);
+        let answers = futures_util::future::join_all((0..100).map(|_| checks.run())).await;
+        assert!(answers.iter().all(|r| r.status == "ready"));
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "one probe for 100 requests");
+        tokio::time::sleep(REUSE).await;
+        checks.run().await;
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            2,
+            "a fresh probe after a second"
+        );
+    }
 
     struct Fixed(&'static str, Result<(), String>);
 
@@ -140,14 +202,14 @@ mod tests {
 
     #[tokio::test]
     async fn ready_only_when_every_check_passes() {
-        let all_ok = ReadyChecks(vec![
+        let all_ok = ReadyChecks::new(vec![
             Arc::new(Fixed("database", Ok(()))),
             Arc::new(Fixed("code_workers", Ok(()))),
         ]);
         let r = all_ok.run().await;
         assert_eq!(r.status, "ready");
         assert_eq!(r.checks["database"], "ok");
-        let one_down = ReadyChecks(vec![
+        let one_down = ReadyChecks::new(vec![
             Arc::new(Fixed(
                 "database",
                 Err("postgres://secret@db refused".into()),
@@ -167,7 +229,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_check_that_hangs_counts_as_down() {
-        let r = ReadyChecks(vec![Arc::new(Hangs)]).run().await;
+        let r = ReadyChecks::new(vec![Arc::new(Hangs)]).run().await;
         assert_eq!(r.status, "unavailable");
         assert_eq!(r.checks["slow"], "down");
     }

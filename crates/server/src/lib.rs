@@ -558,7 +558,7 @@ pub async fn run(
         cors_origins: config.cors_origins()?,
         tls: config.tls()?,
         metrics: shared.metrics.clone(),
-        ready: ReadyChecks(vec![
+        ready: ReadyChecks::new(vec![
             Arc::new(ready::DatabaseReady(db.clone())),
             Arc::new(ready::WorkersReady(code)),
         ]),
