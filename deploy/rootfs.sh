@@ -41,7 +41,7 @@ if [ -e "$out" ]; then
         if grep -q " $(cd "$out" && pwd -P)/" /proc/self/mounts 2>/dev/null; then
             die "something is mounted under $out: unmount it first"
         fi
-        rm -rf "$out"
+        rm -rf --one-file-system "$out"
     elif [ -n "$(ls -A "$out")" ]; then
         die "$out exists, is not empty and was not made by this script"
     fi

@@ -108,6 +108,15 @@ async fn a_backup_under_load_restores_every_acknowledged_token() {
     assert!(err.contains("master.key"), "{err}");
     assert!(!bare_dir.join("tokenvault.db").exists());
 
+    // A journal of an earlier vault beside the target: refused (it would be replayed).
+    let (stale, stale_dir) = fresh_config(Some(&master));
+    std::fs::create_dir_all(&stale_dir).unwrap();
+    std::fs::write(stale_dir.join("tokenvault.db-wal"), b"old frames").unwrap();
+    let err = restore(&stale, &file).await.unwrap_err().to_string();
+    assert!(err.contains("earlier vault"), "{err}");
+    assert!(!stale_dir.join("tokenvault.db").exists());
+    let _ = std::fs::remove_dir_all(stale_dir);
+
     // The right key, a fresh data dir: every token acknowledged before the copy reads back.
     let (config, dir) = fresh_config(Some(&master));
     let restored = restore(&config, &file).await.unwrap();

@@ -148,6 +148,8 @@ struct Pool {
     /// Calls waiting for a worker, at most `queue`.
     waiting: std::sync::atomic::AtomicUsize,
     queue: usize,
+    /// A replacement started by a readiness check is on its way.
+    replacing: std::sync::atomic::AtomicBool,
     gates: Gates,
     /// The first frame every worker gets: limits and the operator's modules, encoded once.
     init: Vec<u8>,
@@ -188,6 +190,7 @@ impl QuickJsRunner {
             slots: Semaphore::new(workers),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             queue,
+            replacing: std::sync::atomic::AtomicBool::new(false),
             idle: Mutex::new(Vec::with_capacity(workers)),
             settings,
         });
@@ -204,12 +207,13 @@ impl QuickJsRunner {
     }
 
     /// Readiness: `Ok` while a call could run. Idle workers that died are dropped; when no
-    /// worker is left alive (idle or busy), one is started now, and the error says why it could
-    /// not be. A pool whose workers are all busy is ready: calls queue for them.
+    /// worker is left alive (idle or busy), one replacement is started in the background (one
+    /// at a time, however often this is asked) and the answer is an error until it is ready. A
+    /// pool whose workers are all busy is ready: calls queue for them.
     ///
     /// # Errors
-    /// No worker is alive and none can be started.
-    pub async fn check_ready(&self) -> Result<(), String> {
+    /// No worker is alive.
+    pub fn check_ready(&self) -> Result<(), String> {
         let alive = {
             let mut idle = self.pool.idle();
             idle.retain_mut(|w| matches!(w.child.try_wait(), Ok(None)));
@@ -220,9 +224,28 @@ impl QuickJsRunner {
         if alive + busy > 0 {
             return Ok(());
         }
-        let worker = self.pool.spawn().await?;
-        self.pool.give_back(worker);
-        Ok(())
+        if !self
+            .pool
+            .replacing
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let pool = self.pool.clone();
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    match pool.spawn().await {
+                        Ok(worker) => pool.give_back(worker),
+                        Err(e) => tracing::error!(error = %e, "cannot start a code worker"),
+                    }
+                    pool.replacing
+                        .store(false, std::sync::atomic::Ordering::SeqCst);
+                });
+            } else {
+                self.pool
+                    .replacing
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        Err("no code worker is alive; one is starting".into())
     }
 
     /// The process ids of the workers idle now (for tests that look at them).

@@ -22,6 +22,9 @@ use zeroize::Zeroizing;
 /// The prefix of every Transit ciphertext.
 const PREFIX: &[u8] = b"vault:v";
 
+/// The largest answer read from Transit.
+const MAX_ANSWER: usize = 64 * 1024;
+
 /// Where the key lives and how to reach it.
 pub struct TransitSettings {
     /// `https://vault.internal:8200` (or `http://` on loopback for development).
@@ -32,6 +35,9 @@ pub struct TransitSettings {
     pub key: String,
     /// A token allowed `encrypt`, `decrypt` on the key and `read` on its configuration.
     pub token: Zeroizing<String>,
+    /// The file the token was read from: read again when Transit refuses the token (a token
+    /// renewed into the file by Vault Agent, say, is taken without a restart).
+    pub token_file: Option<std::path::PathBuf>,
     /// How long one call may take.
     pub timeout: Duration,
 }
@@ -43,7 +49,8 @@ pub struct TransitKeys {
     /// `<address>/v1/<mount>`.
     base: String,
     key: String,
-    token: Arc<Zeroizing<String>>,
+    token: Arc<std::sync::RwLock<Arc<Zeroizing<String>>>>,
+    token_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for TransitKeys {
@@ -73,9 +80,26 @@ impl TransitKeys {
         let address = settings.address.trim_end_matches('/');
         let url = url::Url::parse(address)
             .map_err(|e| format!("TOKENVAULT_TRANSIT_ADDRESS {address:?}: {e}"))?;
-        if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        if !matches!(url.scheme(), "http" | "https")
+            || url.host().is_none()
+            || !url.username().is_empty()
+            || url.password().is_some()
+        {
+            return Err(
+                "TOKENVAULT_TRANSIT_ADDRESS is not http(s)://host[:port] (without credentials)"
+                    .into(),
+            );
+        }
+        let loopback = match url.host() {
+            Some(url::Host::Domain(d)) => d == "localhost",
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        };
+        if url.scheme() == "http" && !loopback {
             return Err(format!(
-                "TOKENVAULT_TRANSIT_ADDRESS {address:?} is not http(s)://host[:port]"
+                "TOKENVAULT_TRANSIT_ADDRESS {address:?}: plain http carries the token in clear; \
+                 use https (http only on loopback)"
             ));
         }
         if !is_name(&settings.mount) {
@@ -103,7 +127,10 @@ impl TransitKeys {
             client,
             base: format!("{address}/v1/{}", settings.mount),
             key: settings.key,
-            token: Arc::new(Zeroizing::new(settings.token.trim().to_string())),
+            token: Arc::new(std::sync::RwLock::new(Arc::new(Zeroizing::new(
+                settings.token.trim().to_string(),
+            )))),
+            token_file: settings.token_file,
         })
     }
 
@@ -126,40 +153,99 @@ impl TransitKeys {
                 ),
                 e => e.to_string(),
             })?;
-        if data["supports_encryption"] == json!(false) {
-            return Err(format!("the Transit key {:?} cannot encrypt", self.key));
+        // The tenant binding is `associated_data`, which Transit honours for AEAD keys only.
+        if !matches!(
+            data["type"].as_str(),
+            Some("aes256-gcm96" | "aes128-gcm96" | "chacha20-poly1305")
+        ) {
+            return Err(format!(
+                "the Transit key {:?} is of type {}; it must be aes256-gcm96",
+                self.key, data["type"]
+            ));
         }
         data["latest_version"]
             .as_u64()
             .ok_or_else(|| "Transit's key answer has no latest_version".to_string())
     }
 
-    /// One call; the answer's `data`.
+    fn token(&self) -> Arc<Zeroizing<String>> {
+        self.token
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads the token file again; whether it held another token.
+    fn reload_token(&self) -> bool {
+        let Some(file) = &self.token_file else {
+            return false;
+        };
+        let Ok(text) = std::fs::read_to_string(file) else {
+            return false;
+        };
+        let fresh = Zeroizing::new(text.trim().to_string());
+        let mut token = self
+            .token
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if fresh.is_empty() || fresh.as_str() == token.as_str() {
+            return false;
+        }
+        *token = Arc::new(fresh);
+        tracing::info!("the Transit token was read again from its file");
+        true
+    }
+
+    /// One call; the answer's `data`. A refused token is read again from its file once.
     async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, CipherError> {
+        match self.call_once(method.clone(), path, body.as_ref()).await {
+            Err(CipherError::KeyManager(why)) if why.starts_with("403") && self.reload_token() => {
+                self.call_once(method, path, body.as_ref()).await
+            }
+            done => done,
+        }
+    }
+
+    async fn call_once(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, CipherError> {
+        let mut token =
+            reqwest::header::HeaderValue::from_str(self.token().as_str()).map_err(|_| {
+                CipherError::KeyManager("the Transit token is not a header value".into())
+            })?;
+        token.set_sensitive(true);
         let mut request = self
             .client
             .request(method, format!("{}/{path}", self.base))
-            .header("X-Vault-Token", self.token.as_str());
+            .header("X-Vault-Token", token);
         if let Some(body) = body {
-            request = request.json(&body);
+            request = request.json(body);
         }
-        let response = request
+        let mut response = request
             .send()
             .await
             .map_err(|e| CipherError::KeyManager(format!("no answer from {}: {e}", self.base)))?;
         let status = response.status();
-        let bytes = Zeroizing::new(
-            response
-                .bytes()
-                .await
-                .map_err(|e| CipherError::KeyManager(format!("a cut answer: {e}")))?
-                .to_vec(),
-        );
+        // Transit's answers are small; a larger one is not read to its end.
+        let mut bytes = Zeroizing::new(Vec::new());
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| CipherError::KeyManager(format!("a cut answer: {e}")))?
+        {
+            if bytes.len() + chunk.len() > MAX_ANSWER {
+                return Err(CipherError::KeyManager("an answer over 64 KiB".into()));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if status.is_success() {
             return Ok(answer.get("data").cloned().unwrap_or(Value::Null));
@@ -251,6 +337,7 @@ mod tests {
             mount: "transit".into(),
             key: key.into(),
             token: Zeroizing::new("s.token".into()),
+            token_file: None,
             timeout: Duration::from_secs(1),
         }
     }
@@ -258,9 +345,16 @@ mod tests {
     #[test]
     fn settings_are_checked_and_the_token_hidden() {
         let keys = TransitKeys::new(settings("http://127.0.0.1:8200/", "tokenvault")).unwrap();
+        assert!(TransitKeys::new(settings("https://vault.internal:8200", "k")).is_ok());
         assert_eq!(keys.base, "http://127.0.0.1:8200/v1/transit");
         assert!(!format!("{keys:?}").contains("s.token"));
-        for bad in ["ftp://x", "not a url", "http://"] {
+        for bad in [
+            "ftp://x",
+            "not a url",
+            "http://",
+            "http://vault.internal:8200",
+            "https://user:pw@vault.internal",
+        ] {
             assert!(TransitKeys::new(settings(bad, "k")).is_err(), "{bad}");
         }
         for bad in ["", "a/b", "..", "k?x=1", "k#", "k y"] {

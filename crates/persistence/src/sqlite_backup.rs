@@ -52,6 +52,9 @@ pub fn copy(from: &Path, to: &Path) -> Result<Copied, String> {
         .map_err(|e| backup_err(&e))?;
     let partial = partial_name(to);
     let _ = std::fs::remove_file(&partial);
+    // Created here, owner-only and new (never through a file or link placed beforehand):
+    // SQLite keeps an existing file's mode, and gives its journal the same.
+    create_private(&partial)?;
     let mut target = Connection::open(&partial).map_err(|e| format!("{}: {e}", to.display()))?;
     let pages = {
         let backup = Backup::new(&source, &mut target).map_err(|e| backup_err(&e))?;
@@ -76,11 +79,32 @@ pub fn copy(from: &Path, to: &Path) -> Result<Copied, String> {
     target
         .pragma_update(None, "journal_mode", "DELETE")
         .map_err(|e| backup_err(&e))?;
-    let tenants = check(&target)?.len();
+    let checked = check(&target);
     drop(target);
+    let tenants = match checked {
+        Ok(keys) => keys.len(),
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
     sync_file(&partial)?;
-    std::fs::rename(&partial, to).map_err(|e| format!("{}: {e}", to.display()))?;
+    // A hard link fails when `to` appeared meanwhile: a copy never replaces a file.
+    let linked = std::fs::hard_link(&partial, to).map_err(|e| format!("{}: {e}", to.display()));
+    let _ = std::fs::remove_file(&partial);
+    linked?;
     Ok(Copied { pages, tenants })
+}
+
+fn create_private(path: &Path) -> Result<(), String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(path)
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// `<file>.partial`: where a copy is made before it gets its name.
@@ -105,19 +129,26 @@ fn check(conn: &Connection) -> Result<Vec<(Uuid, Vec<u8>)>, String> {
         return Err(format!("the database is damaged: {verdict}"));
     }
     let mut statement = conn
-        .prepare("SELECT id, data_key FROM tenants WHERE data_key IS NOT NULL")
+        .prepare("SELECT id, data_key FROM tenants")
         .map_err(|e| format!("not a TokenVault database: {e}"))?;
     let rows = statement
         .query_map([], |r| {
-            Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?))
+            Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Option<Vec<u8>>>(1)?))
         })
         .map_err(|e| backup_err(&e))?;
-    rows.map(|row| {
-        let (id, key) = row.map_err(|e| backup_err(&e))?;
-        let id = Uuid::from_slice(&id).map_err(|e| format!("a tenant id: {e}"))?;
-        Ok((id, key))
-    })
-    .collect()
+    let keys: Vec<(Uuid, Vec<u8>)> = rows
+        .map(|row| {
+            let (id, key) = row.map_err(|e| backup_err(&e))?;
+            let id = Uuid::from_slice(&id).map_err(|e| format!("a tenant id: {e}"))?;
+            // Every tenant has a wrapped key since its creation; one without could take a
+            // fresh key at first use, under whatever master key reads this file.
+            match key {
+                Some(key) if !key.is_empty() => Ok((id, key)),
+                _ => Err(format!("tenant {id} has no data key")),
+            }
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(keys)
 }
 
 /// The tenants' wrapped data keys of the backup at `path`, after checking it is sound.
@@ -131,7 +162,15 @@ pub fn data_keys(path: &Path) -> Result<Vec<(Uuid, Vec<u8>)>, String> {
     }
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    check(&conn)
+    // A backup is a file from elsewhere: no function of its schema (views, triggers) runs.
+    conn.pragma_update(None, "trusted_schema", false)
+        .map_err(|e| backup_err(&e))?;
+    let keys = check(&conn)?;
+    // Nothing to check the master key against: a restore of it proves nothing.
+    if keys.is_empty() {
+        return Err("it holds no tenant".into());
+    }
+    Ok(keys)
 }
 
 #[cfg(test)]
@@ -169,6 +208,21 @@ mod tests {
         assert_eq!(data_keys(&to).unwrap(), vec![(id, vec![1, 2, 3])]);
         assert!(copy(&from, &to).unwrap_err().contains("exists"));
         assert!(!partial_name(&to).exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&to).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "a backup is owner-only");
+        }
+        // A tenant without a data key could take one under any master key: refused.
+        live.execute(
+            "INSERT INTO tenants VALUES (?1, NULL)",
+            [Uuid::new_v4().as_bytes().to_vec()],
+        )
+        .unwrap();
+        let keyless = dir.join("keyless.db");
+        assert!(copy(&from, &keyless).unwrap_err().contains("no data key"));
+        assert!(!keyless.exists() && !partial_name(&keyless).exists());
         std::fs::write(
             dir.join("junk.db"),
             b"not a database at all, not even close",

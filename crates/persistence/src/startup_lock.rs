@@ -31,12 +31,31 @@ impl StartupLock {
             .connect()
             .await
             .map_err(|e| ConnectError::Migrate(format!("startup lock: {e}")))?;
-        sqlx::query("SELECT pg_advisory_lock($1)")
-            .bind(KEY)
-            .execute(&mut conn)
-            .await
-            .map_err(|e| ConnectError::Migrate(format!("startup lock: {e}")))?;
-        Ok(Self(Some(conn)))
+        // Polled rather than waited on, so that a lock held elsewhere (another instance's
+        // migration, or any session of the database taking this key) is told in the log.
+        let started = std::time::Instant::now();
+        let mut told = std::time::Duration::ZERO;
+        loop {
+            let (taken,): (bool,) = sqlx::query_as("SELECT pg_try_advisory_lock($1)")
+                .bind(KEY)
+                .fetch_one(&mut conn)
+                .await
+                .map_err(|e| ConnectError::Migrate(format!("startup lock: {e}")))?;
+            if taken {
+                return Ok(Self(Some(conn)));
+            }
+            let waited = started.elapsed();
+            if waited >= told + std::time::Duration::from_secs(10) {
+                told = waited;
+                tracing::warn!(
+                    waited_secs = waited.as_secs(),
+                    key = KEY,
+                    "waiting for the startup lock (another instance is migrating or \
+                     bootstrapping, or a session holds pg_advisory_lock of this key)"
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
     }
 
     /// Releases the lock now (dropping the guard also does, by closing its connection).

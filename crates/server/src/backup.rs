@@ -61,6 +61,18 @@ pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
          first)",
         target.display()
     );
+    // A journal left by an earlier vault would be replayed onto the restored file.
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = target.as_os_str().to_owned();
+        name.push(suffix);
+        let beside = PathBuf::from(name);
+        anyhow::ensure!(
+            !beside.exists(),
+            "{} is left from an earlier vault and would be replayed onto the restored one: \
+             move it away with that vault",
+            beside.display()
+        );
+    }
     let development = config.master_key.is_none()
         && config.master_key_file.is_none()
         && config.transit_address.is_none();
@@ -71,19 +83,39 @@ pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
          first",
         config.data_dir.display()
     );
-    let path = from.to_path_buf();
-    let keys = tokio::task::spawn_blocking(move || sqlite_backup::data_keys(&path))
-        .await
-        .context("the restore task")?
-        .map_err(|e| anyhow::anyhow!("{}: {e}", from.display()))?;
-    let cipher = crate::master_cipher(config).await?;
-    let mut foreign = Vec::new();
-    for (tenant, wrapped) in &keys {
-        if cipher.load_tenant_key(*tenant, wrapped).await.is_err() {
-            foreign.push(*tenant);
-        }
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)?;
     }
+    // The checks read the copy that is put in place, not the file given (which could change
+    // in between): copied beside the target first, then checked, then linked into place.
+    let mut staged = target.as_os_str().to_owned();
+    staged.push(".restoring");
+    let staged = PathBuf::from(staged);
+    let _ = std::fs::remove_file(&staged);
+    let (source, to) = (from.to_path_buf(), staged.clone());
+    let copied = tokio::task::spawn_blocking(move || {
+        sqlite_backup::copy(&source, &to)?;
+        sqlite_backup::data_keys(&to)
+    })
+    .await
+    .context("the restore task")?
+    .map_err(|e| anyhow::anyhow!("{}: {e}", from.display()));
+    let keys = match copied {
+        Ok(keys) => keys,
+        Err(e) => {
+            let _ = std::fs::remove_file(&staged);
+            return Err(e);
+        }
+    };
+    let foreign = match foreign_keys(config, &keys).await {
+        Ok(foreign) => foreign,
+        Err(e) => {
+            let _ = std::fs::remove_file(&staged);
+            return Err(e);
+        }
+    };
     if let Some(first) = foreign.first() {
+        let _ = std::fs::remove_file(&staged);
         anyhow::bail!(
             "{} of {} tenant keys in {} (first: tenant {first}) do not unwrap under the \
              configured master key: the backup belongs to another master key. Nothing was \
@@ -93,13 +125,24 @@ pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
             from.display()
         );
     }
-    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_private_dir(dir)?;
+    // A hard link fails if a vault appeared at the target meanwhile: never replaced.
+    let linked = std::fs::hard_link(&staged, &target);
+    let _ = std::fs::remove_file(&staged);
+    linked.with_context(|| format!("cannot put the vault at {}", target.display()))?;
+    Ok(json!({ "restored": target, "tenants": keys.len() }))
+}
+
+/// The tenants whose key does not unwrap under the configured master keys.
+async fn foreign_keys(
+    config: &Config,
+    keys: &[(uuid::Uuid, Vec<u8>)],
+) -> anyhow::Result<Vec<uuid::Uuid>> {
+    let cipher = crate::master_cipher(config).await?;
+    let mut foreign = Vec::new();
+    for (tenant, wrapped) in keys {
+        if cipher.load_tenant_key(*tenant, wrapped).await.is_err() {
+            foreign.push(*tenant);
+        }
     }
-    let (source, to) = (from.to_path_buf(), target.clone());
-    let copied = tokio::task::spawn_blocking(move || sqlite_backup::copy(&source, &to))
-        .await
-        .context("the restore task")?
-        .map_err(|e| anyhow::anyhow!("restore failed: {e}"))?;
-    Ok(json!({ "restored": target, "tenants": copied.tenants }))
+    Ok(foreign)
 }

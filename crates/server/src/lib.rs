@@ -211,6 +211,7 @@ pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCip
         mount: config.transit_mount.clone(),
         key: config.transit_key.clone(),
         token,
+        token_file: Some(token_file.clone()),
         timeout: Duration::from_secs(10),
     })
     .map_err(anyhow::Error::msg)?;
@@ -220,16 +221,13 @@ pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCip
         .map_err(|e| anyhow::anyhow!("Transit: {e}"))?;
     tracing::info!(key = %config.transit_key, version, "the master key is in Transit");
     let mut previous: Vec<Arc<dyn KeyWrapping>> = Vec::new();
-    let local_configured = config.master_key.is_some()
-        || config.master_key_file.is_some()
-        || config.data_dir.join("master.key").is_file();
-    if local_configured {
+    // Local keys only when named: a development master.key left in the data directory is not
+    // taken silently (whoever held it could slip in a tenant key wrapped under it).
+    if config.master_key.is_some() || config.master_key_file.is_some() {
         previous.push(Arc::new(LocalMasterKeys::new(
             current_master_key(config)?,
             previous_master_keys(config)?,
         )));
-    } else if let Some((first, rest)) = previous_master_keys(config)?.split_first() {
-        previous.push(Arc::new(LocalMasterKeys::new(first.clone(), rest.to_vec())));
     }
     Ok(EnvelopeCipher::with_wrapping(Arc::new(WrappingChain::new(
         Arc::new(transit),

@@ -18,7 +18,7 @@ impl ReadyCheck for DatabaseReady {
     }
 }
 
-/// A code worker is alive or can be started ([`QuickJsRunner::check_ready`]).
+/// A code worker is alive ([`QuickJsRunner::check_ready`], which starts one when none is).
 pub struct WorkersReady(pub QuickJsRunner);
 
 #[async_trait::async_trait]
@@ -28,6 +28,6 @@ impl ReadyCheck for WorkersReady {
     }
 
     async fn check(&self) -> Result<(), String> {
-        self.0.check_ready().await
+        self.0.check_ready()
     }
 }

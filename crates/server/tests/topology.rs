@@ -157,7 +157,7 @@ async fn killing_one_instance_under_load_loses_no_acknowledged_token() {
             .arg("-f")
             .arg(&config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(data.join("haproxy.log")).expect("a log file"))
             .spawn()
             .expect("haproxy starts"),
     );
