@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use aes_gcm::aead::{Aead, KeyInit, Payload};
-use aes_gcm::{Aes256Gcm, Nonce};
+use aes_gcm::Aes256Gcm;
+use aes_gcm::aead::KeyInit;
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -17,10 +17,10 @@ use tokenvault_domain::ports::{Cipher, CipherError, KeyWrapping};
 use uuid::Uuid;
 use zeroize::Zeroizing;
 
+use crate::aead::{open, seal};
 use crate::master_key::{LocalMasterKeys, MasterKey};
 
 const SEAL_VERSION: u8 = 1;
-const NONCE_LEN: usize = 12;
 
 /// An unwrapped tenant key: the AEAD and the fingerprint MAC, keyed once.
 struct TenantKey {
@@ -45,52 +45,6 @@ impl fmt::Debug for EnvelopeCipher {
 
 fn wrap_context(tenant_id: Uuid) -> Vec<u8> {
     format!("tokenvault:tenant-key:v1:{tenant_id}").into_bytes()
-}
-
-fn random_nonce() -> [u8; NONCE_LEN] {
-    let mut n = [0u8; NONCE_LEN];
-    rand::fill(&mut n);
-    n
-}
-
-pub(crate) fn seal(
-    cipher: &Aes256Gcm,
-    aad: &[u8],
-    plaintext: &[u8],
-    version: u8,
-    prefix: &[u8],
-) -> Vec<u8> {
-    let nonce = random_nonce();
-    let ct = cipher
-        .encrypt(
-            &Nonce::from(nonce),
-            Payload {
-                msg: plaintext,
-                aad,
-            },
-        )
-        .expect("AES-GCM encryption does not fail for in-memory buffers");
-    let mut out = Vec::with_capacity(1 + prefix.len() + NONCE_LEN + ct.len());
-    out.push(version);
-    out.extend_from_slice(prefix);
-    out.extend_from_slice(&nonce);
-    out.extend_from_slice(&ct);
-    out
-}
-
-pub(crate) fn open(
-    cipher: &Aes256Gcm,
-    aad: &[u8],
-    nonce_and_ct: &[u8],
-) -> Result<Vec<u8>, CipherError> {
-    if nonce_and_ct.len() < NONCE_LEN + 16 {
-        return Err(CipherError::Corrupt);
-    }
-    let (nonce, ct) = nonce_and_ct.split_at(NONCE_LEN);
-    let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| CipherError::Corrupt)?;
-    cipher
-        .decrypt(&Nonce::from(nonce), Payload { msg: ct, aad })
-        .map_err(|_| CipherError::Corrupt)
 }
 
 impl EnvelopeCipher {

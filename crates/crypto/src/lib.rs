@@ -3,6 +3,7 @@
 //!
 //! [`Cipher`]: tokenvault_domain::ports::Cipher
 
+mod aead;
 mod chain;
 mod envelope;
 mod master_key;

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokenvault_domain::ports::{CipherError, KeyWrapping};
 use zeroize::Zeroizing;
 
-use crate::envelope::{open, seal};
+use crate::aead::{open, seal};
 
 /// The first byte of a key wrapped by a local master key.
 const WRAP_VERSION: u8 = 1;
