@@ -8,8 +8,9 @@ use figment::{Figment, Provider};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-/// Everything the server needs to start.
-#[derive(Clone, Debug, Deserialize)]
+/// Everything the server needs to start. `Debug` shows [`Config::summary`]: no secret, and a
+/// database URL without its password.
+#[derive(Clone, Deserialize)]
 pub struct Config {
     /// Address to listen on (`TOKENVAULT_LISTEN`).
     pub listen: String,
@@ -146,6 +147,12 @@ const DEFAULTS: Defaults = Defaults {
     rate_limit_per_second: 0,
     cors_origins: "",
 };
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Config {}", self.summary())
+    }
+}
 
 impl Config {
     /// Loads the layers. `file` is required when given explicitly; otherwise
@@ -438,7 +445,10 @@ mod tests {
         let mut config = Config::for_tests("sqlite://x".into(), "d".into());
         config.bootstrap_key = Some(SecretString::from("key_secretsecretsecretsecretsecret12"));
         config.master_key = Some(SecretString::from("bWFzdGVy"));
+        config.database_url = Some("postgres://vault:hunter2@db.internal:5432/vault".into());
         let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("db.internal"), "{shown}");
         assert!(!shown.contains("secretsecret"));
         assert!(!shown.contains("bWFzdGVy"));
         assert_eq!(config.master_key.unwrap().expose_secret(), "bWFzdGVy");
