@@ -7,6 +7,8 @@ pub mod config;
 mod config_keys;
 mod dev_key;
 pub mod healthcheck;
+mod jobs;
+mod keys;
 mod ready;
 pub mod tenant_commands;
 
@@ -16,24 +18,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use futures_util::FutureExt as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
 use tokenvault_code::{CodeModules, Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
-use tokenvault_crypto::{
-    EnvelopeCipher, LocalMasterKeys, MasterKey, Sha256KeyService, WrappingChain,
-};
+use tokenvault_crypto::{EnvelopeCipher, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
-use tokenvault_domain::ports::{Cipher as _, Clock, KeyWrapping, TenantRepository as _};
+use tokenvault_domain::ports::Clock;
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;
 use tokenvault_http::limit::RateLimit;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_http::ready::ReadyChecks;
-use tokenvault_outbound::transit::{TransitKeys, TransitSettings};
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 use tokenvault_persistence::{DatabaseConnection, StartupLock};
 use tokenvault_persistence::{
@@ -45,6 +43,9 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 pub use config::Config;
+use jobs::{flush_activity, flush_audit, keep_statistics, sweep_expired};
+use keys::{create_private_dir, master_cipher, previous_master_keys};
+pub use keys::{current_master_key, rotate_in_transit, rotate_master_key};
 
 /// Wall-clock time (microsecond precision, as the databases keep) and UUIDv7 identifiers.
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,92 +61,6 @@ impl Clock for SystemClock {
     fn new_id(&self) -> Uuid {
         Uuid::now_v7()
     }
-}
-
-/// The master key in effect: `TOKENVAULT_MASTER_KEY`, else `TOKENVAULT_MASTER_KEY_FILE`, else
-/// (development mode) `<data_dir>/master.key`, generated with mode 0600 on first use.
-pub fn current_master_key(config: &Config) -> anyhow::Result<MasterKey> {
-    if let Some(key) = &config.master_key {
-        return MasterKey::from_base64(key.expose_secret()).map_err(anyhow::Error::msg);
-    }
-    if let Some(path) = &config.master_key_file {
-        warn_if_readable_by_others(path);
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the master key file {}", path.display()))?;
-        return MasterKey::from_base64(&text).map_err(anyhow::Error::msg);
-    }
-    let path = config.data_dir.join("master.key");
-    if !path.exists() {
-        create_private_dir(&config.data_dir)?;
-        let key = MasterKey::generate_base64();
-        write_private(&path, key.as_bytes())?;
-        tracing::warn!(
-            path = %path.display(),
-            "development mode: generated a master key; set TOKENVAULT_MASTER_KEY or TOKENVAULT_MASTER_KEY_FILE in production"
-        );
-    }
-    let text = std::fs::read_to_string(&path)?;
-    MasterKey::from_base64(&text).map_err(anyhow::Error::msg)
-}
-
-/// Creates the data directory owner-only (0700). An existing directory is left as it is.
-fn create_private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(dir)
-        .with_context(|| format!("cannot create the data directory {}", dir.display()))
-}
-
-/// Warns when a master key file may be read by users other than its owner.
-fn warn_if_readable_by_others(path: &std::path::Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        if let Ok(meta) = std::fs::metadata(path)
-            && meta.permissions().mode() & 0o077 != 0
-        {
-            tracing::warn!(
-                path = %path.display(),
-                "the master key file is readable by other users; make it 0600"
-            );
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-}
-
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path)?;
-    file.write_all(bytes)?;
-    Ok(())
-}
-
-/// The master keys accepted for unwrapping besides the current one:
-/// `TOKENVAULT_PREVIOUS_MASTER_KEYS`, and in development mode `<data_dir>/master.key.previous`
-/// and the staged key of a rotation that did not finish (`dev_key`).
-fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
-    let mut keys: Vec<MasterKey> = config.previous_master_keys.as_ref().map_or_else(
-        || Ok(Vec::new()),
-        |list| {
-            list.expose_secret()
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(|k| MasterKey::from_base64(k).map_err(anyhow::Error::msg))
-                .collect::<anyhow::Result<_>>()
-        },
-    )?;
-    if let Some(files) = dev_key::DevKeyFiles::of(config) {
-        keys.extend(files.previous_keys()?);
-    }
-    Ok(keys)
 }
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.
@@ -182,57 +97,6 @@ struct Opened {
 /// [`open_vault`] with `shared`.
 async fn open_metered_vault(config: &Config, shared: &Shared) -> anyhow::Result<Opened> {
     open_vault_with(config, master_cipher(config).await?, shared).await
-}
-
-/// The cipher of this configuration: tenant keys wrapped by Transit when
-/// `TOKENVAULT_TRANSIT_ADDRESS` is set (checked now: reachable, token accepted, key present),
-/// the local master keys then only unwrapping older tenant keys; else by the local master key.
-pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCipher> {
-    let Some(address) = &config.transit_address else {
-        return Ok(EnvelopeCipher::new(
-            current_master_key(config)?,
-            previous_master_keys(config)?,
-        ));
-    };
-    let token_file = config
-        .transit_token_file
-        .as_ref()
-        .context("TOKENVAULT_TRANSIT_TOKEN_FILE is needed with TOKENVAULT_TRANSIT_ADDRESS")?;
-    warn_if_readable_by_others(token_file);
-    let token =
-        zeroize::Zeroizing::new(std::fs::read_to_string(token_file).with_context(|| {
-            format!(
-                "TOKENVAULT_TRANSIT_TOKEN_FILE: cannot read {}",
-                token_file.display()
-            )
-        })?);
-    let transit = TransitKeys::new(TransitSettings {
-        address: address.clone(),
-        mount: config.transit_mount.clone(),
-        key: config.transit_key.clone(),
-        token,
-        token_file: Some(token_file.clone()),
-        timeout: Duration::from_secs(10),
-    })
-    .map_err(anyhow::Error::msg)?;
-    let version = transit
-        .check()
-        .await
-        .map_err(|e| anyhow::anyhow!("Transit: {e}"))?;
-    tracing::info!(key = %config.transit_key, version, "the master key is in Transit");
-    let mut previous: Vec<Arc<dyn KeyWrapping>> = Vec::new();
-    // Local keys only when named: a development master.key left in the data directory is not
-    // taken silently (whoever held it could slip in a tenant key wrapped under it).
-    if config.master_key.is_some() || config.master_key_file.is_some() {
-        previous.push(Arc::new(LocalMasterKeys::new(
-            current_master_key(config)?,
-            previous_master_keys(config)?,
-        )));
-    }
-    Ok(EnvelopeCipher::with_wrapping(Arc::new(WrappingChain::new(
-        Arc::new(transit),
-        previous,
-    ))))
 }
 
 async fn open_vault_with(
@@ -397,139 +261,6 @@ async fn bootstrap(vault: &Vault, config: &Config) -> anyhow::Result<()> {
     }
 }
 
-async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch::Receiver<bool>) {
-    let mut ticker = tokio::time::interval(every);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                match vault.purge_expired_applications().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(deleted = n, "expired applications deleted"),
-                    Err(e) => tracing::warn!(error = %e, "application expiry sweep failed"),
-                }
-                match vault.purge_expired_tokens().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(deleted = n, "expired tokens deleted"),
-                    Err(e) => tracing::warn!(error = %e, "token expiry sweep failed"),
-                }
-                match vault.purge_expired_sessions().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(deleted = n, "expired sessions deleted"),
-                    Err(e) => tracing::warn!(error = %e, "session expiry sweep failed"),
-                }
-                match vault.purge_idempotency().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(deleted = n, "expired idempotency records deleted"),
-                    Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
-                }
-            }
-            _ = stop.changed() => break,
-        }
-    }
-}
-
-/// On PostgreSQL, analyzes the tables that changed much since their last analysis every 10 s
-/// (`analyze_changed_tables`): the planner's choices stay right where autovacuum is off or has
-/// not come round yet. (On SQLite each round does nothing.)
-async fn keep_statistics(db: DatabaseConnection, mut stop: watch::Receiver<bool>) {
-    let mut ticker = tokio::time::interval(Duration::from_secs(10));
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                match tokenvault_persistence::analyze_changed_tables(&db).await {
-                    Ok(tables) if tables.is_empty() => {}
-                    Ok(tables) => tracing::debug!(?tables, "planner statistics refreshed"),
-                    Err(e) => tracing::warn!(error = %e, "refreshing planner statistics failed"),
-                }
-            }
-            _ = stop.changed() => break,
-        }
-    }
-}
-
-/// Writes buffered token activity (monthly active tokens) once a second, and once more at stop.
-async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>) {
-    let mut ticker = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                if let Err(e) = vault.flush_activity().await {
-                    tracing::warn!(error = %e, "activity flush failed");
-                }
-            }
-            _ = stop.changed() => break,
-        }
-    }
-    last_flush("activity", || vault.flush_activity()).await;
-}
-
-/// How many times the last flush at stop is tried. A failed flush keeps its events, and the
-/// pool may hand the last one a connection opened by an HTTP worker that has stopped (its
-/// runtime gone, it fails once and is dropped): a second try gets another.
-const FINAL_FLUSH_ATTEMPTS: u32 = 3;
-/// The pause between two of those tries.
-const FINAL_FLUSH_PAUSE: Duration = Duration::from_millis(100);
-/// The longest the last flushes may hold up the stop (a database that is down).
-const FINAL_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
-
-/// The last `what` flush at stop: up to [`FINAL_FLUSH_ATTEMPTS`] tries, [`FINAL_FLUSH_PAUSE`]
-/// apart, within [`FINAL_FLUSH_DEADLINE`].
-async fn last_flush<T, F: Future<Output = Result<T, tokenvault_domain::Error>>>(
-    what: &str,
-    flush: impl Fn() -> F,
-) {
-    let tries = async {
-        for attempt in 1..=FINAL_FLUSH_ATTEMPTS {
-            match flush().await {
-                Ok(_) => return,
-                Err(e) => tracing::warn!(error = %e, attempt, what, "final flush failed"),
-            }
-            tokio::time::sleep(FINAL_FLUSH_PAUSE).await;
-        }
-    };
-    if tokio::time::timeout(FINAL_FLUSH_DEADLINE, tries)
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            what,
-            "the final flush did not finish in time; its events are lost"
-        );
-    }
-}
-
-/// Appends buffered audit events to their tenants' chains every 200 ms, or as soon as
-/// [`AUDIT_BATCH`] are waiting, and once more at stop (a crash loses at most the last 200 ms of
-/// entries).
-async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
-    let mut ticker = tokio::time::interval(AUDIT_POLL);
-    let mut last = tokio::time::Instant::now();
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                if last.elapsed() < AUDIT_EVERY && vault.audit_backlog() < AUDIT_BATCH {
-                    continue;
-                }
-                last = tokio::time::Instant::now();
-                if let Err(e) = vault.flush_audit().await {
-                    tracing::warn!(error = %e, "audit flush failed");
-                }
-            }
-            _ = stop.changed() => break,
-        }
-    }
-    last_flush("audit", || vault.flush_audit()).await;
-}
-
-/// The longest an audit event waits in memory before its flush starts.
-const AUDIT_EVERY: Duration = Duration::from_millis(200);
-/// A backlog that is flushed at once: on SQLite a flush holds the one write lock for its whole
-/// transaction, so bounding its size bounds how long token inserts wait behind it (the p99 of
-/// `POST /tokens`, docs/performance.md).
-const AUDIT_BATCH: usize = 128;
-/// How often the backlog is looked at.
-const AUDIT_POLL: Duration = Duration::from_millis(10);
-
 /// Runs the server on `listener` until `shutdown` resolves; in-flight requests then finish,
 /// changes whose client left included (each wait bounded by the shutdown timeout).
 /// Applies migrations and bootstraps first.
@@ -659,82 +390,4 @@ pub async fn verify_audit(
         })
         .collect();
     Ok((serde_json::json!({ "ok": ok, "tenants": tenants }), ok))
-}
-
-/// `tokenvault keys rotate-master` with the master key in Transit: re-wraps every tenant key
-/// under the Transit key's newest version (rotate it in Transit first), and any tenant key still
-/// wrapped by a local master key (moving a vault to Transit).
-pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Value> {
-    let Opened { vault, .. } =
-        open_vault_with(config, master_cipher(config).await?, &Shared::new(config)).await?;
-    let rewrapped = vault
-        .rotate_master_key()
-        .await
-        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
-    Ok(serde_json::json!({
-        "rewrapped_tenant_keys": rewrapped,
-        "master_key": "Transit",
-        "transit_key": config.transit_key,
-    }))
-}
-
-/// `tokenvault keys rotate-master`: re-wraps every tenant key under `new_key` (base64). The
-/// configured master key (and any previous ones) must still unwrap the current keys.
-///
-/// In development mode (no master key configured) the data directory's `master.key` is
-/// replaced too, in the steps of `dev_key`: the new key is staged in `master.key.new` before
-/// the re-wrap, and once it is done the old key moves to `master.key.previous` and the new one
-/// to `master.key`. With a configured key the files are the operator's: nothing is written.
-pub async fn rotate_master_key(
-    config: &Config,
-    new_key: &str,
-) -> anyhow::Result<serde_json::Value> {
-    let new = MasterKey::from_base64(new_key).map_err(anyhow::Error::msg)?;
-    let current = current_master_key(config)?;
-    let mut accepted = vec![current.clone()];
-    accepted.extend(previous_master_keys(config)?);
-    let id = new.id_hex();
-    let files = dev_key::DevKeyFiles::of(config);
-    let replaces_file = files.is_some() && id != current.id_hex();
-    if let Some(files) = &files {
-        if replaces_file {
-            files.stage(&new, new_key)?;
-        } else {
-            // Already the current key: nothing to replace, but never beside a staged other key.
-            files.refuse_other_staged(&new)?;
-        }
-    }
-    let Opened { vault, db, .. } = open_vault_with(
-        config,
-        EnvelopeCipher::new(new.clone(), accepted),
-        &Shared::new(config),
-    )
-    .await?;
-    let rewrapped = vault
-        .rotate_master_key()
-        .await
-        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
-    let mut printed =
-        serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id });
-    if let Some(files) = files.filter(|_| replaces_file) {
-        // A key of the old `master.key.previous` is kept only while a tenant key the re-wrap
-        // left behind (changed meanwhile, see `Vault::rotate_master_key`) still needs it.
-        let wrapped = SeaOrmTenantRepository::new(db)
-            .data_keys()
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot read the tenant keys: {e}"))?;
-        files.finish(&current, |key| {
-            let only = EnvelopeCipher::new(key.clone(), Vec::new());
-            // A local key unwraps without waiting: its future is ready at once.
-            wrapped.iter().any(|(tenant, w)| {
-                !w.is_empty()
-                    && only
-                        .load_tenant_key(*tenant, w)
-                        .now_or_never()
-                        .is_some_and(|r| r.is_ok())
-            })
-        })?;
-        printed["master_key_file"] = files.current.display().to_string().into();
-    }
-    Ok(printed)
 }

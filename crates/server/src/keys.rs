@@ -1,0 +1,230 @@
+//! The master key: local (the environment, a file, or in development mode `<data dir>/master.key`)
+//! or in Transit, the cipher built on it, and `tokenvault keys rotate-master`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures_util::FutureExt as _;
+use secrecy::ExposeSecret;
+use tokenvault_crypto::{EnvelopeCipher, LocalMasterKeys, MasterKey, WrappingChain};
+use tokenvault_domain::ports::{Cipher as _, KeyWrapping, TenantRepository as _};
+use tokenvault_outbound::transit::{TransitKeys, TransitSettings};
+use tokenvault_persistence::SeaOrmTenantRepository;
+
+use crate::{Config, Opened, Shared, dev_key, open_vault_with};
+
+/// The master key in effect: `TOKENVAULT_MASTER_KEY`, else `TOKENVAULT_MASTER_KEY_FILE`, else
+/// (development mode) `<data_dir>/master.key`, generated with mode 0600 on first use.
+pub fn current_master_key(config: &Config) -> anyhow::Result<MasterKey> {
+    if let Some(key) = &config.master_key {
+        return MasterKey::from_base64(key.expose_secret()).map_err(anyhow::Error::msg);
+    }
+    if let Some(path) = &config.master_key_file {
+        warn_if_readable_by_others(path);
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the master key file {}", path.display()))?;
+        return MasterKey::from_base64(&text).map_err(anyhow::Error::msg);
+    }
+    let path = config.data_dir.join("master.key");
+    if !path.exists() {
+        create_private_dir(&config.data_dir)?;
+        let key = MasterKey::generate_base64();
+        write_private(&path, key.as_bytes())?;
+        tracing::warn!(
+            path = %path.display(),
+            "development mode: generated a master key; set TOKENVAULT_MASTER_KEY or TOKENVAULT_MASTER_KEY_FILE in production"
+        );
+    }
+    let text = std::fs::read_to_string(&path)?;
+    MasterKey::from_base64(&text).map_err(anyhow::Error::msg)
+}
+
+/// Creates the data directory owner-only (0700). An existing directory is left as it is.
+pub(crate) fn create_private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("cannot create the data directory {}", dir.display()))
+}
+
+/// Warns when a master key file may be read by users other than its owner.
+pub(crate) fn warn_if_readable_by_others(path: &std::path::Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                path = %path.display(),
+                "the master key file is readable by other users; make it 0600"
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)?;
+    Ok(())
+}
+
+/// The master keys accepted for unwrapping besides the current one:
+/// `TOKENVAULT_PREVIOUS_MASTER_KEYS`, and in development mode `<data_dir>/master.key.previous`
+/// and the staged key of a rotation that did not finish (`dev_key`).
+pub(crate) fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
+    let mut keys: Vec<MasterKey> = config.previous_master_keys.as_ref().map_or_else(
+        || Ok(Vec::new()),
+        |list| {
+            list.expose_secret()
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|k| MasterKey::from_base64(k).map_err(anyhow::Error::msg))
+                .collect::<anyhow::Result<_>>()
+        },
+    )?;
+    if let Some(files) = dev_key::DevKeyFiles::of(config) {
+        keys.extend(files.previous_keys()?);
+    }
+    Ok(keys)
+}
+
+/// The cipher of this configuration: tenant keys wrapped by Transit when
+/// `TOKENVAULT_TRANSIT_ADDRESS` is set (checked now: reachable, token accepted, key present),
+/// the local master keys then only unwrapping older tenant keys; else by the local master key.
+pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCipher> {
+    let Some(address) = &config.transit_address else {
+        return Ok(EnvelopeCipher::new(
+            current_master_key(config)?,
+            previous_master_keys(config)?,
+        ));
+    };
+    let token_file = config
+        .transit_token_file
+        .as_ref()
+        .context("TOKENVAULT_TRANSIT_TOKEN_FILE is needed with TOKENVAULT_TRANSIT_ADDRESS")?;
+    warn_if_readable_by_others(token_file);
+    let token =
+        zeroize::Zeroizing::new(std::fs::read_to_string(token_file).with_context(|| {
+            format!(
+                "TOKENVAULT_TRANSIT_TOKEN_FILE: cannot read {}",
+                token_file.display()
+            )
+        })?);
+    let transit = TransitKeys::new(TransitSettings {
+        address: address.clone(),
+        mount: config.transit_mount.clone(),
+        key: config.transit_key.clone(),
+        token,
+        token_file: Some(token_file.clone()),
+        timeout: Duration::from_secs(10),
+    })
+    .map_err(anyhow::Error::msg)?;
+    let version = transit
+        .check()
+        .await
+        .map_err(|e| anyhow::anyhow!("Transit: {e}"))?;
+    tracing::info!(key = %config.transit_key, version, "the master key is in Transit");
+    let mut previous: Vec<Arc<dyn KeyWrapping>> = Vec::new();
+    // Local keys only when named: a development master.key left in the data directory is not
+    // taken silently (whoever held it could slip in a tenant key wrapped under it).
+    if config.master_key.is_some() || config.master_key_file.is_some() {
+        previous.push(Arc::new(LocalMasterKeys::new(
+            current_master_key(config)?,
+            previous_master_keys(config)?,
+        )));
+    }
+    Ok(EnvelopeCipher::with_wrapping(Arc::new(WrappingChain::new(
+        Arc::new(transit),
+        previous,
+    ))))
+}
+
+/// `tokenvault keys rotate-master` with the master key in Transit: re-wraps every tenant key
+/// under the Transit key's newest version (rotate it in Transit first), and any tenant key still
+/// wrapped by a local master key (moving a vault to Transit).
+pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Value> {
+    let Opened { vault, .. } =
+        open_vault_with(config, master_cipher(config).await?, &Shared::new(config)).await?;
+    let rewrapped = vault
+        .rotate_master_key()
+        .await
+        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+    Ok(serde_json::json!({
+        "rewrapped_tenant_keys": rewrapped,
+        "master_key": "Transit",
+        "transit_key": config.transit_key,
+    }))
+}
+
+/// `tokenvault keys rotate-master`: re-wraps every tenant key under `new_key` (base64). The
+/// configured master key (and any previous ones) must still unwrap the current keys.
+///
+/// In development mode (no master key configured) the data directory's `master.key` is
+/// replaced too, in the steps of `dev_key`: the new key is staged in `master.key.new` before
+/// the re-wrap, and once it is done the old key moves to `master.key.previous` and the new one
+/// to `master.key`. With a configured key the files are the operator's: nothing is written.
+pub async fn rotate_master_key(
+    config: &Config,
+    new_key: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let new = MasterKey::from_base64(new_key).map_err(anyhow::Error::msg)?;
+    let current = current_master_key(config)?;
+    let mut accepted = vec![current.clone()];
+    accepted.extend(previous_master_keys(config)?);
+    let id = new.id_hex();
+    let files = dev_key::DevKeyFiles::of(config);
+    let replaces_file = files.is_some() && id != current.id_hex();
+    if let Some(files) = &files {
+        if replaces_file {
+            files.stage(&new, new_key)?;
+        } else {
+            // Already the current key: nothing to replace, but never beside a staged other key.
+            files.refuse_other_staged(&new)?;
+        }
+    }
+    let Opened { vault, db, .. } = open_vault_with(
+        config,
+        EnvelopeCipher::new(new.clone(), accepted),
+        &Shared::new(config),
+    )
+    .await?;
+    let rewrapped = vault
+        .rotate_master_key()
+        .await
+        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+    let mut printed =
+        serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id });
+    if let Some(files) = files.filter(|_| replaces_file) {
+        // A key of the old `master.key.previous` is kept only while a tenant key the re-wrap
+        // left behind (changed meanwhile, see `Vault::rotate_master_key`) still needs it.
+        let wrapped = SeaOrmTenantRepository::new(db)
+            .data_keys()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot read the tenant keys: {e}"))?;
+        files.finish(&current, |key| {
+            let only = EnvelopeCipher::new(key.clone(), Vec::new());
+            // A local key unwraps without waiting: its future is ready at once.
+            wrapped.iter().any(|(tenant, w)| {
+                !w.is_empty()
+                    && only
+                        .load_tenant_key(*tenant, w)
+                        .now_or_never()
+                        .is_some_and(|r| r.is_ok())
+            })
+        })?;
+        printed["master_key_file"] = files.current.display().to_string().into();
+    }
+    Ok(printed)
+}
