@@ -250,6 +250,18 @@ impl TestApp {
         res.json().await.expect("json")
     }
 
+    /// Creates an application with another tenant's management `key`; returns its JSON.
+    pub async fn create_app_as(&self, key: &str, body: &Value) -> Value {
+        let res = self
+            .request_as(Some(key), Method::POST, "/applications")
+            .json(body)
+            .send()
+            .await
+            .expect("POST /applications");
+        assert_eq!(res.status(), 201, "create application");
+        res.json().await.expect("json")
+    }
+
     /// Creates an application of `ty` with `permissions`.
     pub async fn app(&self, ty: &str, permissions: &[&str]) -> Value {
         self.create_app(&serde_json::json!({

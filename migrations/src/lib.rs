@@ -16,6 +16,8 @@ mod m20261130_000010_tokens_count_index;
 mod m20261201_000011_partial_token_indexes;
 mod m20261202_000012_token_counts;
 mod m20261203_000013_token_version_and_dedup_choice;
+mod m20261204_000014_tenant_keys;
+mod m20261205_000015_tenant_tombstones;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -37,6 +39,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000011_partial_token_indexes::Migration),
             Box::new(m20261202_000012_token_counts::Migration),
             Box::new(m20261203_000013_token_version_and_dedup_choice::Migration),
+            Box::new(m20261204_000014_tenant_keys::Migration),
+            Box::new(m20261205_000015_tenant_tombstones::Migration),
         ]
     }
 }

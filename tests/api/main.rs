@@ -24,6 +24,7 @@ mod reactors;
 mod readiness;
 mod render_budget;
 mod sessions;
+mod tenant_delete;
 mod tenants;
 mod tls;
 mod tokens;

@@ -219,15 +219,12 @@ async fn operator_lists_shows_and_deletes_tenants() {
     on_each_backend(async |app| {
         let (doomed, key) = app.new_tenant(&unique("doomed")).await;
         let doomed_id: uuid::Uuid = doomed["id"].as_str().unwrap().parse().unwrap();
-        let writer: Value = app
-            .request_as(Some(&key), Method::POST, "/applications")
-            .json(&json!({"name": "w", "type": "private", "permissions": ["token:create"]}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let writer = app
+            .create_app_as(
+                &key,
+                &json!({"name": "w", "type": "private", "permissions": ["token:create"]}),
+            )
+            .await;
         let writer_key = writer["key"].as_str().unwrap();
         for data in ["a", "b"] {
             let res = app

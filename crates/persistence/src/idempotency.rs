@@ -42,6 +42,7 @@ impl SeaOrmIdempotencyRepository {
         stale_before: OffsetDateTime,
     ) -> Result<Option<Claim>, RepoError> {
         Entity::delete_many()
+            .filter(Column::TenantId.eq(key.tenant_id))
             .filter(Column::ApplicationId.eq(key.application_id))
             .filter(Column::Key.eq(key.key.as_str()))
             .filter(
@@ -66,9 +67,9 @@ impl SeaOrmIdempotencyRepository {
         };
         let inserted = match Entity::insert(row)
             .on_conflict(
-                OnConflict::columns([Column::ApplicationId, Column::Key])
-                    .do_nothing()
-                    .to_owned(),
+                // The key's only unique index: its primary key, which starts with the tenant
+                // on PostgreSQL (migration 14) and not on SQLite.
+                OnConflict::new().do_nothing().to_owned(),
             )
             .exec_without_returning(&self.db)
             .await
@@ -81,6 +82,7 @@ impl SeaOrmIdempotencyRepository {
             return Ok(Some(Claim::Claimed));
         }
         let found = Entity::find()
+            .filter(Column::TenantId.eq(key.tenant_id))
             .filter(Column::ApplicationId.eq(key.application_id))
             .filter(Column::Key.eq(key.key.as_str()))
             .one(&self.db)
@@ -128,6 +130,7 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
     async fn complete(&self, key: &IdempotencyKey, response: &[u8]) -> Result<(), RepoError> {
         Entity::update_many()
             .col_expr(Column::Response, Expr::value(response.to_vec()))
+            .filter(Column::TenantId.eq(key.tenant_id))
             .filter(Column::ApplicationId.eq(key.application_id))
             .filter(Column::Key.eq(key.key.as_str()))
             .exec(&self.db)
@@ -147,6 +150,7 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
 
     async fn release(&self, key: &IdempotencyKey) -> Result<(), RepoError> {
         Entity::delete_many()
+            .filter(Column::TenantId.eq(key.tenant_id))
             .filter(Column::ApplicationId.eq(key.application_id))
             .filter(Column::Key.eq(key.key.as_str()))
             .filter(Column::Response.is_null())

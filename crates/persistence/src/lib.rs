@@ -25,6 +25,7 @@ pub mod sqlite_backup;
 mod stamp;
 mod startup_lock;
 mod supervise;
+mod tenant_purge;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;

@@ -128,8 +128,22 @@ fn check(conn: &Connection) -> Result<Vec<(Uuid, Vec<u8>)>, String> {
     if verdict != "ok" {
         return Err(format!("the database is damaged: {verdict}"));
     }
+    // A deleted tenant (a tombstone whose rows are being purged) has no key any more; a
+    // backup made before tombstones existed has no such column.
+    let tombstones: bool = conn
+        .query_row(
+            "SELECT COUNT(*) > 0 FROM pragma_table_info('tenants') WHERE name = 'deleted_at'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| backup_err(&e))?;
+    let live = if tombstones {
+        "SELECT id, data_key FROM tenants WHERE deleted_at IS NULL"
+    } else {
+        "SELECT id, data_key FROM tenants"
+    };
     let mut statement = conn
-        .prepare("SELECT id, data_key FROM tenants")
+        .prepare(live)
         .map_err(|e| format!("not a TokenVault database: {e}"))?;
     let rows = statement
         .query_map([], |r| {

@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rusqlite::Row;
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, TransactionTrait,
 };
+use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::ports::TenantRepository;
@@ -22,7 +23,8 @@ use crate::reads::Reads;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
 
-/// Tenants in the `tenants` table; deleting one cascades to everything it owns.
+/// Tenants in the `tenants` table; a deleted one is a tombstone until its rows are purged
+/// (`tenant_purge.rs`).
 #[derive(Clone, Debug)]
 pub struct SeaOrmTenantRepository {
     db: DatabaseConnection,
@@ -45,7 +47,8 @@ impl SeaOrmTenantRepository {
 
 /// The wrapped data key is not read: `get` does not return it (`data_key` does).
 const TENANT_BY_ID: &str = "SELECT id, owner_id, name, fingerprint_tokens, deduplicate_tokens, \
-     created_by, created_at, modified_by, modified_at FROM tenants WHERE id = ?1";
+     created_by, created_at, modified_by, modified_at FROM tenants \
+     WHERE id = ?1 AND deleted_at IS NULL";
 
 fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
     Ok(tenant::Model {
@@ -59,6 +62,7 @@ fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
         modified_by: opt_uuid_at(row, 7)?,
         modified_at: opt_time_at(row, 8)?,
         data_key: None,
+        deleted_at: None,
     })
 }
 
@@ -99,6 +103,7 @@ impl TenantRepository for SeaOrmTenantRepository {
             modified_by: Set(tenant.modified_by),
             modified_at: Set(tenant.modified_at.map(stamp)),
             data_key: Set(Some(wrapped_data_key.to_vec())),
+            deleted_at: Set(None),
         })
         .exec_without_returning(&txn)
         .await
@@ -119,6 +124,7 @@ impl TenantRepository for SeaOrmTenantRepository {
             return Ok(found?.map(to_domain));
         }
         Ok(tenant::Entity::find_by_id(id)
+            .filter(tenant::Column::DeletedAt.is_null())
             .one(&self.reads)
             .await
             .map_err(repo_err)?
@@ -142,32 +148,24 @@ impl TenantRepository for SeaOrmTenantRepository {
                 Expr::value(tenant.modified_at.map(stamp)),
             )
             .filter(tenant::Column::Id.eq(tenant.id))
+            .filter(tenant::Column::DeletedAt.is_null())
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
         Ok(result.rows_affected > 0)
     }
 
-    async fn delete(&self, id: Uuid) -> Result<bool, RepoError> {
-        // Foreign keys cascade (SQLite connections enable them), so one statement removes the
-        // tenant and everything it owns; its token counts have no foreign key (migration 12)
-        // and go in the same transaction.
-        let txn = self.db.begin().await.map_err(repo_err)?;
-        let result = tenant::Entity::delete_by_id(id)
-            .exec(&txn)
-            .await
-            .map_err(repo_err)?;
-        let counts = Query::delete()
-            .from_table(Alias::new("token_counts"))
-            .and_where(Expr::col(Alias::new("tenant_id")).eq(id))
-            .to_owned();
-        txn.execute(&counts).await.map_err(repo_err)?;
-        txn.commit().await.map_err(repo_err)?;
-        Ok(result.rows_affected > 0)
+    async fn delete(&self, id: Uuid, at: OffsetDateTime) -> Result<bool, RepoError> {
+        crate::tenant_purge::retire(&self.db, id, at).await
+    }
+
+    async fn purge_deleted(&self, batch: u64) -> Result<u64, RepoError> {
+        crate::tenant_purge::purge_batch(&self.db, batch).await
     }
 
     async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError> {
         let found: Option<Option<Vec<u8>>> = tenant::Entity::find_by_id(id)
+            .filter(tenant::Column::DeletedAt.is_null())
             .select_only()
             .column(tenant::Column::DataKey)
             .into_tuple()
@@ -179,6 +177,7 @@ impl TenantRepository for SeaOrmTenantRepository {
 
     async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError> {
         let rows: Vec<(Uuid, Option<Vec<u8>>)> = tenant::Entity::find()
+            .filter(tenant::Column::DeletedAt.is_null())
             .select_only()
             .column(tenant::Column::Id)
             .column(tenant::Column::DataKey)
@@ -195,7 +194,8 @@ impl TenantRepository for SeaOrmTenantRepository {
     async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError> {
         let mut update = tenant::Entity::update_many()
             .col_expr(tenant::Column::DataKey, Expr::value(new.to_vec()))
-            .filter(tenant::Column::Id.eq(id));
+            .filter(tenant::Column::Id.eq(id))
+            .filter(tenant::Column::DeletedAt.is_null());
         update = if old.is_empty() {
             update.filter(tenant::Column::DataKey.is_null())
         } else {
@@ -207,6 +207,7 @@ impl TenantRepository for SeaOrmTenantRepository {
 
     async fn any(&self) -> Result<bool, RepoError> {
         let found: Option<Uuid> = tenant::Entity::find()
+            .filter(tenant::Column::DeletedAt.is_null())
             .select_only()
             .column(tenant::Column::Id)
             .limit(1)
@@ -219,6 +220,7 @@ impl TenantRepository for SeaOrmTenantRepository {
 
     async fn list(&self) -> Result<Vec<Tenant>, RepoError> {
         Ok(tenant::Entity::find()
+            .filter(tenant::Column::DeletedAt.is_null())
             .order_by_asc(tenant::Column::CreatedAt)
             .order_by_asc(tenant::Column::Id)
             .all(&self.db)

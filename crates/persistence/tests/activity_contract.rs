@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
-use tokenvault_domain::ports::{TenantRepository, TokenRepository};
+use tokenvault_domain::ports::TokenRepository;
 
 mod common;
 
@@ -18,8 +18,10 @@ async fn activity_recorded_while_its_tenant_is_deleted_keeps_the_other_tenants_r
                 .map(|i| (doomed, month.clone(), format!("d-{i}")))
                 .collect();
             entries.extend((0..50).map(|i| (r.tenant, month.clone(), format!("k-{round}-{i}"))));
-            let (recorded, deleted) =
-                tokio::join!(r.tokens.record_activity(&entries), r.tenants.delete(doomed));
+            let (recorded, deleted) = tokio::join!(
+                r.tokens.record_activity(&entries),
+                common::delete_tenant_purged(&r.tenants, doomed)
+            );
             recorded.unwrap();
             assert!(deleted.unwrap(), "the delete goes through");
             assert_eq!(r.tokens.count_active(doomed, &month).await.unwrap(), 0);

@@ -8,7 +8,7 @@ use time::{Duration, OffsetDateTime};
 use tokenvault_domain::audit::AppendOutcome::{Appended, HeadMoved, SeqTaken};
 use tokenvault_domain::audit::{AuditEntry, AuditFilter, AuditHead, StoredEvent};
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{AuditRepository, TenantRepository};
+use tokenvault_domain::ports::AuditRepository;
 use tokenvault_persistence::testing::{TestDatabase, backends};
 use tokenvault_persistence::{SeaOrmAuditRepository, SeaOrmTenantRepository};
 use uuid::Uuid;
@@ -547,7 +547,7 @@ async fn deleting_the_tenant_removes_its_log() {
         both.sort_unstable();
         assert_eq!(r.audit.tenants().await.unwrap(), both);
 
-        assert!(r.tenants.delete(r.tenant).await.unwrap());
+        assert!(common::delete_tenant(&r.tenants, r.tenant).await);
         assert_eq!(r.audit.head(r.tenant).await.unwrap(), None);
         assert!(whole_chain(&r.audit, r.tenant).await.is_empty());
         let listed = r
@@ -583,8 +583,10 @@ async fn a_tenant_deleted_while_its_log_is_appended_to_is_deleted() {
             let first = entries(t, 1, 2);
             assert_eq!(r.audit.append(t, None, &first).await.unwrap(), Appended);
             let (head, next) = (head_of(&first), entries(t, 3, 40));
-            let (appended, deleted) =
-                tokio::join!(r.audit.append(t, Some(&head), &next), r.tenants.delete(t));
+            let (appended, deleted) = tokio::join!(
+                r.audit.append(t, Some(&head), &next),
+                common::delete_tenant_purged(&r.tenants, t)
+            );
             assert!(deleted.unwrap(), "the delete goes through");
             let _ = appended; // before the delete (then deleted with it) or refused
             assert_eq!(r.audit.head(t).await.unwrap(), None);

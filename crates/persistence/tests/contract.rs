@@ -127,12 +127,40 @@ async fn deleting_a_tenant_removes_its_applications() {
             .await
             .unwrap();
         r.apps.insert(&app(t.id, now()), &hash(3)).await.unwrap();
-        assert!(r.tenants.delete(t.id).await.unwrap());
+        // The first step: gone for every read, its keys and its data key at once.
+        assert!(r.tenants.delete(t.id, now()).await.unwrap());
         assert!(r.tenants.get(t.id).await.unwrap().is_none());
         assert!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().is_none());
         assert!(r.apps.find_by_key_hash(&hash(3)).await.unwrap().is_none());
         assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_some());
-        assert!(!r.tenants.delete(t.id).await.unwrap());
+        assert_eq!(r.tenants.data_key(t.id).await.unwrap(), None);
+        assert!(
+            !r.tenants.replace_data_key(t.id, &[], &[9]).await.unwrap(),
+            "a deleted tenant never gets a fresh data key"
+        );
+        assert_eq!(r.tenants.data_key(t.id).await.unwrap(), None);
+        let listed: Vec<Uuid> = r
+            .tenants
+            .list()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.id)
+            .collect();
+        assert_eq!(listed, vec![other.id]);
+        assert_eq!(r.tenants.data_keys().await.unwrap().len(), 1);
+        assert!(
+            !r.tenants.delete(t.id, now()).await.unwrap(),
+            "deleted once"
+        );
+        // The second step: nothing of it is left but the tombstone.
+        assert_eq!(
+            r.tenants.purge_deleted(2).await.unwrap(),
+            1,
+            "the tombstone alone"
+        );
+        assert_eq!(r.tenants.purge_deleted(2).await.unwrap(), 0, "nothing left");
+        assert!(r.tenants.get(other.id).await.unwrap().is_some());
     })
     .await;
 }

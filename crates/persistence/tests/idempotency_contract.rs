@@ -5,7 +5,7 @@
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use time::{Duration, OffsetDateTime};
-use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository, TenantRepository};
+use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository};
 use tokenvault_persistence::testing::{TestDatabase, backends};
 use tokenvault_persistence::{SeaOrmIdempotencyRepository, SeaOrmTenantRepository};
 use uuid::Uuid;
@@ -301,7 +301,7 @@ async fn deleting_the_tenant_removes_its_records() {
         }
         r.keys.complete(&mine_done, RESPONSE).await.unwrap();
         assert_eq!(count_rows(&r.db).await, 3);
-        assert!(r.tenants.delete(r.tenant).await.unwrap());
+        assert!(common::delete_tenant(&r.tenants, r.tenant).await);
         assert_eq!(count_rows(&r.db).await, 1);
         assert_eq!(
             claim(&r.keys, &theirs, &[1]).await,

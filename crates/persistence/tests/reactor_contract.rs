@@ -6,9 +6,7 @@
 use serde_json::{Map, Value, json};
 use time::{Duration, OffsetDateTime};
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{
-    FormulaDelete, FormulaRepository, ReactorRepository, TenantRepository,
-};
+use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorRepository};
 use tokenvault_domain::reactor::{
     ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
 };
@@ -616,7 +614,7 @@ async fn deleting_a_tenant_removes_its_formulas_and_reactors() {
         let their_reactor = reactor(other, theirs.id, "theirs", now());
         r.reactors.insert(&their_reactor).await.unwrap();
 
-        assert!(r.tenants.delete(r.tenant).await.unwrap());
+        assert!(common::delete_tenant(&r.tenants, r.tenant).await);
         let listed = r
             .formulas
             .list(r.tenant, &[], None, page(1, 20))
@@ -650,7 +648,7 @@ async fn deleting_a_tenant_removes_its_formulas_and_reactors() {
                 .unwrap(),
             their_reactor
         );
-        assert!(r.tenants.delete(other).await.unwrap());
+        assert!(common::delete_tenant(&r.tenants, other).await);
         assert!(r.formulas.get(other, theirs.id).await.unwrap().is_none());
         assert!(
             r.reactors

@@ -462,7 +462,7 @@ async fn deleting_either_application_ends_the_session() {
         r.apps.insert(&creator, &hash()).await.unwrap();
         let s = session(r.tenant, creator.id, t);
         r.sessions.insert(&s, &hash(), &hash()).await.unwrap();
-        assert!(r.tenants.delete(r.tenant).await.unwrap());
+        assert!(common::delete_tenant(&r.tenants, r.tenant).await);
         assert_eq!(
             r.sessions
                 .delete_expired(t + Duration::hours(1))

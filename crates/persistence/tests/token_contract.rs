@@ -345,7 +345,7 @@ async fn tenant_keys_and_cascade() {
             .record_activity(&[(r.tenant, "2026-11".into(), "x-1".into())])
             .await
             .unwrap();
-        assert!(r.tenants.delete(r.tenant).await.unwrap());
+        assert!(common::delete_tenant(&r.tenants, r.tenant).await);
         assert!(
             r.tokens
                 .get(r.tenant, "x-1", now())

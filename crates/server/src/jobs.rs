@@ -1,5 +1,5 @@
-//! The server's background jobs: the expiry sweep, planner statistics, and the activity and
-//! audit flushers, each stopping (after a last flush) when `stop` turns true.
+//! The server's background jobs: the expiry sweep, the purge of deleted tenants, planner
+//! statistics, and the activity and audit flushers, each stopping (after a last flush) when `stop` turns true.
 
 use std::future::Future;
 use std::time::Duration;
@@ -35,6 +35,43 @@ pub(crate) async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch
                 }
             }
             _ = stop.changed() => break,
+        }
+    }
+}
+
+/// Rows of a deleted tenant removed per statement by [`purge_deleted_tenants`].
+const PURGE_BATCH: u64 = 500;
+
+/// The pause between two purge statements: on SQLite the writer thread and the pool take
+/// turns at the one write lock, and a purge that never paused could keep it from the writer.
+const PURGE_PAUSE: Duration = Duration::from_millis(5);
+
+/// Removes the rows of deleted tenants (the second step of a tenant's deletion) in short
+/// statements, checking for work once a second; stops between two statements.
+pub(crate) async fn purge_deleted_tenants(vault: Vault, mut stop: watch::Receiver<bool>) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop.changed() => break,
+        }
+        let mut purged = 0u64;
+        loop {
+            match vault.purge_deleted_tenants(PURGE_BATCH).await {
+                Ok(0) => break,
+                Ok(n) => purged += n,
+                Err(e) => {
+                    tracing::warn!(error = %e, "purging a deleted tenant failed");
+                    break;
+                }
+            }
+            if *stop.borrow() {
+                return;
+            }
+            tokio::time::sleep(PURGE_PAUSE).await;
+        }
+        if purged > 0 {
+            tracing::info!(rows = purged, "deleted tenants' rows purged");
         }
     }
 }

@@ -43,7 +43,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 pub use config::Config;
-use jobs::{flush_activity, flush_audit, keep_statistics, sweep_expired};
+use jobs::{flush_activity, flush_audit, keep_statistics, purge_deleted_tenants, sweep_expired};
 use keys::{create_private_dir, master_cipher, previous_master_keys};
 pub use keys::{current_master_key, rotate_in_transit, rotate_master_key};
 
@@ -309,6 +309,7 @@ pub async fn run(
         jobs_stopped.clone(),
     ));
     let audit_flusher = tokio::spawn(flush_audit(vault.clone(), jobs_stopped.clone()));
+    let purger = tokio::spawn(purge_deleted_tenants(vault.clone(), jobs_stopped.clone()));
     let statistics = tokio::spawn(keep_statistics(db, jobs_stopped.clone()));
     let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
@@ -334,6 +335,7 @@ pub async fn run(
     let _ = sweeper.await;
     let _ = flusher.await;
     let _ = audit_flusher.await;
+    let _ = purger.await;
     let _ = statistics.await;
     tracing::info!("stopped");
     Ok(())

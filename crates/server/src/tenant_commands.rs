@@ -63,6 +63,9 @@ pub async fn show(config: &Config, id: Uuid) -> anyhow::Result<Value> {
     }))
 }
 
+/// Rows removed per statement while purging.
+const PURGE_BATCH: u64 = 1000;
+
 /// `tenants delete`: the tenant and everything it owns, for good. `confirmed` is `--yes`.
 ///
 /// # Errors
@@ -78,5 +81,15 @@ pub async fn delete(config: &Config, id: Uuid, confirmed: bool) -> anyhow::Resul
         Error::NotFound => anyhow::anyhow!("no tenant {id}"),
         e => anyhow::anyhow!("cannot delete tenant {id}: {e}"),
     })?;
-    Ok(json!({ "deleted": id }))
+    // The server's purge job would remove the rows too; the operator waits for it here, so
+    // that the command is done when it answers, whether a server runs or not.
+    let mut purged = 0u64;
+    loop {
+        match vault.purge_deleted_tenants(PURGE_BATCH).await {
+            Ok(0) => break,
+            Ok(n) => purged += n,
+            Err(e) => anyhow::bail!("tenant {id} is deleted, but purging its rows failed: {e}"),
+        }
+    }
+    Ok(json!({ "deleted": id, "rows_purged": purged }))
 }

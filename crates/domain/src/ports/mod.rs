@@ -47,8 +47,16 @@ pub trait TenantRepository: Send + Sync {
     /// Replaces name, settings and modification fields; `false` when the tenant is gone.
     async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError>;
 
-    /// Deletes the tenant and everything it owns; `false` when it did not exist.
-    async fn delete(&self, id: Uuid) -> Result<bool, RepoError>;
+    /// Deletes the tenant, deleted `at`, in the first of two steps: at once it is gone for
+    /// every read, its data key is dropped and its API, session and proxy keys stop working;
+    /// its other rows stay until [`Self::purge_deleted`] removes them. `false` when there was
+    /// no such tenant.
+    async fn delete(&self, id: Uuid, at: OffsetDateTime) -> Result<bool, RepoError>;
+
+    /// The second step of [`Self::delete`]: removes at most `batch` rows of a deleted tenant,
+    /// or the deleted tenant itself once nothing of it is left; how many rows went (0 when no
+    /// deleted tenant is left). Each call is short, so no other tenant waits on it.
+    async fn purge_deleted(&self, batch: u64) -> Result<u64, RepoError>;
 
     /// Whether any tenant exists (first start detection).
     async fn any(&self) -> Result<bool, RepoError>;

@@ -45,12 +45,32 @@ impl Vault {
     /// # Errors
     /// [`Error::NotFound`] when it does not exist; a storage failure.
     pub async fn remove_tenant(&self, id: Uuid) -> Result<(), Error> {
-        if self.ports.tenants.delete(id).await? {
-            self.ports.cipher.forget_tenant_key(id);
-            tracing::info!(tenant_id = %id, "tenant deleted by the operator");
-            Ok(())
-        } else {
-            Err(Error::NotFound)
+        self.retire_tenant(id).await?;
+        tracing::info!(tenant_id = %id, "tenant deleted by the operator");
+        Ok(())
+    }
+
+    /// The first step of deleting tenant `id` (its keys and data key gone at once, its rows
+    /// left to [`Self::purge_deleted_tenants`]).
+    pub(super) async fn retire_tenant(&self, id: Uuid) -> Result<(), Error> {
+        if !self
+            .ports
+            .tenants
+            .delete(id, self.ports.clock.now())
+            .await?
+        {
+            return Err(Error::NotFound);
         }
+        self.ports.cipher.forget_tenant_key(id);
+        Ok(())
+    }
+
+    /// Removes at most `batch` rows of deleted tenants (the second step of a tenant's
+    /// deletion, run by a background job until it returns 0); how many rows went.
+    ///
+    /// # Errors
+    /// A storage failure.
+    pub async fn purge_deleted_tenants(&self, batch: u64) -> Result<u64, Error> {
+        Ok(self.ports.tenants.purge_deleted(batch).await?)
     }
 }

@@ -36,16 +36,13 @@ impl Vault {
         Ok(tenant)
     }
 
-    /// `DELETE /tenants/self`: the tenant and everything it owns; its keys stop working.
+    /// `DELETE /tenants/self`: the tenant and everything it owns; its keys stop working at once,
+    /// its rows are purged in the background ([`Self::purge_deleted_tenants`]).
     pub async fn delete_tenant(&self, caller: &Principal) -> Result<(), Error> {
         caller.require(Permission::TenantDelete)?;
-        if self.ports.tenants.delete(caller.tenant_id).await? {
-            self.ports.cipher.forget_tenant_key(caller.tenant_id);
-            tracing::info!(tenant_id = %caller.tenant_id, "tenant deleted");
-            Ok(())
-        } else {
-            Err(Error::NotFound)
-        }
+        self.retire_tenant(caller.tenant_id).await?;
+        tracing::info!(tenant_id = %caller.tenant_id, "tenant deleted");
+        Ok(())
     }
 
     async fn own_tenant(&self, caller: &Principal) -> Result<Tenant, Error> {

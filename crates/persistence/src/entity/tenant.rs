@@ -17,6 +17,8 @@ pub struct Model {
     pub modified_by: Option<Uuid>,
     pub modified_at: Option<TimeDateTimeWithTimeZone>,
     pub data_key: Option<Vec<u8>>,
+    /// Set when the tenant was deleted: a tombstone whose rows are being purged.
+    pub deleted_at: Option<TimeDateTimeWithTimeZone>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

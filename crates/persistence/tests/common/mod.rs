@@ -68,6 +68,22 @@ pub async fn tenant_with(
     (t.id, app)
 }
 
+/// Deletes the tenant in both steps, as the server does with its purge job: the tombstone,
+/// then every batch of its rows; whether it existed.
+pub async fn delete_tenant_purged(
+    repo: &SeaOrmTenantRepository,
+    id: Uuid,
+) -> Result<bool, tokenvault_domain::RepoError> {
+    let deleted = repo.delete(id, now()).await?;
+    while repo.purge_deleted(7).await? > 0 {}
+    Ok(deleted)
+}
+
+/// [`delete_tenant_purged`], failing the test on a storage error.
+pub async fn delete_tenant(repo: &SeaOrmTenantRepository, id: Uuid) -> bool {
+    delete_tenant_purged(repo, id).await.unwrap()
+}
+
 /// A stored token (fake ciphertext) of type `token`.
 pub fn token(
     tenant_id: Uuid,

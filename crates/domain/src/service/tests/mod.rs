@@ -41,7 +41,8 @@ mock! {
         async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError>;
         async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
         async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError>;
-        async fn delete(&self, id: Uuid) -> Result<bool, RepoError>;
+        async fn delete(&self, id: Uuid, at: OffsetDateTime) -> Result<bool, RepoError>;
+        async fn purge_deleted(&self, batch: u64) -> Result<u64, RepoError>;
         async fn any(&self) -> Result<bool, RepoError>;
         async fn list(&self) -> Result<Vec<Tenant>, RepoError>;
     }
@@ -519,5 +520,6 @@ mod audit;
 mod proxies;
 mod reactors;
 mod sessions;
+mod tenants;
 mod tokens;
 mod usage;

@@ -154,6 +154,34 @@ async fn data_is_encrypted_before_storage_and_never_returned_on_create() {
 }
 
 #[tokio::test]
+async fn a_create_of_a_tenant_deleted_meanwhile_is_unauthenticated() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_insert()
+        .times(1)
+        .returning(|_| Ok(TokenWrite::Missing));
+    tokens
+        .expect_insert_all()
+        .times(1)
+        .returning(|_| Ok(TokenWrite::Missing));
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[Permission::TokenCreate],
+        vec![],
+        TenantSettings::default(),
+    );
+    let created = vault.create_token(&who, raw("token", json!("v"))).await;
+    assert!(
+        matches!(created, Err(Error::Unauthenticated)),
+        "{created:?}"
+    );
+    let batch = vault
+        .tokenize(&who, json!([{"type": "token", "data": "v"}]))
+        .await;
+    assert!(matches!(batch, Err(Error::Unauthenticated)), "{batch:?}");
+}
+
+#[tokio::test]
 async fn losing_a_dedup_race_returns_the_winner() {
     let mut tokens = MockTokens::new();
     let winner = stored("winner", "/pci/high/", &json!("4242424242424242"));

@@ -158,9 +158,8 @@ impl Vault {
                     }
                     purged = true;
                 }
-                TokenWrite::Missing => {
-                    return Err(Error::internal("insert reported a missing row"));
-                }
+                // The tenant was deleted since the caller was authenticated: its key is gone.
+                TokenWrite::Missing => return Err(Error::Unauthenticated),
             }
         }
         self.record_active(caller.tenant_id, [token.id.as_str()]);

@@ -47,6 +47,8 @@ impl Vault {
                 TokenWrite::DuplicateId => {
                     return Err(Error::Conflict("token id exists".into()));
                 }
+                // The tenant was deleted since the caller was authenticated: its key is gone.
+                TokenWrite::Missing => return Err(Error::Unauthenticated),
                 // An expired token still in the index (the sweep has not run): it is gone
                 // already, so it is deleted and the request tried again, once.
                 TokenWrite::DuplicateFingerprint
@@ -60,7 +62,9 @@ impl Vault {
                 {
                     purged = true;
                 }
-                _ => return Err(Error::Conflict("an identical token exists".into())),
+                TokenWrite::DuplicateFingerprint => {
+                    return Err(Error::Conflict("an identical token exists".into()));
+                }
             }
         }
         let active = fresh

@@ -1,0 +1,143 @@
+//! Deleting a tenant in two steps, so that no other tenant waits on it.
+//!
+//! 1. [`retire`]: one short transaction makes the tenant a tombstone (`deleted_at`), drops its
+//!    wrapped data key (its ciphertexts can no longer be opened) and deletes the rows that hold
+//!    its keys (applications, sessions, proxies): every key of it stops working at once.
+//! 2. [`purge_batch`], called by a background job until it returns 0: deletes at most `batch`
+//!    rows of one tombstone's tables per call, each call its own short statement, and the
+//!    tombstone itself once nothing of it is left.
+//!
+//! Before, one `DELETE FROM tenants` cascaded through everything in one transaction: it held
+//! the tenant's row lock until the cascade committed (seconds for a large tenant), and the
+//! shared token writer, audit appender and activity flush, which take `KEY SHARE` on a row's
+//! tenant through its foreign key, waited behind it for other tenants' rows too. The tombstone
+//! update takes `FOR NO KEY UPDATE`, which does not conflict with `KEY SHARE`.
+
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, Statement, TransactionTrait,
+};
+use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
+use uuid::Uuid;
+
+use crate::entity::tenant;
+use crate::repo_err;
+use crate::stamp::stamp;
+
+/// The tables whose rows hold the tenant's keys, deleted with the tombstone's making.
+const KEY_TABLES: [&str; 3] = ["sessions", "applications", "proxies"];
+
+/// The tenant-owned tables, in the order their rows are purged: children before parents, the
+/// token counts after the tokens (whose deletes update them).
+const PURGE_ORDER: [&str; 12] = [
+    "token_associations",
+    "token_activity",
+    "tokens",
+    "token_counts",
+    "idempotency_keys",
+    "audit_log",
+    "audit_heads",
+    "reactors",
+    "reactor_formulas",
+    "proxies",
+    "sessions",
+    "applications",
+];
+
+/// Makes tenant `id` a tombstone deleted `at`; `false` when there is no such live tenant.
+pub(crate) async fn retire(
+    db: &DatabaseConnection,
+    id: Uuid,
+    at: OffsetDateTime,
+) -> Result<bool, RepoError> {
+    let txn = db.begin().await.map_err(repo_err)?;
+    let marked = tenant::Entity::update_many()
+        .col_expr(tenant::Column::DeletedAt, Expr::value(Some(stamp(at))))
+        .col_expr(
+            tenant::Column::DataKey,
+            Expr::value(Option::<Vec<u8>>::None),
+        )
+        .filter(tenant::Column::Id.eq(id))
+        .filter(tenant::Column::DeletedAt.is_null())
+        .exec(&txn)
+        .await
+        .map_err(repo_err)?;
+    if marked.rows_affected == 0 {
+        txn.rollback().await.map_err(repo_err)?;
+        return Ok(false);
+    }
+    for table in KEY_TABLES {
+        let delete = Query::delete()
+            .from_table(Alias::new(table))
+            .and_where(Expr::col(Alias::new("tenant_id")).eq(id))
+            .to_owned();
+        txn.execute(&delete).await.map_err(repo_err)?;
+    }
+    txn.commit().await.map_err(repo_err)?;
+    Ok(true)
+}
+
+/// Deletes at most `batch` rows of the oldest tombstone's tables, or the tombstone itself when
+/// none is left; how many rows went (0: no tombstone left).
+pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u64, RepoError> {
+    let oldest: Option<Uuid> = tenant::Entity::find()
+        .filter(tenant::Column::DeletedAt.is_not_null())
+        .select_only()
+        .column(tenant::Column::Id)
+        .order_by_asc(tenant::Column::DeletedAt)
+        .limit(1)
+        .into_tuple()
+        .one(db)
+        .await
+        .map_err(repo_err)?;
+    let Some(id) = oldest else {
+        return Ok(0);
+    };
+    for table in PURGE_ORDER {
+        let gone = delete_some(db, table, id, batch).await?;
+        if gone > 0 {
+            return Ok(gone);
+        }
+    }
+    // Nothing of it left; a row written since by a request that was already past its key
+    // goes with the tombstone (the foreign keys cascade), and later ones are refused by them.
+    let gone = tenant::Entity::delete_many()
+        .filter(tenant::Column::Id.eq(id))
+        .filter(tenant::Column::DeletedAt.is_not_null())
+        .exec(db)
+        .await
+        .map_err(repo_err)?;
+    Ok(Ord::max(gone.rows_affected, 1))
+}
+
+/// Deletes at most `batch` of the tenant's rows of `table` (a name of [`PURGE_ORDER`]).
+async fn delete_some(
+    db: &DatabaseConnection,
+    table: &str,
+    tenant_id: Uuid,
+    batch: u64,
+) -> Result<u64, RepoError> {
+    let backend = db.get_database_backend();
+    let limit = i64::try_from(batch).unwrap_or(i64::MAX);
+    let sql = match backend {
+        DatabaseBackend::Postgres => format!(
+            "DELETE FROM {table} WHERE ctid = ANY(ARRAY(\
+             SELECT ctid FROM {table} WHERE tenant_id = $1 LIMIT $2))"
+        ),
+        _ => format!(
+            "DELETE FROM {table} WHERE rowid IN (\
+             SELECT rowid FROM {table} WHERE tenant_id = ?1 LIMIT ?2)"
+        ),
+    };
+    let result = db
+        .execute_raw(Statement::from_sql_and_values(
+            backend,
+            sql,
+            [tenant_id.into(), limit.into()],
+        ))
+        .await
+        .map_err(repo_err)?;
+    Ok(result.rows_affected())
+}
