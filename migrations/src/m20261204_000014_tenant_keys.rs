@@ -5,7 +5,9 @@
 //! global: they are the reference tables docs/persistence.md names.
 //!
 //! PostgreSQL only, and online: the new unique index is built `CONCURRENTLY` (writes go on), then
-//! swapped in as the primary key in one short `ALTER` (no scan). Hence no transaction around the
+//! swapped in as the primary key in one short `ALTER` (no scan, at most 5 s of waiting for its
+//! lock). Instances of the version before this one fail requests with an `Idempotency-Key`
+//! once it has run (their `ON CONFLICT` names the old key): replace them, do not mix them. Hence no transaction around the
 //! migration; every step can be run again after an interruption. SQLite is never distributed:
 //! nothing changes there. Forward-only, as every migration here.
 
@@ -59,11 +61,19 @@ impl MigrationTrait for Migration {
                 "CREATE UNIQUE INDEX CONCURRENTLY {index} ON {table} ({columns})"
             ))
             .await?;
-            db.execute_unprepared(&format!(
+            // The swap takes the table's exclusive lock for an instant, but waiting for it
+            // would hold every write behind it: it gives up after 5 s instead (the migration
+            // fails, and runs again from here at the next start).
+            let swap = manager.begin().await?;
+            let conn = swap.get_connection();
+            conn.execute_unprepared("SET LOCAL lock_timeout = '5s'")
+                .await?;
+            conn.execute_unprepared(&format!(
                 "ALTER TABLE {table} DROP CONSTRAINT {table}_pkey, \
                  ADD CONSTRAINT {table}_pkey PRIMARY KEY USING INDEX {index}"
             ))
             .await?;
+            swap.commit().await?;
         }
         Ok(())
     }

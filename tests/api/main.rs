@@ -15,6 +15,7 @@ mod detokenize_bounds;
 mod errors;
 mod idempotency;
 mod isolation;
+mod module_cycles;
 mod node_runtime;
 mod operating;
 mod proxies;

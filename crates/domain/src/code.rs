@@ -8,12 +8,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::auth::Principal;
 use crate::forward::{OutboundRequest, OutboundResponse};
-use crate::service::Vault;
 
-/// The longest code accepted (characters).
-pub const MAX_CODE_LEN: usize = 50_000;
+pub use crate::reactor::MAX_CODE_LEN;
 
 /// One invocation: the module's source and the request object it is called with.
 #[derive(Clone)]
@@ -111,11 +108,4 @@ pub trait Svc: Send + Sync {
 pub trait CodeFetch: Send + Sync {
     /// Sends `request`; the whole answer.
     async fn fetch(&self, request: OutboundRequest) -> Result<OutboundResponse, String>;
-}
-
-/// Makes the `svc` of an application. The inbound adapter implements it, as it owns the JSON
-/// the API speaks.
-pub trait SvcFactory: Send + Sync {
-    /// A `svc` acting as `principal` through `vault`.
-    fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc>;
 }

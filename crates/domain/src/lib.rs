@@ -12,6 +12,7 @@ pub mod code_fetch;
 pub mod container;
 pub mod error;
 pub mod forward;
+pub mod json_size;
 pub mod mask;
 pub mod page;
 pub mod permission;

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+pub use crate::json_size::json_len;
 use crate::ports::{Expressions, RENDER_STEPS, RenderError};
 
 /// If `expr` is exactly `{{ data }}` or `{{ data.a.b }}` (no filters), the path after `data`.
@@ -134,23 +135,6 @@ fn render_within(
             Ok(Some(Value::Object(out)))
         }
         _ => Ok(None),
-    }
-}
-
-/// The length of a value as compact JSON, counted without building the text.
-pub fn json_len(v: &Value) -> usize {
-    match v {
-        Value::Null => 4,
-        Value::Bool(b) => 4 + usize::from(!*b),
-        Value::Number(n) => n.to_string().len(),
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => items.iter().map(|i| json_len(i) + 1).sum::<usize>() + 1,
-        Value::Object(map) => {
-            map.iter()
-                .map(|(k, i)| k.len() + 4 + json_len(i))
-                .sum::<usize>()
-                + 1
-        }
     }
 }
 

@@ -7,8 +7,10 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::application::parse_name;
-use crate::code::MAX_CODE_LEN;
 use crate::error::ValidationErrors;
+
+/// The longest code accepted (characters), of a formula or a proxy transform.
+pub const MAX_CODE_LEN: usize = 50_000;
 
 /// The most declarations of each kind one formula may have.
 pub const MAX_DECLARATIONS: usize = 100;

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::application::{ApiKey, Application};
-use crate::code::{CodeRunner, SvcFactory};
+use crate::auth::Principal;
+use crate::code::{CodeRunner, Svc};
 use crate::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
@@ -107,3 +108,10 @@ pub use usage::UsageReport;
 
 #[cfg(test)]
 mod tests;
+
+/// Makes the `svc` of an application. The inbound adapter implements it, as it owns the JSON
+/// the API speaks.
+pub trait SvcFactory: Send + Sync {
+    /// A `svc` acting as `principal` through `vault`.
+    fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc>;
+}

@@ -312,7 +312,7 @@ pub const MAX_DATA_BYTES: usize = 1 << 20;
 
 /// Refuses data larger than [`MAX_DATA_BYTES`].
 pub fn check_data_size(data: &Value, errors: &mut ValidationErrors) {
-    if crate::mask::json_len(data) > MAX_DATA_BYTES {
+    if crate::json_size::json_len(data) > MAX_DATA_BYTES {
         errors.add("data", "must be at most 1 MiB as JSON");
     }
 }

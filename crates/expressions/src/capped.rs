@@ -28,6 +28,10 @@ use liquid_core::{Error, Expression, Filter, Result, Runtime, Value, ValueView};
 /// The longest text any filter or a whole rendering may produce (1 MiB).
 pub const MAX_OUTPUT: usize = 1 << 20;
 
+/// The longest string a pad filter produces (no request can make the server allocate more);
+/// here, with the other bounds, so that the cost estimates below need nothing of `filters`.
+pub const MAX_PAD: usize = 4096;
+
 /// A filter wrapped with the checks of this module.
 #[derive(Clone)]
 pub struct Capped<F> {
@@ -355,7 +359,7 @@ impl CappedFilter {
             "reveal" | "reveal_last" | "alias_preserve_format" | "alias_preserve_length" => {
                 n.saturating_mul(4)
             }
-            "pad_left" | "pad_right" => n.saturating_add(4 * crate::filters::MAX_PAD),
+            "pad_left" | "pad_right" => n.saturating_add(4 * MAX_PAD),
             // Filters that never lengthen their input, or only by serialising it.
             _ => n,
         }

@@ -341,8 +341,7 @@ struct PadArgs {
     ch: Option<Expression>,
 }
 
-/// The longest string a pad filter produces (no request can make the server allocate more).
-pub const MAX_PAD: usize = 4096;
+pub use crate::capped::MAX_PAD;
 
 fn pad(input: &dyn ValueView, n: i64, ch: Option<&str>, left: bool) -> Value {
     let s = text(input);

@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokenvault_domain::Vault;
 use tokenvault_domain::auth::Principal;
-use tokenvault_domain::code::{Svc, SvcFactory};
+use tokenvault_domain::code::Svc;
+use tokenvault_domain::service::SvcFactory;
 use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
 
 use crate::dto::Paginated;

@@ -29,7 +29,7 @@ pub(crate) fn insert_on_writer(
 ) -> Result<(), RepoError> {
     const ACTIVITY: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
          VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
-    crate::writer::transaction(conn, |conn| {
+    crate::sqlite_tx::transaction(conn, |conn| {
         let mut insert = conn.prepare_cached(ACTIVITY)?;
         for (tenant_id, month, token_id) in entries {
             match insert.execute(rusqlite::params![
@@ -46,7 +46,7 @@ pub(crate) fn insert_on_writer(
         }
         Ok(())
     })
-    .map_err(crate::writer::backend)
+    .map_err(crate::sqlite_tx::backend)
 }
 
 /// Writes `entries` through SeaORM's pool: PostgreSQL, or a SQLite database without a file of

@@ -25,7 +25,7 @@ use sea_orm::{
     DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
     TransactionTrait, Value,
 };
-use time::{OffsetDateTime, UtcOffset};
+use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead, StoredEvent};
 use tokenvault_domain::page::{Page, PageRequest};
@@ -33,20 +33,13 @@ use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
 
 use crate::audit_copy::AuditWriter;
+use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros, sqlite_time};
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
 use crate::repo_err;
 
 /// Entries per `INSERT`: 11 parameters each stays well under SQLite's bound-parameter limit.
 const INSERT_CHUNK: usize = 500;
-
-/// Taken first by an append on PostgreSQL: a tenant's delete locks its row and then, through
-/// its cascade, the head, so an append that moved the head first and then waited on the tenant
-/// row for its entries' foreign key deadlocked with it.
-pub(crate) const LOCK_TENANT: &str = "SELECT 1 FROM tenants WHERE id = $1 FOR KEY SHARE";
-
-/// The name of the unique (tenant, seq) index, as PostgreSQL reports a violation of it.
-pub(crate) const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
 
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]
@@ -119,27 +112,6 @@ fn timestamp(backend: DatabaseBackend, t: OffsetDateTime) -> Value {
     } else {
         Value::from(micros(t))
     }
-}
-
-/// `t` in UTC, whole microseconds.
-pub(crate) fn micros(t: OffsetDateTime) -> OffsetDateTime {
-    let t = t.to_offset(UtcOffset::UTC);
-    t - time::Duration::nanoseconds(i64::from(t.nanosecond() % 1_000))
-}
-
-/// `t` as SQLite keeps `created_at`: UTC text with exactly six fraction digits.
-pub(crate) fn sqlite_time(t: OffsetDateTime) -> String {
-    let t = micros(t);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.microsecond()
-    )
 }
 
 fn to_domain(m: audit_entry::Model) -> AuditEntry {
@@ -420,7 +392,17 @@ impl AuditRepository for SeaOrmAuditRepository {
             .all(&self.db)
             .await
             .map_err(repo_err)?;
+        // A deleted tenant's log is being purged with the rest of it: not verified.
+        let deleted: Vec<Uuid> = crate::entity::tenant::Entity::find()
+            .filter(crate::entity::tenant::Column::DeletedAt.is_not_null())
+            .select_only()
+            .column(crate::entity::tenant::Column::Id)
+            .into_tuple()
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?;
         with_head.extend(with_entries);
+        with_head.retain(|t| !deleted.contains(t));
         with_head.sort_unstable();
         with_head.dedup();
         Ok(with_head)

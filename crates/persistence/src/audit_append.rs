@@ -13,8 +13,8 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
-use crate::audit::sqlite_time;
-use crate::writer::{backend, transaction};
+use crate::audit_rows::sqlite_time;
+use crate::sqlite_tx::{backend, transaction};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (?1, ?2, ?3) \
      ON CONFLICT (tenant_id) DO NOTHING";

@@ -27,8 +27,8 @@ use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::audit::{SEQ_INDEX, micros};
-use crate::pg_direct::answered as database_answered;
+use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros};
+use crate::supervise::answered as database_answered;
 use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, timed_out, within};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
@@ -231,9 +231,9 @@ async fn moved_and_copied(
     conn: &mut PgConnection,
     a: &Append,
 ) -> Result<AppendOutcome, sqlx::Error> {
-    // The tenant's row first (`audit::LOCK_TENANT`). A tenant already gone is an error, and
+    // The tenant's row first (`audit_rows::LOCK_TENANT`). A tenant already gone is an error, and
     // the domain then drops its events.
-    if sqlx::query(crate::audit::LOCK_TENANT)
+    if sqlx::query(LOCK_TENANT)
         .bind(a.tenant_id)
         .fetch_optional(&mut *conn)
         .await?

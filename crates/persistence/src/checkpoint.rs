@@ -22,24 +22,24 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::direct::DirectReads;
+use crate::writer::Writer;
 
 /// How often the log is copied back.
 const EVERY: Duration = Duration::from_millis(20);
 /// Log pages at which the log is finished on the writer thread and starts over.
 const RESTART_AT: i64 = 1_000;
 
-/// Starts the checkpoint thread of `path`, which ends once `file` is dropped.
-pub(crate) fn start(path: PathBuf, file: Weak<DirectReads>) {
+/// Starts the checkpoint thread of `path`, which ends once the file's `writer` is dropped.
+pub(crate) fn start(path: PathBuf, writer: Weak<Writer>) {
     let spawned = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())
-        .spawn(move || run(&path, &file));
+        .spawn(move || run(&path, &writer));
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "no checkpoint thread: SQLite checkpoints in the writers");
     }
 }
 
-fn run(path: &Path, file: &Weak<DirectReads>) {
+fn run(path: &Path, writer: &Weak<Writer>) {
     let conn = match Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -58,7 +58,7 @@ fn run(path: &Path, file: &Weak<DirectReads>) {
     let mut last_queued = None;
     loop {
         std::thread::sleep(EVERY);
-        let Some(file) = file.upgrade() else {
+        let Some(writer) = writer.upgrade() else {
             return;
         };
         match passive(&conn) {
@@ -76,7 +76,7 @@ fn run(path: &Path, file: &Weak<DirectReads>) {
                         }
                         done.store(false, Ordering::Release);
                     });
-                    if !file.writer().try_queue(job) {
+                    if !writer.try_queue(job) {
                         queued.store(false, Ordering::Release);
                     }
                 }

@@ -30,8 +30,9 @@ use uuid::Uuid;
 
 use crate::checkpoint;
 use crate::entity::{application, token};
+use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::stamp::stamp;
-use crate::writer::Writer;
+use crate::writer::{OnDisk, Writer};
 
 /// At most this many idle connections are kept; more are opened only while more threads read
 /// at once (each read holds its connection only for the statement, never across an `await`).
@@ -42,7 +43,7 @@ pub(crate) struct DirectReads {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     /// The file's writer thread (`writer.rs`): token inserts, audit and activity flushes.
-    writer: Writer,
+    writer: Arc<Writer>,
 }
 
 impl std::fmt::Debug for DirectReads {
@@ -65,7 +66,8 @@ const APPLICATION_BY_KEY: &str = concat!(
     "SELECT ",
     application_columns!(),
     ", t.fingerprint_tokens, t.deduplicate_tokens \
-     FROM applications a JOIN tenants t ON t.id = a.tenant_id WHERE a.key_hash = ?1"
+     FROM applications a JOIN tenants t ON t.id = a.tenant_id \
+     WHERE a.key_hash = ?1 AND t.deleted_at IS NULL"
 );
 
 const APPLICATION_BY_ID: &str = concat!(
@@ -118,7 +120,7 @@ const KEY_AND_TOKEN: &str = concat!(
     " FROM applications a JOIN tenants t ON t.id = a.tenant_id \
      LEFT JOIN tokens k ON a.app_type = 'private' AND k.tenant_id = a.tenant_id AND k.id = ?2 \
        AND (k.expires_at IS NULL OR k.expires_at > ?3) \
-     WHERE a.key_hash = ?1"
+     WHERE a.key_hash = ?1 AND t.deleted_at IS NULL"
 );
 
 /// A `tokens` row selected as `token_columns!()` from column `at` on.
@@ -150,15 +152,6 @@ fn token_row(row: &Row<'_>, at: usize) -> rusqlite::Result<token::Model> {
 /// stall a worker thread, and every request on it, for the 10 s the pool waits.
 const BUSY_WAIT: Duration = Duration::from_millis(100);
 
-/// A SQLite database file on disk, as `connect` opened it.
-#[derive(Clone, Debug)]
-pub(crate) struct OnDisk {
-    /// The file SQLite opened.
-    pub(crate) path: PathBuf,
-    /// `synchronous=NORMAL` instead of `FULL` (`DbOptions`).
-    pub(crate) synchronous_normal: bool,
-}
-
 /// For each SQLite file name a pool was opened with (`connect`), the file SQLite actually opened:
 /// `None` for an in-memory database, which no other connection could see.
 static FILES: Mutex<Option<HashMap<PathBuf, Option<OnDisk>>>> = Mutex::new(None);
@@ -187,39 +180,6 @@ fn is_busy(err: &rusqlite::Error) -> bool {
 
 fn backend(err: rusqlite::Error) -> RepoError {
     RepoError::Backend(Box::new(err))
-}
-
-fn corrupt(index: usize, what: &'static str) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, what.into())
-}
-
-/// A UUID as sqlx stores it on SQLite: 16 bytes.
-fn uuid_of(index: usize, bytes: &[u8]) -> rusqlite::Result<Uuid> {
-    Uuid::from_slice(bytes).map_err(|_| corrupt(index, "stored uuid is not 16 bytes"))
-}
-
-/// A timestamp as sqlx stores it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
-fn time_of(index: usize, text: &str) -> rusqlite::Result<OffsetDateTime> {
-    OffsetDateTime::parse(text, &Rfc3339)
-        .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
-}
-
-pub(crate) fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
-    uuid_of(index, &row.get::<_, Vec<u8>>(index)?)
-}
-
-pub(crate) fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
-    let bytes: Option<Vec<u8>> = row.get(index)?;
-    bytes.map(|b| uuid_of(index, &b)).transpose()
-}
-
-pub(crate) fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
-    time_of(index, &row.get::<_, String>(index)?)
-}
-
-pub(crate) fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
-    let text: Option<String> = row.get(index)?;
-    text.map(|t| time_of(index, &t)).transpose()
 }
 
 /// `now` bound exactly as SeaORM binds it for the same comparison.
@@ -251,7 +211,7 @@ impl DirectReads {
             return Some(pool);
         }
         let writer = match Writer::start(&file) {
-            Ok(writer) => writer,
+            Ok(writer) => Arc::new(writer),
             Err(e) => {
                 // Reads and writes then go through SeaORM, as for an in-memory database.
                 tracing::error!(error = %e, "no SQLite writer thread; writing through the pool");
@@ -264,7 +224,7 @@ impl DirectReads {
             writer,
         });
         pools.insert(file.path.clone(), Arc::downgrade(&pool));
-        checkpoint::start(file.path, Arc::downgrade(&pool));
+        checkpoint::start(file.path, Arc::downgrade(&pool.writer));
         Some(pool)
     }
 
@@ -346,7 +306,9 @@ impl DirectReads {
         })?;
         Some(found.and_then(|found| {
             found
-                .map(|(model, settings)| Ok((crate::applications::to_domain(model)?, settings)))
+                .map(|(model, settings)| {
+                    Ok((crate::rows::application::to_domain(model)?, settings))
+                })
                 .transpose()
         }))
     }
@@ -362,7 +324,7 @@ impl DirectReads {
             params![&tenant_id.as_bytes()[..], &id.as_bytes()[..]],
             application_row,
         )?;
-        Some(found.and_then(|m| m.map(crate::applications::to_domain).transpose()))
+        Some(found.and_then(|m| m.map(crate::rows::application::to_domain).transpose()))
     }
 
     /// The token `id` of `tenant_id` unless it has expired at `now`; `None` when the database
@@ -384,7 +346,7 @@ impl DirectReads {
                 })
                 .optional()
         })?;
-        Some(found.and_then(|m| m.map(crate::tokens::to_domain).transpose()))
+        Some(found.and_then(|m| m.map(crate::rows::token::to_domain).transpose()))
     }
 
     /// The live tokens of `tenant_id` among `ids` (each once); `None` when the database was
@@ -414,7 +376,12 @@ impl DirectReads {
             }
             Ok(found)
         })?;
-        Some(found.and_then(|models| models.into_iter().map(crate::tokens::to_domain).collect()))
+        Some(found.and_then(|models| {
+            models
+                .into_iter()
+                .map(crate::rows::token::to_domain)
+                .collect()
+        }))
     }
 
     /// The application holding `key_hash` (hex), its tenant's settings and, when it is a
@@ -450,9 +417,9 @@ impl DirectReads {
             found
                 .map(|(model, settings, token)| {
                     Ok((
-                        crate::applications::to_domain(model)?,
+                        crate::rows::application::to_domain(model)?,
                         settings,
-                        token.map(crate::tokens::to_domain).transpose()?,
+                        token.map(crate::rows::token::to_domain).transpose()?,
                     ))
                 })
                 .transpose()

@@ -20,8 +20,8 @@ use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
 use tokio::sync::oneshot;
 
+use crate::sqlite_tx::transaction;
 use crate::stamp::stamp;
-use crate::writer::transaction;
 
 const INSERT: &str = "INSERT INTO tokens (tenant_id, id, token_type, container, metadata, data, \
      mask, fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \

@@ -33,7 +33,7 @@ static KEY_AND_REACTOR: LazyLock<String> = LazyLock::new(|| {
          LEFT JOIN reactors r ON a.app_type = 'private' AND r.tenant_id = a.tenant_id \
          AND r.id = $2 \
          LEFT JOIN reactor_formulas f ON f.tenant_id = r.tenant_id AND f.id = r.formula_id \
-         WHERE a.key_hash = $1",
+         WHERE a.key_hash = $1 AND s.deleted_at IS NULL",
         application_and_settings(),
         prefixed::<reactor::Column>("r"),
         prefixed::<formula::Column>("f"),
@@ -75,7 +75,7 @@ pub(crate) async fn key_and_reactor_postgres(
         None
     };
     Ok(Some(KeyedReactor {
-        application: crate::applications::to_domain(app)?,
+        application: crate::rows::application::to_domain(app)?,
         settings,
         reactor,
     }))

@@ -30,7 +30,7 @@ static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
          FROM applications a JOIN tenants s ON s.id = a.tenant_id \
          LEFT JOIN tokens t ON a.app_type = 'private' AND t.tenant_id = a.tenant_id AND t.id = $2 \
          AND (t.expires_at IS NULL OR t.expires_at > $3) \
-         WHERE a.key_hash = $1",
+         WHERE a.key_hash = $1 AND s.deleted_at IS NULL",
         application_and_settings(),
         prefixed::<token::Column>("t"),
     )
@@ -90,13 +90,13 @@ pub(crate) async fn key_and_token_postgres(
     let settings = settings_of(&row)?;
     let token_id: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
     let token = match token_id {
-        Some(_) => Some(crate::tokens::to_domain(
+        Some(_) => Some(crate::rows::token::to_domain(
             token::Model::from_query_result(&row, "t_").map_err(repo_err)?,
         )?),
         None => None,
     };
     Ok(Some(KeyedToken {
-        application: crate::applications::to_domain(app)?,
+        application: crate::rows::application::to_domain(app)?,
         settings,
         token,
     }))

@@ -6,6 +6,7 @@ mod applications;
 mod audit;
 mod audit_append;
 mod audit_copy;
+mod audit_rows;
 mod checkpoint;
 mod direct;
 mod entity;
@@ -19,9 +20,11 @@ mod pg_group;
 mod proxies;
 mod reactors;
 mod reads;
+mod rows;
 mod search;
 mod sessions;
 pub mod sqlite_backup;
+mod sqlite_tx;
 mod stamp;
 mod startup_lock;
 mod supervise;
@@ -172,7 +175,7 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
         .map_err(|e| ConnectError::Connect(e.to_string()))?;
         direct::register_file(
             named,
-            opened.filter(|f| !f.is_empty()).map(|f| direct::OnDisk {
+            opened.filter(|f| !f.is_empty()).map(|f| writer::OnDisk {
                 path: f.into(),
                 synchronous_normal,
             }),

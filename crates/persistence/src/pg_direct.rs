@@ -19,13 +19,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
-use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgSeverity};
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use sea_orm::sqlx::{self, Connection};
 use sea_orm::{DatabaseBackend, DatabaseConnection, DbErr, QueryResult, RuntimeErr, Statement};
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::pg_group::PgWriter;
+use crate::supervise::answered;
 
 /// How long a statement waits for a connection, as SeaORM's pool does (`connect`).
 const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -84,18 +85,6 @@ impl Drop for Lease<'_> {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(conn);
         }
-    }
-}
-
-/// Whether the connection is still in step after `e`: the database answered the statement (a
-/// constraint, a bad value), as opposed to the connection or the protocol failing. A `FATAL`
-/// or `PANIC` answer ends the session (`57P01` when an administrator or a shutdown closed it).
-pub(crate) fn answered(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Database(db) => db
-            .try_downcast_ref::<PgDatabaseError>()
-            .is_some_and(|pg| !matches!(pg.severity(), PgSeverity::Fatal | PgSeverity::Panic)),
-        _ => false,
     }
 }
 

@@ -32,10 +32,9 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::pg_direct::answered;
+use crate::rows::token::write_conflict;
 use crate::stamp::stamp;
-use crate::supervise::{self, CHECK_AFTER_IDLE, within};
-use crate::tokens::write_conflict;
+use crate::supervise::{self, CHECK_AFTER_IDLE, answered, within};
 
 /// How long the writer's statements wait for a row lock.
 const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";

@@ -22,12 +22,13 @@ use tokenvault_domain::proxy::Proxy;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::applications::{hash_from_hex, hash_hex};
-use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::direct::DirectReads;
 use crate::entity::proxy::{self, Column, Entity};
 use crate::entity::{application, token};
 use crate::reads::Reads;
 use crate::repo_err;
+use crate::rows::application::{hash_from_hex, hash_hex};
+use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
 
@@ -70,7 +71,15 @@ macro_rules! proxy_columns {
 }
 
 const PROXY_BY_ID: &str = concat!(proxy_columns!(), " WHERE tenant_id = ?1 AND id = ?2");
-const PROXY_BY_KEY: &str = concat!(proxy_columns!(), " WHERE key_hash = ?1");
+/// A live tenant's proxy: a deleted tenant's proxy keys stop at once (`tenant_purge.rs`).
+const OF_LIVE_TENANT: &str = "EXISTS (SELECT 1 FROM tenants WHERE tenants.id = proxies.tenant_id \
+     AND tenants.deleted_at IS NULL)";
+
+const PROXY_BY_KEY: &str = concat!(
+    proxy_columns!(),
+    " WHERE key_hash = ?1 AND EXISTS (SELECT 1 FROM tenants WHERE tenants.id = proxies.tenant_id \
+     AND tenants.deleted_at IS NULL)"
+);
 
 fn proxy_row(row: &Row<'_>) -> rusqlite::Result<proxy::Model> {
     Ok(proxy::Model {
@@ -180,6 +189,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
         }
         Entity::find()
             .filter(Column::KeyHash.eq(hash_hex(hash)))
+            .filter(Expr::cust(OF_LIVE_TENANT))
             .one(&self.reads)
             .await
             .map_err(repo_err)?
@@ -237,7 +247,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
         let tokens = token::Entity::find()
             .filter(token::Column::TenantId.in_subquery(owner))
             .filter(token::Column::Id.is_in(token_ids.iter().cloned()))
-            .filter(crate::tokens::live(now))
+            .filter(crate::rows::token::live(now))
             .all(&self.reads);
         let (proxy, tokens) = tokio::join!(self.find_by_key_hash(hash), tokens);
         let Some(proxy) = proxy? else {
@@ -250,7 +260,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
             Ok(rows) => rows
                 .into_iter()
                 .filter(|row| row.tenant_id == tenant_id)
-                .map(crate::tokens::to_domain)
+                .map(crate::rows::token::to_domain)
                 .collect::<Result<Vec<_>, _>>()
                 .ok(),
             Err(e) => {

@@ -20,10 +20,11 @@ use tokenvault_domain::reactor::{
 };
 use uuid::Uuid;
 
-use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::direct::DirectReads;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
 use crate::repo_err;
+use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
 

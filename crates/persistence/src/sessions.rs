@@ -15,9 +15,9 @@ use tokenvault_domain::ports::{AuthorizedSession, SessionRepository};
 use tokenvault_domain::session::{Session, SessionGrant};
 use uuid::Uuid;
 
-use crate::applications::hash_hex;
 use crate::entity::session::{self, Column, Entity};
 use crate::entity::{application, tenant};
+use crate::rows::application::hash_hex;
 use crate::stamp::{stamp, unstamp};
 use crate::{grants, repo_err};
 
@@ -138,14 +138,15 @@ impl SessionRepository for SeaOrmSessionRepository {
             .filter(Column::KeyHash.eq(hash_hex(hash)))
             .filter(Column::AuthorizedBy.is_not_null())
             .filter(Column::ExpiresAt.gt(stamp(now)))
+            .filter(tenant::Column::DeletedAt.is_null())
             .one(&self.db)
             .await
             .map_err(repo_err)?;
         match found {
             Some((session, Some(authorizer), Some(tenant))) => Ok(Some(AuthorizedSession {
                 session: to_domain(session)?,
-                authorizer: crate::applications::to_domain(authorizer)?,
-                settings: crate::tenants::to_domain(tenant).settings,
+                authorizer: crate::rows::application::to_domain(authorizer)?,
+                settings: crate::rows::tenant::to_domain(tenant).settings,
             })),
             _ => Ok(None),
         }

@@ -7,6 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use sea_orm::sqlx;
+use sea_orm::sqlx::postgres::{PgDatabaseError, PgSeverity};
 use tokio::runtime::{Builder, Runtime};
 
 /// A connection of such a thread idle longer is pinged before its next write: a server
@@ -72,6 +73,18 @@ pub(crate) fn spawn(
             }
         })?;
     Ok(())
+}
+
+/// Whether the connection is still in step after `e`: the database answered the statement (a
+/// constraint, a bad value), as opposed to the connection or the protocol failing. A `FATAL`
+/// or `PANIC` answer ends the session (`57P01` when an administrator or a shutdown closed it).
+pub(crate) fn answered(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<PgDatabaseError>()
+            .is_some_and(|pg| !matches!(pg.severity(), PgSeverity::Fatal | PgSeverity::Panic)),
+        _ => false,
+    }
 }
 
 #[cfg(test)]

@@ -29,9 +29,14 @@ use crate::stamp::stamp;
 /// The tables whose rows hold the tenant's keys, deleted with the tombstone's making.
 const KEY_TABLES: [&str; 3] = ["sessions", "applications", "proxies"];
 
-/// The tenant-owned tables, in the order their rows are purged: children before parents, the
-/// token counts after the tokens (whose deletes update them).
+/// The tenant-owned tables, in the order their rows are purged: the tables holding its keys
+/// first (a key inserted by a request that raced the delete works nowhere, as every key lookup
+/// leaves deleted tenants out, and it goes before anything else), children before parents,
+/// the token counts after the tokens (whose deletes update them).
 const PURGE_ORDER: [&str; 12] = [
+    "sessions",
+    "applications",
+    "proxies",
     "token_associations",
     "token_activity",
     "tokens",
@@ -41,9 +46,6 @@ const PURGE_ORDER: [&str; 12] = [
     "audit_heads",
     "reactors",
     "reactor_formulas",
-    "proxies",
-    "sessions",
-    "applications",
 ];
 
 /// Makes tenant `id` a tombstone deleted `at`; `false` when there is no such live tenant.
@@ -80,7 +82,7 @@ pub(crate) async fn retire(
 }
 
 /// Deletes at most `batch` rows of the oldest tombstone's tables, or the tombstone itself when
-/// none is left; how many rows went (0: no tombstone left).
+/// none is left; how many rows went (0: no tombstone left, or none it could take this round).
 pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u64, RepoError> {
     let oldest: Option<Uuid> = tenant::Entity::find()
         .filter(tenant::Column::DeletedAt.is_not_null())
@@ -101,15 +103,31 @@ pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u
             return Ok(gone);
         }
     }
-    // Nothing of it left; a row written since by a request that was already past its key
-    // goes with the tombstone (the foreign keys cascade), and later ones are refused by them.
+    // Nothing of it left: the tombstone, unless a row was written since (by a request already
+    // past its key) or is held by another instance's purge: then it waits for the next round,
+    // and no delete ever cascades through more than a batch.
+    let empty: Vec<String> = PURGE_ORDER
+        .iter()
+        .map(|table| format!("NOT EXISTS (SELECT 1 FROM {table} WHERE tenant_id = tenants.id)"))
+        .collect();
     let gone = tenant::Entity::delete_many()
         .filter(tenant::Column::Id.eq(id))
         .filter(tenant::Column::DeletedAt.is_not_null())
+        .filter(Expr::cust(empty.join(" AND ")))
         .exec(db)
         .await
         .map_err(repo_err)?;
-    Ok(Ord::max(gone.rows_affected, 1))
+    if gone.rows_affected > 0 {
+        return Ok(gone.rows_affected);
+    }
+    // Refused: rows written meanwhile are taken now; rows held elsewhere wait for a later call.
+    for table in PURGE_ORDER {
+        let taken = delete_some(db, table, id, batch).await?;
+        if taken > 0 {
+            return Ok(taken);
+        }
+    }
+    Ok(0)
 }
 
 /// Deletes at most `batch` of the tenant's rows of `table` (a name of [`PURGE_ORDER`]).
@@ -122,9 +140,10 @@ async fn delete_some(
     let backend = db.get_database_backend();
     let limit = i64::try_from(batch).unwrap_or(i64::MAX);
     let sql = match backend {
+        // Rows another instance's purge holds are skipped, not waited for.
         DatabaseBackend::Postgres => format!(
             "DELETE FROM {table} WHERE ctid = ANY(ARRAY(\
-             SELECT ctid FROM {table} WHERE tenant_id = $1 LIMIT $2))"
+             SELECT ctid FROM {table} WHERE tenant_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED))"
         ),
         _ => format!(
             "DELETE FROM {table} WHERE rowid IN (\

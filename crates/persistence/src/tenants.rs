@@ -13,15 +13,17 @@ use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::ports::TenantRepository;
-use tokenvault_domain::tenant::{Tenant, TenantSettings};
+use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
-use crate::applications::to_active;
-use crate::direct::{DirectReads, opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::direct::DirectReads;
 use crate::entity::{application, tenant};
 use crate::reads::Reads;
 use crate::repo_err;
-use crate::stamp::{stamp, unstamp};
+use crate::rows::application::to_active;
+use crate::rows::tenant::to_domain;
+use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::stamp::stamp;
 
 /// Tenants in the `tenants` table; a deleted one is a tombstone until its rows are purged
 /// (`tenant_purge.rs`).
@@ -42,6 +44,20 @@ impl SeaOrmTenantRepository {
             reads: Reads::of(&db),
             db,
         }
+    }
+
+    /// How many deleted tenants are still being purged (tests wait for none).
+    ///
+    /// # Errors
+    /// A storage failure.
+    #[cfg(feature = "test-support")]
+    pub async fn deleted_count(&self) -> Result<u64, RepoError> {
+        use sea_orm::PaginatorTrait as _;
+        tenant::Entity::find()
+            .filter(tenant::Column::DeletedAt.is_not_null())
+            .count(&self.db)
+            .await
+            .map_err(repo_err)
     }
 }
 
@@ -64,22 +80,6 @@ fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
         data_key: None,
         deleted_at: None,
     })
-}
-
-pub(crate) fn to_domain(model: tenant::Model) -> Tenant {
-    Tenant {
-        id: model.id,
-        owner_id: model.owner_id,
-        name: model.name,
-        settings: TenantSettings {
-            fingerprint_tokens: model.fingerprint_tokens,
-            deduplicate_tokens: model.deduplicate_tokens,
-        },
-        created_by: model.created_by,
-        created_at: unstamp(model.created_at),
-        modified_by: model.modified_by,
-        modified_at: model.modified_at.map(unstamp),
-    }
 }
 
 #[async_trait]

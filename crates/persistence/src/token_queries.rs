@@ -5,14 +5,20 @@ use sea_orm::sea_query::{
     Alias, Asterisk, DynIden, Expr, ExprTrait, Func, IntoIden, JoinType, LikeExpr, Order, Query,
     SelectStatement,
 };
-use sea_orm::{ColumnTrait, Condition, DatabaseBackend, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
 use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
 use tokenvault_domain::access::{ConditionAttribute, ConditionOperator, RuleCondition};
 use tokenvault_domain::ports::{TokenFilter, Visibility};
+use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::entity::{association, token};
-use crate::tokens::live;
+use crate::repo_err;
+use crate::rows::token::{live, to_domain};
 
 fn escape_like(prefix: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + 1);
@@ -229,4 +235,41 @@ pub(crate) fn newest_first(
         .limit(limit)
         .offset(offset);
     query
+}
+
+/// The tenant's token `id` unless it has expired at `now`, through SeaORM.
+pub(crate) async fn live_token(
+    db: &impl ConnectionTrait,
+    tenant_id: Uuid,
+    id: &str,
+    now: OffsetDateTime,
+) -> Result<Option<StoredToken>, RepoError> {
+    token::Entity::find()
+        .filter(token::Column::TenantId.eq(tenant_id))
+        .filter(token::Column::Id.eq(id))
+        .filter(live(now))
+        .one(db)
+        .await
+        .map_err(repo_err)?
+        .map(to_domain)
+        .transpose()
+}
+
+/// The tenant's live tokens among `ids`, through SeaORM.
+pub(crate) async fn live_tokens(
+    db: &impl ConnectionTrait,
+    tenant_id: Uuid,
+    ids: &[String],
+    now: OffsetDateTime,
+) -> Result<Vec<StoredToken>, RepoError> {
+    token::Entity::find()
+        .filter(token::Column::TenantId.eq(tenant_id))
+        .filter(token::Column::Id.is_in(ids.iter().cloned()))
+        .filter(live(now))
+        .all(db)
+        .await
+        .map_err(repo_err)?
+        .into_iter()
+        .map(to_domain)
+        .collect()
 }

@@ -1,14 +1,13 @@
 //! [`TokenRepository`] on SeaORM: tokens (ciphertext), associations and monthly activity.
 //! Every filter of a list (ids, types, metadata, visible containers, parent) runs in SQL.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -22,9 +21,11 @@ use crate::direct::DirectReads;
 use crate::entity::{activity, association, token};
 use crate::reads::Reads;
 use crate::repo_err;
+use crate::rows::token::{live, metadata_json, to_active, to_domain, write_conflict};
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};
 use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
+use crate::token_queries::{live_token, live_tokens};
 
 /// Activity rows per statement (on a SQLite file: per job of the writer thread).
 const ACTIVITY_CHUNK: usize = 200;
@@ -50,112 +51,6 @@ impl SeaOrmTokenRepository {
             db,
         }
     }
-}
-
-/// A unique violation, told apart by the index it hit; other errors are backend failures.
-pub(crate) fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
-    match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(what)) if what.contains("dedup") => {
-            Ok(TokenWrite::DuplicateFingerprint)
-        }
-        Some(SqlErr::UniqueConstraintViolation(_)) => Ok(TokenWrite::DuplicateId),
-        Some(SqlErr::ForeignKeyConstraintViolation(_)) => Ok(TokenWrite::Missing),
-        _ => Err(repo_err(err)),
-    }
-}
-
-fn metadata_json(t: &StoredToken) -> String {
-    serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())
-}
-
-fn to_active(t: &StoredToken) -> token::ActiveModel {
-    token::ActiveModel {
-        tenant_id: Set(t.tenant_id),
-        id: Set(t.id.clone()),
-        token_type: Set(t.token_type.clone()),
-        container: Set(t.container.clone()),
-        metadata: Set(metadata_json(t)),
-        data: Set(t.data.clone()),
-        mask: Set(t.mask.clone()),
-        fingerprint: Set(t.fingerprint.clone()),
-        dedup_key: Set(t.dedup_key.clone()),
-        fingerprint_expression: Set(t.fingerprint_expression.clone()),
-        created_by: Set(t.created_by),
-        created_at: Set(stamp(t.created_at)),
-        modified_by: Set(t.modified_by),
-        modified_at: Set(t.modified_at.map(stamp)),
-        expires_at: Set(t.expires_at.map(stamp)),
-        deduplicate: Set(t.deduplicate),
-        version: Set(t.version),
-    }
-}
-
-pub(crate) fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
-    let metadata: BTreeMap<String, String> = serde_json::from_str(&m.metadata)
-        .map_err(|_| RepoError::Backend("stored token metadata is unreadable".into()))?;
-    Ok(StoredToken {
-        id: m.id,
-        tenant_id: m.tenant_id,
-        token_type: m.token_type,
-        container: m.container,
-        metadata,
-        data: m.data,
-        mask: m.mask,
-        fingerprint: m.fingerprint,
-        dedup_key: m.dedup_key,
-        fingerprint_expression: m.fingerprint_expression,
-        created_by: m.created_by,
-        created_at: unstamp(m.created_at),
-        modified_by: m.modified_by,
-        modified_at: m.modified_at.map(unstamp),
-        expires_at: m.expires_at.map(unstamp),
-        deduplicate: m.deduplicate,
-        version: m.version,
-    })
-}
-
-/// The tenant's token `id` unless it has expired at `now`, through SeaORM.
-pub(crate) async fn live_token(
-    db: &impl ConnectionTrait,
-    tenant_id: Uuid,
-    id: &str,
-    now: OffsetDateTime,
-) -> Result<Option<StoredToken>, RepoError> {
-    token::Entity::find()
-        .filter(token::Column::TenantId.eq(tenant_id))
-        .filter(token::Column::Id.eq(id))
-        .filter(live(now))
-        .one(db)
-        .await
-        .map_err(repo_err)?
-        .map(to_domain)
-        .transpose()
-}
-
-/// The tenant's live tokens among `ids`, through SeaORM.
-pub(crate) async fn live_tokens(
-    db: &impl ConnectionTrait,
-    tenant_id: Uuid,
-    ids: &[String],
-    now: OffsetDateTime,
-) -> Result<Vec<StoredToken>, RepoError> {
-    token::Entity::find()
-        .filter(token::Column::TenantId.eq(tenant_id))
-        .filter(token::Column::Id.is_in(ids.iter().cloned()))
-        .filter(live(now))
-        .all(db)
-        .await
-        .map_err(repo_err)?
-        .into_iter()
-        .map(to_domain)
-        .collect()
-}
-
-/// Not expired at `now`.
-pub(crate) fn live(now: OffsetDateTime) -> Condition {
-    Condition::any()
-        .add(token::Column::ExpiresAt.is_null())
-        .add(token::Column::ExpiresAt.gt(stamp(now)))
 }
 
 impl SeaOrmTokenRepository {

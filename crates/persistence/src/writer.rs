@@ -14,8 +14,9 @@
 //! Token inserts are committed in groups (`group_commit.rs`); any other write is a job run on
 //! the connection in the order it arrived. The thread belongs to no HTTP worker's runtime, so it
 //! neither stops with one nor competes with its requests. It ends when its queue's last sender
-//! (the file's [`crate::direct::DirectReads`]) is dropped.
+//! (with the file's `DirectReads`, `direct.rs`) is dropped.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -24,7 +25,6 @@ use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::direct::OnDisk;
 use crate::group_commit::{self, Pending};
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
@@ -50,6 +50,15 @@ pub(crate) type Job = Box<dyn FnOnce(&Connection) + Send>;
 enum Message {
     Token(Pending),
     Job(Job),
+}
+
+/// A SQLite database file on disk, as `connect` opened it.
+#[derive(Clone, Debug)]
+pub(crate) struct OnDisk {
+    /// The file SQLite opened.
+    pub(crate) path: PathBuf,
+    /// `synchronous=NORMAL` instead of `FULL` (`DbOptions`).
+    pub(crate) synchronous_normal: bool,
 }
 
 /// The queue of a database file's writer thread.
@@ -174,32 +183,10 @@ fn guarded(conn: &Connection, write: impl FnOnce()) {
     }
 }
 
-/// Runs `body` in one `BEGIN IMMEDIATE` transaction on `conn`: committed when it returns `Ok`,
-/// rolled back otherwise (and when the commit fails).
-pub(crate) fn transaction<T, E: From<rusqlite::Error>>(
-    conn: &Connection,
-    body: impl FnOnce(&Connection) -> Result<T, E>,
-) -> Result<T, E> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
-    let done = body(conn).and_then(|value| {
-        conn.execute_batch("COMMIT")?;
-        Ok(value)
-    });
-    // Still in the transaction unless the commit ended it.
-    if done.is_err() && !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
-    done
-}
-
-/// `err` as the ports' backend error.
-pub(crate) fn backend(err: rusqlite::Error) -> RepoError {
-    RepoError::Backend(Box::new(err))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sqlite_tx::{backend, transaction};
 
     fn scratch() -> (tempdir::Dir, Writer) {
         let dir = tempdir::Dir::new();

@@ -407,3 +407,37 @@ async fn key_lookup_decodes_every_field_and_the_tenant_settings() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_key_inserted_after_the_delete_opens_nothing_and_is_purged() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        r.tenants
+            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
+            .await
+            .unwrap();
+        assert!(r.tenants.delete(t.id, now()).await.unwrap());
+        // A request already past its key when the delete committed makes another key: its
+        // insert still meets the tombstone, so the foreign key lets it in.
+        r.apps.insert(&app(t.id, now()), &hash(2)).await.unwrap();
+        assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_none());
+        let keyed = r
+            .apps
+            .find_by_key_hash_with_token(&hash(2), "tok", now())
+            .await
+            .unwrap();
+        assert!(keyed.is_none(), "the keyed read opens nothing");
+        let reacting = r
+            .apps
+            .find_by_key_hash_with_reactor(&hash(2), Uuid::now_v7())
+            .await
+            .unwrap();
+        assert!(reacting.is_none(), "nor does the keyed reactor read");
+        // The late key goes first, then the tombstone, one row a call.
+        assert_eq!(r.tenants.purge_deleted(1).await.unwrap(), 1);
+        assert_eq!(r.tenants.purge_deleted(1).await.unwrap(), 1);
+        assert_eq!(r.tenants.purge_deleted(1).await.unwrap(), 0);
+        assert!(r.tenants.list().await.unwrap().is_empty());
+    })
+    .await;
+}

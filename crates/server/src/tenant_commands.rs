@@ -85,6 +85,9 @@ pub async fn delete(config: &Config, id: Uuid, confirmed: bool) -> anyhow::Resul
     // that the command is done when it answers, whether a server runs or not.
     let mut purged = 0u64;
     loop {
+        // A pause between statements: a server running on the same SQLite file takes turns
+        // at the one write lock with this.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         match vault.purge_deleted_tenants(PURGE_BATCH).await {
             Ok(0) => break,
             Ok(n) => purged += n,

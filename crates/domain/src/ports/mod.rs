@@ -55,7 +55,8 @@ pub trait TenantRepository: Send + Sync {
 
     /// The second step of [`Self::delete`]: removes at most `batch` rows of a deleted tenant,
     /// or the deleted tenant itself once nothing of it is left; how many rows went (0 when no
-    /// deleted tenant is left). Each call is short, so no other tenant waits on it.
+    /// deleted tenant is left, or none of its rows could be taken now: another instance holds
+    /// them). Each call is short, so no other tenant waits on it.
     async fn purge_deleted(&self, batch: u64) -> Result<u64, RepoError>;
 
     /// Whether any tenant exists (first start detection).

@@ -13,7 +13,7 @@ use super::{Ports, Vault};
 use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
 use crate::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead};
 use crate::auth::Principal;
-use crate::code::{CodeCall, CodeError, CodeRunner, Svc, SvcFactory};
+use crate::code::{CodeCall, CodeError, CodeRunner, Svc};
 use crate::error::{Error, RepoError};
 use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
 use crate::page::{Page, PageRequest};
@@ -27,6 +27,7 @@ use crate::ports::{
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
+use crate::service::SvcFactory;
 use crate::session::{Nonce, Session, SessionGrant};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
 use crate::token::StoredToken;

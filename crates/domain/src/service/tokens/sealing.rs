@@ -57,6 +57,9 @@ impl Vault {
         }
         let wrapped = if let Some(w) = self.ports.tenants.data_key(tenant_id).await? {
             w
+        } else if self.ports.tenants.get(tenant_id).await?.is_none() {
+            // Deleted since the caller was authenticated: it gets no key, old or new.
+            return Err(Error::Unauthenticated);
         } else {
             // A tenant made before data keys existed gets one now (first writer wins).
             let fresh = self

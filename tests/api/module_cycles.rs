@@ -1,0 +1,220 @@
+//! No import circle between the source files of any crate: each file's `crate::…` paths are
+//! its imports (`lib.rs`, `main.rs` and `mod.rs` stand for their folder; a file's unit tests are
+//! left out), and the files of a crate must form layers. A circle means two files that cannot be
+//! read, tested or split one without the other.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Module path (`a::b`, empty for the crate root) → its file.
+fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(src).unwrap().with_extension("");
+                let mut parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                if parts
+                    .last()
+                    .is_some_and(|p| ["lib", "main", "mod"].contains(&p.as_str()))
+                {
+                    parts.pop();
+                }
+                found.insert(parts.join("::"), path);
+            }
+        }
+    }
+    found
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The identifier path at the start of `text` (`a::b::c`), as its segments.
+fn path_at(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    loop {
+        let end = rest.find(|c: char| !is_ident(c)).unwrap_or(rest.len());
+        if end == 0 {
+            break;
+        }
+        parts.push(rest[..end].to_string());
+        match rest[end..].strip_prefix("::") {
+            Some(next) if next.starts_with(is_ident) => rest = next,
+            _ => break,
+        }
+    }
+    parts
+}
+
+/// Every path a file names under `crate::`, including each first-level item of a
+/// `use crate::{a, b::c}` group.
+fn crate_paths(text: &str) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        if text[..at].ends_with(is_ident) {
+            continue;
+        }
+        let rest = &text[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let mut start = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 1 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 1 => start = true,
+                    c if start && is_ident(c) && depth == 1 => {
+                        paths.push(path_at(&group[i..]));
+                        start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            paths.push(path_at(rest));
+        }
+    }
+    paths
+}
+
+/// The import graph of one crate's `src`.
+fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mods = modules(src);
+    let mut edges = BTreeMap::new();
+    for (name, file) in &mods {
+        if name.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let text = text
+            .find("#[cfg(test)]\nmod tests")
+            .map_or(text.as_str(), |cut| &text[..cut]);
+        let mut to = BTreeSet::new();
+        for path in crate_paths(text) {
+            let target = (1..=path.len())
+                .rev()
+                .map(|k| path[..k].join("::"))
+                .find(|cand| mods.contains_key(cand) && !cand.is_empty());
+            if let Some(target) = target {
+                let related = target == *name
+                    || name.starts_with(&format!("{target}::"))
+                    || target.starts_with(&format!("{name}::"));
+                if !related {
+                    to.insert(target);
+                }
+            }
+        }
+        edges.insert(name.clone(), to);
+    }
+    edges
+}
+
+/// The strongly connected groups of more than one module (Tarjan).
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'g> {
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'g>(w: &mut Walk<'g>, v: &'g str) {
+        let n = w.index.len();
+        w.index.insert(v, n);
+        w.low.insert(v, n);
+        w.stack.push(v);
+        for u in w.graph.get(v).into_iter().flatten() {
+            let u = u.as_str();
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let low = w.low[v].min(w.low[u]);
+                w.low.insert(v, low);
+            } else if w.stack.contains(&u) {
+                let low = w.low[v].min(w.index[u]);
+                w.low.insert(v, low);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut group = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                group.push(u.to_string());
+                if u == v {
+                    break;
+                }
+            }
+            if group.len() > 1 {
+                group.sort();
+                w.found.push(group);
+            }
+        }
+    }
+    let mut w = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.found
+}
+
+#[test]
+fn no_crate_has_an_import_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .collect();
+    sources.extend([root.join("migrations/src"), root.join("xtask/src")]);
+    let mut checked = 0;
+    for src in sources.iter().filter(|s| s.is_dir()) {
+        let found = circles(&graph(src));
+        assert!(
+            found.is_empty(),
+            "import circles in {}: {found:?}",
+            src.display()
+        );
+        checked += 1;
+    }
+    assert!(checked >= 9, "only {checked} crates found");
+}
+
+#[test]
+fn the_check_finds_a_circle_and_reads_groups() {
+    let text = "use crate::{a, b::{c, d}};\nfn f() { crate::e::f(); other_crate::g(); }";
+    let paths = crate_paths(text);
+    assert_eq!(
+        paths,
+        vec![
+            vec!["a".to_string()],
+            vec!["b".to_string()],
+            vec!["e".into(), "f".into()],
+        ]
+    );
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", &["b"][..]),
+        ("b", &["c"][..]),
+        ("c", &["a"][..]),
+        ("d", &["a"][..]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.iter().map(|s| (*s).to_string()).collect()))
+    .collect();
+    assert_eq!(circles(&graph), vec![vec!["a", "b", "c"]]);
+}
