@@ -2,14 +2,10 @@
 //! activity flush. A row already there is skipped, and so is a row of a tenant deleted
 //! meanwhile, alone: the other tenants' rows of the same chunk are kept.
 
-use sea_orm::sea_query::OnConflict;
+use sea_orm::DatabaseConnection;
 use sea_orm::sqlx;
-use sea_orm::{ActiveValue::Set, DatabaseBackend, DatabaseConnection, DbErr, EntityTrait, SqlErr};
 use tokenvault_domain::RepoError;
 use uuid::Uuid;
-
-use crate::entity::activity;
-use crate::repo_err;
 
 /// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
 /// connection). Each row's tenant is locked `FOR KEY SHARE` as the foreign key would lock it,
@@ -49,50 +45,21 @@ pub(crate) fn insert_on_writer(
     .map_err(crate::sqlite_tx::backend)
 }
 
-/// Writes `entries` through SeaORM's pool: PostgreSQL, or a SQLite database without a file of
-/// its own.
-pub(crate) async fn insert(
+/// Writes `entries` on PostgreSQL, through SeaORM's pool.
+pub(crate) async fn insert_postgres(
     db: &DatabaseConnection,
     entries: &[(Uuid, String, String)],
 ) -> Result<(), RepoError> {
-    if db.get_database_backend() == DatabaseBackend::Postgres {
-        let mut sorted: Vec<&(Uuid, String, String)> = entries.iter().collect();
-        // Tenants and keys locked in one order by every flush (of this instance or another),
-        // so two flushes of the same rows never wait on each other in opposite orders.
-        sorted.sort_unstable();
-        sqlx::query(ACTIVITY_UNNEST)
-            .bind(sorted.iter().map(|e| e.0).collect::<Vec<_>>())
-            .bind(sorted.iter().map(|e| e.1.clone()).collect::<Vec<_>>())
-            .bind(sorted.iter().map(|e| e.2.clone()).collect::<Vec<_>>())
-            .execute(db.get_postgres_connection_pool())
-            .await
-            .map_err(|e| RepoError::Backend(Box::new(e)))?;
-        return Ok(());
-    }
-    for (tenant_id, month, token_id) in entries {
-        let row = activity::ActiveModel {
-            tenant_id: Set(*tenant_id),
-            month: Set(month.clone()),
-            token_id: Set(token_id.clone()),
-        };
-        let result = activity::Entity::insert(row)
-            .on_conflict(
-                OnConflict::columns([
-                    activity::Column::TenantId,
-                    activity::Column::Month,
-                    activity::Column::TokenId,
-                ])
-                .do_nothing()
-                .to_owned(),
-            )
-            .exec_without_returning(db)
-            .await;
-        match result {
-            Ok(_) | Err(DbErr::RecordNotInserted) => {}
-            // A tenant deleted meanwhile: its activity goes with it.
-            Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {}
-            Err(e) => return Err(repo_err(e)),
-        }
-    }
+    let mut sorted: Vec<&(Uuid, String, String)> = entries.iter().collect();
+    // Tenants and keys locked in one order by every flush (of this instance or another),
+    // so two flushes of the same rows never wait on each other in opposite orders.
+    sorted.sort_unstable();
+    sqlx::query(ACTIVITY_UNNEST)
+        .bind(sorted.iter().map(|e| e.0).collect::<Vec<_>>())
+        .bind(sorted.iter().map(|e| e.1.clone()).collect::<Vec<_>>())
+        .bind(sorted.iter().map(|e| e.2.clone()).collect::<Vec<_>>())
+        .execute(db.get_postgres_connection_pool())
+        .await
+        .map_err(|e| RepoError::Backend(Box::new(e)))?;
     Ok(())
 }

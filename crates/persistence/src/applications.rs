@@ -18,6 +18,7 @@ use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
+use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
 use crate::reads::Reads;
 use crate::rows::application::{hash_hex, to_active, to_domain};
@@ -36,11 +37,11 @@ pub struct SeaOrmApplicationRepository {
 
 impl SeaOrmApplicationRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            direct: DirectReads::for_connection(&db),
-            reads: Reads::of(&db),
-            db,
+            direct: db.sqlite(),
+            reads: db.reads(),
+            db: db.connection().clone(),
         }
     }
 }

@@ -16,14 +16,10 @@
 //! driver's own RFC 3339 text drops trailing zeros, and `…05Z` would then sort after
 //! `…05.5Z`.
 
-use std::sync::{Arc, OnceLock};
-
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection,
-    DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
-    TransactionTrait, Value,
+    ColumnTrait, Condition, DatabaseBackend, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, Value,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -32,45 +28,19 @@ use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
 
-use crate::audit_copy::AuditWriter;
-use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros, sqlite_time};
+use crate::audit_rows::{micros, sqlite_time};
+use crate::engine::{Database, Engine};
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
 use crate::repo_err;
-
-/// Entries per `INSERT`: 11 parameters each stays well under SQLite's bound-parameter limit.
-const INSERT_CHUNK: usize = 500;
 
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]
 pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
-    /// On a SQLite file, its writer thread, which appends (`audit_append.rs`).
-    sqlite: Option<std::sync::Arc<crate::direct::DirectReads>>,
-    /// On PostgreSQL, the appender thread (`audit_copy.rs`), started by the first append;
-    /// `None` inside when it could not start (appends then go through SeaORM's pool).
-    pg: Option<Arc<PgAppender>>,
-}
-
-/// The connection options of a PostgreSQL database and its appender thread, once started.
-#[derive(Debug)]
-struct PgAppender {
-    options: sea_orm::sqlx::postgres::PgConnectOptions,
-    writer: OnceLock<Option<AuditWriter>>,
-}
-
-impl PgAppender {
-    fn writer(&self) -> Option<&AuditWriter> {
-        self.writer
-            .get_or_init(|| match AuditWriter::start(self.options.clone()) {
-                Ok(writer) => Some(writer),
-                Err(e) => {
-                    tracing::error!(error = %e, "no PostgreSQL audit thread; appending through the pool");
-                    None
-                }
-            })
-            .as_ref()
-    }
+    /// The thread that appends: a SQLite file's writer (`audit_append.rs`), PostgreSQL's
+    /// appender (`audit_copy.rs`).
+    appender: Engine,
 }
 
 impl SeaOrmAuditRepository {
@@ -80,27 +50,17 @@ impl SeaOrmAuditRepository {
     /// flush would append the same entries again (the domain settles such appends by reading
     /// the chain).
     async fn appends_settled(&self) -> Result<(), RepoError> {
-        if let Some(file) = &self.sqlite {
-            return file.writer().run(|_| Ok(())).await;
-        }
-        // Only a started appender can have appends in flight.
-        match self.pg.as_ref().and_then(|pg| pg.writer.get()) {
-            Some(Some(writer)) => writer.settled().await,
-            _ => Ok(()),
+        match &self.appender {
+            Engine::Sqlite(file) => file.writer().run(|_| Ok(())).await,
+            Engine::Postgres(pg) => pg.audit().settled().await,
         }
     }
 
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            sqlite: crate::direct::DirectReads::for_connection(&db),
-            pg: (db.get_database_backend() == DatabaseBackend::Postgres).then(|| {
-                Arc::new(PgAppender {
-                    options: (*db.get_postgres_connection_pool().connect_options()).clone(),
-                    writer: OnceLock::new(),
-                })
-            }),
-            db,
+            appender: db.engine(),
+            db: db.connection().clone(),
         }
     }
 }
@@ -162,57 +122,6 @@ fn check_entries(
     Ok(())
 }
 
-/// One multi-row `INSERT` of `entries`.
-fn insert_entries(
-    backend: DatabaseBackend,
-    entries: &[AuditEntry],
-) -> Result<sea_orm::sea_query::InsertStatement, RepoError> {
-    let mut insert = Query::insert();
-    insert.into_table(Entity).columns([
-        Column::Id,
-        Column::TenantId,
-        Column::Seq,
-        Column::ActorType,
-        Column::ActorId,
-        Column::Operation,
-        Column::EntityType,
-        Column::EntityId,
-        Column::TraceId,
-        Column::CreatedAt,
-        Column::Hash,
-    ]);
-    for entry in entries {
-        let e = &entry.event;
-        insert
-            .values([
-                Expr::value(e.id),
-                Expr::value(e.tenant_id),
-                Expr::value(entry.seq),
-                Expr::value(e.actor_type.clone()),
-                Expr::value(e.actor_id),
-                Expr::value(e.operation.clone()),
-                Expr::value(e.entity_type.clone()),
-                Expr::value(e.entity_id.clone()),
-                Expr::value(e.trace_id.clone()),
-                Expr::value(timestamp(backend, e.created_at)),
-                Expr::value(entry.hash.clone()),
-            ])
-            .map_err(|err| RepoError::Backend(Box::new(err)))?;
-    }
-    Ok(insert)
-}
-
-/// Whether `err` is a violation of the unique (tenant, seq) index: a row beyond the head holds
-/// the place (any other uniqueness violation, a reused entry id, stays an error).
-fn seq_taken(err: &DbErr) -> bool {
-    match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(what)) => {
-            what.contains(SEQ_INDEX) || what.contains("audit_log.seq")
-        }
-        _ => false,
-    }
-}
-
 #[async_trait]
 impl AuditRepository for SeaOrmAuditRepository {
     async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
@@ -233,85 +142,25 @@ impl AuditRepository for SeaOrmAuditRepository {
         expected: Option<&AuditHead>,
         entries: &[AuditEntry],
     ) -> Result<AppendOutcome, RepoError> {
-        let Some(last) = entries.last() else {
+        if entries.is_empty() {
             return Ok(AppendOutcome::Appended);
-        };
+        }
         check_entries(tenant_id, expected, entries)?;
-        if let Some(file) = &self.sqlite {
-            let (expected, entries) = (expected.cloned(), entries.to_vec());
-            return file
-                .writer()
-                .run(move |conn| {
-                    crate::audit_append::append(conn, tenant_id, expected.as_ref(), &entries)
-                })
-                .await;
-        }
-        if let Some(writer) = self.pg.as_ref().and_then(|pg| pg.writer()) {
-            return writer.append(tenant_id, expected.cloned(), entries).await;
-        }
-        let backend = self.db.get_database_backend();
-        let txn = self.db.begin().await.map_err(repo_err)?;
-        if backend == DatabaseBackend::Postgres {
-            let locked = txn
-                .query_one_raw(sea_orm::Statement::from_sql_and_values(
-                    backend,
-                    LOCK_TENANT,
-                    [tenant_id.into()],
-                ))
-                .await
-                .map_err(repo_err)?;
-            if locked.is_none() {
-                return Err(RepoError::Backend("the tenant is gone".into()));
-            }
-        }
-        let moved = match expected {
-            None => match audit_head::Entity::insert(audit_head::ActiveModel {
-                tenant_id: Set(tenant_id),
-                seq: Set(last.seq),
-                hash: Set(last.hash.clone()),
-            })
-            .on_conflict(
-                OnConflict::column(audit_head::Column::TenantId)
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .exec_without_returning(&txn)
-            .await
-            {
-                Ok(rows) => rows,
-                Err(DbErr::RecordNotInserted) => 0,
-                Err(e) => return Err(repo_err(e)),
-            },
-            Some(head) => {
-                audit_head::Entity::update_many()
-                    .col_expr(audit_head::Column::Seq, Expr::value(last.seq))
-                    .col_expr(audit_head::Column::Hash, Expr::value(last.hash.clone()))
-                    .filter(audit_head::Column::TenantId.eq(tenant_id))
-                    .filter(audit_head::Column::Seq.eq(head.seq))
-                    .filter(audit_head::Column::Hash.eq(head.hash.as_str()))
-                    .exec(&txn)
+        match &self.appender {
+            Engine::Sqlite(file) => {
+                let (expected, entries) = (expected.cloned(), entries.to_vec());
+                file.writer()
+                    .run(move |conn| {
+                        crate::audit_append::append(conn, tenant_id, expected.as_ref(), &entries)
+                    })
                     .await
-                    .map_err(repo_err)?
-                    .rows_affected
             }
-        };
-        if moved != 1 {
-            txn.rollback().await.map_err(repo_err)?;
-            return Ok(AppendOutcome::HeadMoved);
-        }
-        for chunk in entries.chunks(INSERT_CHUNK) {
-            let insert = insert_entries(backend, chunk)?;
-            if let Err(e) = txn.execute(&insert).await {
-                txn.rollback().await.map_err(repo_err)?;
-                return if seq_taken(&e) {
-                    Ok(AppendOutcome::SeqTaken)
-                } else {
-                    Err(repo_err(e))
-                };
+            Engine::Postgres(pg) => {
+                pg.audit()
+                    .append(tenant_id, expected.cloned(), entries)
+                    .await
             }
         }
-        txn.commit().await.map_err(repo_err)?;
-        Ok(AppendOutcome::Appended)
     }
 
     async fn list(

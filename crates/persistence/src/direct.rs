@@ -12,13 +12,11 @@
 //! Consistency is SQLite's own: in WAL mode each statement reads the last committed state, so a
 //! key regenerated or deleted through SeaORM is refused by the next request (decisions §4).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
-use sea_orm::{DatabaseBackend, DatabaseConnection};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokenvault_domain::RepoError;
@@ -152,24 +150,8 @@ fn token_row(row: &Row<'_>, at: usize) -> rusqlite::Result<token::Model> {
 /// stall a worker thread, and every request on it, for the 10 s the pool waits.
 const BUSY_WAIT: Duration = Duration::from_millis(100);
 
-/// For each SQLite file name a pool was opened with (`connect`), the file SQLite actually opened:
-/// `None` for an in-memory database, which no other connection could see.
-static FILES: Mutex<Option<HashMap<PathBuf, Option<OnDisk>>>> = Mutex::new(None);
-
-/// Records what `connect` found behind the file name `named`.
-pub(crate) fn register_file(named: PathBuf, opened: Option<OnDisk>) {
-    FILES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get_or_insert_with(HashMap::new)
-        .insert(named, opened);
-}
-
 /// What [`DirectReads::key_and_token`] finds: the application, its tenant's settings, the token.
 pub(crate) type KeyAndToken = (Application, TenantSettings, Option<StoredToken>);
-
-/// One pool per database file, shared by every repository on it while any holds it.
-static POOLS: Mutex<Option<HashMap<PathBuf, Weak<DirectReads>>>> = Mutex::new(None);
 
 fn is_busy(err: &rusqlite::Error) -> bool {
     matches!(
@@ -190,42 +172,19 @@ fn bound_time(now: OffsetDateTime) -> Result<String, RepoError> {
 }
 
 impl DirectReads {
-    /// Direct reads on the file behind `db`, when it is a SQLite file opened by [`crate::connect`]
-    /// (not PostgreSQL, not an in-memory database, which another connection could not see).
-    pub(crate) fn for_connection(db: &DatabaseConnection) -> Option<Arc<Self>> {
-        if db.get_database_backend() != DatabaseBackend::Sqlite {
-            return None;
-        }
-        let options = db.get_sqlite_connection_pool().connect_options();
-        // Only a file `connect` saw SQLite open on disk (not in memory, whatever the name).
-        let file = FILES
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()?
-            .get(options.get_filename())?
-            .clone()?;
-        let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-        let pools = pools.get_or_insert_with(HashMap::new);
-        pools.retain(|_, pool| pool.strong_count() > 0);
-        if let Some(pool) = pools.get(&file.path).and_then(Weak::upgrade) {
-            return Some(pool);
-        }
-        let writer = match Writer::start(&file) {
-            Ok(writer) => Arc::new(writer),
-            Err(e) => {
-                // Reads and writes then go through SeaORM, as for an in-memory database.
-                tracing::error!(error = %e, "no SQLite writer thread; writing through the pool");
-                return None;
-            }
-        };
-        let pool = Arc::new(Self {
+    /// Direct reads on the SQLite `file` [`crate::connect`] opened, with its writer and
+    /// checkpoint threads, which start here.
+    ///
+    /// # Errors
+    /// The writer thread could not start.
+    pub(crate) fn open_file(file: &OnDisk) -> std::io::Result<Arc<Self>> {
+        let writer = Arc::new(Writer::start(file)?);
+        checkpoint::start(file.path.clone(), Arc::downgrade(&writer));
+        Ok(Arc::new(Self {
             path: file.path.clone(),
             idle: Mutex::new(Vec::new()),
             writer,
-        });
-        pools.insert(file.path.clone(), Arc::downgrade(&pool));
-        checkpoint::start(file.path, Arc::downgrade(&pool.writer));
-        Some(pool)
+        }))
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {

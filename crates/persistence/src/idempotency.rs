@@ -12,6 +12,7 @@ use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository};
 
+use crate::engine::Database;
 use crate::entity::idempotency::{self, Column, Entity};
 use crate::repo_err;
 use crate::stamp::stamp;
@@ -28,8 +29,10 @@ pub struct SeaOrmIdempotencyRepository {
 
 impl SeaOrmIdempotencyRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+    pub fn new(db: Database) -> Self {
+        Self {
+            db: db.connection().clone(),
+        }
     }
 
     /// One claim attempt; `None` when the conflicting record vanished before it was read.

@@ -9,6 +9,7 @@ mod audit_copy;
 mod audit_rows;
 mod checkpoint;
 mod direct;
+mod engine;
 mod entity;
 mod grants;
 mod group_commit;
@@ -52,10 +53,12 @@ use tokenvault_migrations::{Migrator, MigratorTrait};
 
 pub use applications::SeaOrmApplicationRepository;
 pub use audit::SeaOrmAuditRepository;
+pub use engine::Database;
+use engine::Engine;
 pub use idempotency::SeaOrmIdempotencyRepository;
 pub use proxies::SeaOrmProxyRepository;
 pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
-/// The pool every repository is built on (`connect`).
+/// SeaORM's pool, inside every [`Database`].
 pub use sea_orm::DatabaseConnection;
 pub use sessions::SeaOrmSessionRepository;
 pub use startup_lock::StartupLock;
@@ -139,7 +142,7 @@ fn restrict_sqlite_files(path: &std::path::Path) -> Result<(), ConnectError> {
 /// Opens a pool on `url` (`sqlite://path?mode=rwc` or `postgres://…`). SQLite gets WAL,
 /// `synchronous=FULL` (unless `options` says `NORMAL`), foreign keys and a busy timeout; the
 /// file is created when missing, readable by the owner only.
-pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection, ConnectError> {
+pub async fn connect(url: &str, options: DbOptions) -> Result<Database, ConnectError> {
     let max_connections = options.max_connections;
     let synchronous_normal = options.sqlite_synchronous_normal;
     if url.starts_with("sqlite:") {
@@ -156,7 +159,6 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         restrict_sqlite_files(options.get_filename())?;
-        let named = options.get_filename().to_path_buf();
         // No ping before each acquire: it costs a worker round trip per query, and a broken
         // connection surfaces as an error on the query itself anyway.
         let pool = SqlitePoolOptions::new()
@@ -165,22 +167,28 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
             .connect_with(options)
             .await
             .map_err(|e| ConnectError::Connect(e.to_string()))?;
-        // The file SQLite actually opened (none for an in-memory database, whatever the URL's
-        // path says): what direct reads may open beside the pool.
+        // The file SQLite actually opened: what the direct reads and the writer open beside
+        // the pool. An in-memory database has none, and each pooled connection would see a
+        // database of its own: refused.
         let opened: Option<String> = sea_orm::sqlx::query_scalar(
             "SELECT file FROM pragma_database_list WHERE name = 'main'",
         )
         .fetch_optional(&pool)
         .await
         .map_err(|e| ConnectError::Connect(e.to_string()))?;
-        direct::register_file(
-            named,
-            opened.filter(|f| !f.is_empty()).map(|f| writer::OnDisk {
-                path: f.into(),
-                synchronous_normal,
-            }),
-        );
-        Ok(SqlxSqliteConnector::from_sqlx_sqlite_pool(pool))
+        let path = opened.filter(|f| !f.is_empty()).ok_or_else(|| {
+            ConnectError::Connect("SQLite needs a database file, not an in-memory database".into())
+        })?;
+        let file = writer::OnDisk {
+            path: path.into(),
+            synchronous_normal,
+        };
+        let direct = direct::DirectReads::open_file(&file)
+            .map_err(|e| ConnectError::Connect(format!("cannot start the SQLite writer: {e}")))?;
+        Ok(Database::new(
+            SqlxSqliteConnector::from_sqlx_sqlite_pool(pool),
+            Engine::Sqlite(direct),
+        ))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
@@ -189,7 +197,13 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<DatabaseConnection
             .connect(url)
             .await
             .map_err(|e| ConnectError::Connect(e.to_string()))?;
-        Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+        let pg = pg_direct::PgDirect::open(&pool).map_err(|e| {
+            ConnectError::Connect(format!("cannot start the PostgreSQL writer threads: {e}"))
+        })?;
+        Ok(Database::new(
+            SqlxPostgresConnector::from_sqlx_postgres_pool(pool),
+            Engine::Postgres(pg),
+        ))
     } else {
         Err(ConnectError::UnsupportedUrl)
     }

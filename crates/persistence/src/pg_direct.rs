@@ -16,15 +16,15 @@
 //! reused connection for any reason but the database's answer is tried once more on a new
 //! one (the server may have closed idle connections).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
 use sea_orm::sqlx::{self, Connection};
-use sea_orm::{DatabaseBackend, DatabaseConnection, DbErr, QueryResult, RuntimeErr, Statement};
+use sea_orm::{DbErr, QueryResult, RuntimeErr, Statement};
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use crate::audit_copy::AuditWriter;
 use crate::pg_group::PgWriter;
 use crate::supervise::answered;
 
@@ -38,9 +38,10 @@ pub(crate) struct PgDirect {
     options: PgConnectOptions,
     idle: Mutex<Vec<PgConnection>>,
     permits: Semaphore,
-    /// Single token inserts, committed in groups (`pg_group.rs`); started by the first
-    /// insert, `None` when its thread could not start.
-    writer: OnceLock<Option<PgWriter>>,
+    /// Single token inserts, committed in groups (`pg_group.rs`).
+    writer: PgWriter,
+    /// Audit appends (`audit_copy.rs`).
+    audit: AuditWriter,
 }
 
 impl std::fmt::Debug for PgDirect {
@@ -48,11 +49,6 @@ impl std::fmt::Debug for PgDirect {
         f.debug_struct("PgDirect").finish_non_exhaustive()
     }
 }
-
-/// One per database a process talks to (host, port, user, database), shared by the
-/// repositories over it.
-type Key = (String, u16, String, Option<String>);
-static SHARED: Mutex<Option<HashMap<Key, Weak<PgDirect>>>> = Mutex::new(None);
 
 /// A connection taken from the idle list (or opened) for one statement.
 struct Lease<'a> {
@@ -98,47 +94,31 @@ fn query_err(e: sqlx::Error) -> DbErr {
 }
 
 impl PgDirect {
-    /// The direct connections of the PostgreSQL database behind `db`; `None` on SQLite.
-    pub(crate) fn for_connection(db: &DatabaseConnection) -> Option<Arc<Self>> {
-        if db.get_database_backend() != DatabaseBackend::Postgres {
-            return None;
-        }
-        let pool = db.get_postgres_connection_pool();
-        let options = pool.connect_options();
-        let key = (
-            options.get_host().to_owned(),
-            options.get_port(),
-            options.get_username().to_owned(),
-            options.get_database().map(str::to_owned),
-        );
-        let mut shared = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
-        let shared = shared.get_or_insert_with(HashMap::new);
-        shared.retain(|_, direct| direct.strong_count() > 0);
-        if let Some(direct) = shared.get(&key).and_then(Weak::upgrade) {
-            return Some(direct);
-        }
+    /// The direct connections, token writer and audit appender of the PostgreSQL database
+    /// behind `pool`; its two threads start here.
+    ///
+    /// # Errors
+    /// A thread could not start.
+    pub(crate) fn open(pool: &PgPool) -> std::io::Result<Arc<Self>> {
+        let options = (*pool.connect_options()).clone();
         let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
-        let direct = Arc::new(Self {
-            options: (*options).clone(),
+        Ok(Arc::new(Self {
+            writer: PgWriter::start(options.clone())?,
+            audit: AuditWriter::start(options.clone())?,
+            options,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max.max(1)),
-            writer: OnceLock::new(),
-        });
-        shared.insert(key, Arc::downgrade(&direct));
-        Some(direct)
+        }))
     }
 
     /// The group writer of this database (`pg_group.rs`).
-    pub(crate) fn writer(&self) -> Option<&PgWriter> {
-        self.writer
-            .get_or_init(|| match PgWriter::start(self.options.clone()) {
-                Ok(writer) => Some(writer),
-                Err(e) => {
-                    tracing::error!(error = %e, "no PostgreSQL writer thread; inserting through the pool");
-                    None
-                }
-            })
-            .as_ref()
+    pub(crate) fn writer(&self) -> &PgWriter {
+        &self.writer
+    }
+
+    /// The audit appender of this database (`audit_copy.rs`).
+    pub(crate) fn audit(&self) -> &AuditWriter {
+        &self.audit
     }
 
     /// Drops every idle connection (after one failed outside the database's answer).

@@ -23,6 +23,7 @@ use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
+use crate::engine::Database;
 use crate::entity::proxy::{self, Column, Entity};
 use crate::entity::{application, token};
 use crate::reads::Reads;
@@ -44,11 +45,11 @@ pub struct SeaOrmProxyRepository {
 
 impl SeaOrmProxyRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            direct: DirectReads::for_connection(&db),
-            reads: Reads::of(&db),
-            db,
+            direct: db.sqlite(),
+            reads: db.reads(),
+            db: db.connection().clone(),
         }
     }
 }

@@ -21,6 +21,7 @@ use tokenvault_domain::reactor::{
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
+use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
 use crate::repo_err;
@@ -40,11 +41,11 @@ pub struct SeaOrmFormulaRepository {
 
 impl SeaOrmFormulaRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            direct: DirectReads::for_connection(&db),
-            reads: Reads::of(&db),
-            db,
+            direct: db.sqlite(),
+            reads: db.reads(),
+            db: db.connection().clone(),
         }
     }
 }
@@ -61,11 +62,11 @@ pub struct SeaOrmReactorRepository {
 
 impl SeaOrmReactorRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            direct: DirectReads::for_connection(&db),
-            reads: Reads::of(&db),
-            db,
+            direct: db.sqlite(),
+            reads: db.reads(),
+            db: db.connection().clone(),
         }
     }
 }

@@ -31,12 +31,9 @@ pub(crate) struct Reads {
 }
 
 impl Reads {
-    /// The reads of `db`.
-    pub(crate) fn of(db: &DatabaseConnection) -> Self {
-        Self {
-            db: db.clone(),
-            pg: PgDirect::for_connection(db),
-        }
+    /// The reads of `db`, on PostgreSQL through `pg`.
+    pub(crate) fn new(db: DatabaseConnection, pg: Option<Arc<PgDirect>>) -> Self {
+        Self { db, pg }
     }
 
     /// PostgreSQL's direct connections; `None` on SQLite.

@@ -15,6 +15,7 @@ use tokenvault_domain::ports::{AuthorizedSession, SessionRepository};
 use tokenvault_domain::session::{Session, SessionGrant};
 use uuid::Uuid;
 
+use crate::engine::Database;
 use crate::entity::session::{self, Column, Entity};
 use crate::entity::{application, tenant};
 use crate::rows::application::hash_hex;
@@ -29,8 +30,10 @@ pub struct SeaOrmSessionRepository {
 
 impl SeaOrmSessionRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
-        Self { db }
+    pub fn new(db: Database) -> Self {
+        Self {
+            db: db.connection().clone(),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
+use crate::engine::Database;
 use crate::entity::{application, tenant};
 use crate::reads::Reads;
 use crate::repo_err;
@@ -38,11 +39,11 @@ pub struct SeaOrmTenantRepository {
 
 impl SeaOrmTenantRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            direct: DirectReads::for_connection(&db),
-            reads: Reads::of(&db),
-            db,
+            direct: db.sqlite(),
+            reads: db.reads(),
+            db: db.connection().clone(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use sea_orm::DatabaseConnection;
+use crate::Database;
 use sea_orm::sqlx::{Connection, Executor, PgConnection};
 use uuid::Uuid;
 
@@ -34,7 +34,7 @@ pub struct TestDatabase {
     /// Its URL (for a server under test).
     pub url: String,
     /// A migrated pool on it.
-    pub db: DatabaseConnection,
+    pub db: Database,
     /// The backend.
     pub backend: Backend,
     cleanup: Cleanup,

@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 use crate::activity_rows;
 use crate::direct::DirectReads;
+use crate::engine::{Database, Engine};
 use crate::entity::{activity, association, token};
 use crate::reads::Reads;
 use crate::repo_err;
@@ -34,21 +35,22 @@ const ACTIVITY_CHUNK: usize = 200;
 #[derive(Clone, Debug)]
 pub struct SeaOrmTokenRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread and its group writer (`direct.rs`); `None` on
-    /// PostgreSQL and in-memory SQLite.
+    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
-    /// Point reads (`reads.rs`); on PostgreSQL also the group writer of single inserts
-    /// (`pg_group.rs`, through `pg_direct.rs`). Lists, pages and counts stay on the pool.
+    /// The backend's writer threads (`engine.rs`).
+    engine: Engine,
+    /// Point reads (`reads.rs`). Lists, pages and counts stay on the pool.
     reads: Reads,
 }
 
 impl SeaOrmTokenRepository {
     /// A repository over `db` (migrated).
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: Database) -> Self {
         Self {
-            direct: DirectReads::for_connection(&db),
-            reads: Reads::of(&db),
-            db,
+            direct: db.sqlite(),
+            reads: db.reads(),
+            engine: db.engine(),
+            db: db.connection().clone(),
         }
     }
 }
@@ -96,18 +98,10 @@ impl SeaOrmTokenRepository {
 #[async_trait]
 impl TokenRepository for SeaOrmTokenRepository {
     async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
-        if let Some(file) = &self.direct {
-            return file.insert_token(t.clone()).await;
-        }
-        if let Some(writer) = self.reads.pg().and_then(|pg| pg.writer()) {
-            return writer.insert(t.clone(), metadata_json(t)).await;
-        }
-        match token::Entity::insert(to_active(t))
-            .exec_without_returning(&self.db)
-            .await
-        {
-            Ok(_) => Ok(TokenWrite::Done),
-            Err(e) => write_conflict(e),
+        // Each backend's writer thread, which commits concurrent inserts together.
+        match &self.engine {
+            Engine::Sqlite(file) => file.insert_token(t.clone()).await,
+            Engine::Postgres(pg) => pg.writer().insert(t.clone(), metadata_json(t)).await,
         }
     }
 
@@ -381,15 +375,15 @@ impl TokenRepository for SeaOrmTokenRepository {
 
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
         for chunk in entries.chunks(ACTIVITY_CHUNK) {
-            match &self.direct {
+            match &self.engine {
                 // On a SQLite file a job of the writer thread per chunk, between token groups.
-                Some(file) => {
+                Engine::Sqlite(file) => {
                     let chunk = chunk.to_vec();
                     file.writer()
                         .run(move |conn| activity_rows::insert_on_writer(conn, &chunk))
                         .await?;
                 }
-                None => activity_rows::insert(&self.db, chunk).await?,
+                Engine::Postgres(_) => activity_rows::insert_postgres(&self.db, chunk).await?,
             }
         }
         Ok(())

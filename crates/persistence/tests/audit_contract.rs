@@ -34,7 +34,7 @@ where
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let tenant = tenant(&tenants).await;
         story(Repos {
-            db: db.db.clone(),
+            db: db.db.connection().clone(),
             tenants,
             audit: SeaOrmAuditRepository::new(db.db.clone()),
             tenant,

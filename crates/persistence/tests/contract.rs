@@ -327,19 +327,19 @@ async fn migrations_go_down_and_up_again() {
     use tokenvault_migrations::{Migrator, MigratorTrait};
     for backend in backends() {
         let db = TestDatabase::create(backend).await;
-        let applied = Migrator::get_applied_migrations(&db.db)
+        let applied = Migrator::get_applied_migrations(db.db.connection())
             .await
             .unwrap()
             .len();
         assert_eq!(applied, Migrator::migrations().len());
-        Migrator::down(&db.db, None).await.unwrap();
+        Migrator::down(db.db.connection(), None).await.unwrap();
         assert!(
-            Migrator::get_applied_migrations(&db.db)
+            Migrator::get_applied_migrations(db.db.connection())
                 .await
                 .unwrap()
                 .is_empty()
         );
-        Migrator::up(&db.db, None).await.unwrap();
+        Migrator::up(db.db.connection(), None).await.unwrap();
         // The schema works again after the round trip.
         let repo = SeaOrmTenantRepository::new(db.db.clone());
         assert!(!repo.any().await.unwrap());

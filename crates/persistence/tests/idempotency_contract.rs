@@ -31,7 +31,7 @@ where
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let tenant = tenant(&tenants).await;
         story(Repos {
-            db: db.db.clone(),
+            db: db.db.connection().clone(),
             tenants,
             keys: SeaOrmIdempotencyRepository::new(db.db.clone()),
             tenant,

@@ -33,7 +33,7 @@ use tokenvault_http::limit::RateLimit;
 use tokenvault_http::metrics::Metrics;
 use tokenvault_http::ready::ReadyChecks;
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
-use tokenvault_persistence::{DatabaseConnection, StartupLock};
+use tokenvault_persistence::{Database, StartupLock};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmFormulaRepository,
     SeaOrmIdempotencyRepository, SeaOrmProxyRepository, SeaOrmReactorRepository,
@@ -89,7 +89,7 @@ impl Shared {
 /// What [`open_vault_with`] built: the use cases, and the adapters the server also watches.
 struct Opened {
     vault: Vault,
-    db: DatabaseConnection,
+    db: Database,
     code: QuickJsRunner,
     startup: StartupLock,
 }
@@ -288,7 +288,7 @@ pub async fn run(
         tls: config.tls()?,
         metrics: shared.metrics.clone(),
         ready: ReadyChecks::new(vec![
-            Arc::new(ready::DatabaseReady(db.clone())),
+            Arc::new(ready::DatabaseReady(db.connection().clone())),
             Arc::new(ready::WorkersReady(code)),
         ]),
         ..HttpSettings::default()
@@ -310,7 +310,10 @@ pub async fn run(
     ));
     let audit_flusher = tokio::spawn(flush_audit(vault.clone(), jobs_stopped.clone()));
     let purger = tokio::spawn(purge_deleted_tenants(vault.clone(), jobs_stopped.clone()));
-    let statistics = tokio::spawn(keep_statistics(db, jobs_stopped.clone()));
+    let statistics = tokio::spawn(keep_statistics(
+        db.connection().clone(),
+        jobs_stopped.clone(),
+    ));
     let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
     let detached = settings.detached.clone();

@@ -1,0 +1,92 @@
+//! An open database: what [`crate::connect`] returns, owned by whoever opened it.
+//!
+//! Beside SeaORM's pool, each backend has machinery of its own, made here at connect and
+//! nowhere else (no process-wide registry, no thread started by a repository's constructor):
+//!
+//! - a SQLite file: its direct reads on the calling thread (`direct.rs`), its writer thread
+//!   (`writer.rs`: token inserts in groups, audit appends, activity) and its checkpoint thread
+//!   (`checkpoint.rs`);
+//! - PostgreSQL: the adapter's own connections for point reads (`pg_direct.rs`), the token
+//!   group writer thread (`pg_group.rs`) and the audit appender thread (`audit_copy.rs`).
+//!
+//! Every repository is made from a [`Database`] and shares its engine; the threads end once
+//! the last clone of it is dropped, after the work queued before.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+
+use crate::direct::DirectReads;
+use crate::pg_direct::PgDirect;
+use crate::reads::Reads;
+
+/// One backend's machinery beside the pool.
+#[derive(Clone, Debug)]
+pub(crate) enum Engine {
+    /// A SQLite file.
+    Sqlite(Arc<DirectReads>),
+    /// A PostgreSQL database.
+    Postgres(Arc<PgDirect>),
+}
+
+/// An open, owned database: SeaORM's pool and its backend's engine. Derefs to the pool for
+/// what SeaORM does alone (migrations, statistics, raw statements).
+#[derive(Clone, Debug)]
+pub struct Database {
+    db: DatabaseConnection,
+    engine: Engine,
+}
+
+impl Database {
+    pub(crate) fn new(db: DatabaseConnection, engine: Engine) -> Self {
+        Self { db, engine }
+    }
+
+    /// SeaORM's pool.
+    pub fn connection(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// The backend's machinery.
+    pub(crate) fn engine(&self) -> Engine {
+        self.engine.clone()
+    }
+
+    /// A SQLite file's direct reads and writer; `None` on PostgreSQL.
+    pub(crate) fn sqlite(&self) -> Option<Arc<DirectReads>> {
+        match &self.engine {
+            Engine::Sqlite(file) => Some(file.clone()),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// PostgreSQL's own connections and threads; `None` on SQLite.
+    pub(crate) fn postgres(&self) -> Option<Arc<PgDirect>> {
+        match &self.engine {
+            Engine::Postgres(pg) => Some(pg.clone()),
+            Engine::Sqlite(_) => None,
+        }
+    }
+
+    /// Where the repositories' point reads run.
+    pub(crate) fn reads(&self) -> Reads {
+        Reads::new(self.db.clone(), self.postgres())
+    }
+
+    /// Closes the pool; the engine's threads end when the last clone is dropped.
+    ///
+    /// # Errors
+    /// The pool failed to close.
+    pub async fn close(self) -> Result<(), sea_orm::DbErr> {
+        self.db.close().await
+    }
+}
+
+impl Deref for Database {
+    type Target = DatabaseConnection;
+
+    fn deref(&self) -> &DatabaseConnection {
+        &self.db
+    }
+}
