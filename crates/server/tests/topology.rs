@@ -230,9 +230,13 @@ async fn killing_one_instance_under_load_loses_no_acknowledged_token() {
         "the load ran: {} acknowledged",
         acknowledged.len()
     );
+    // Each client may lose the request it had in flight on the killed instance (a 502, or a
+    // reset), and the next one it sent on the keep-alive connection the balancer closed after
+    // that answer (a send error): at most two per client, all within the kill's moment.
     assert!(
-        failed.len() <= CLIENTS,
-        "{} failed (at most the {CLIENTS} in flight on the killed instance): {failed:?}",
+        failed.len() <= 2 * CLIENTS,
+        "{} failed (at most two per client: the one in flight on the killed instance, the next \
+         on the connection the balancer closed): {failed:?}",
         failed.len()
     );
     // Every acknowledged token reads back, through the balancer (the survivor).
