@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -409,7 +409,7 @@ pub async fn explain_list_page(
     tenant_id: Uuid,
     filter: &TokenFilter,
     now: OffsetDateTime,
-) -> Result<Vec<String>, DbErr> {
+) -> Result<Vec<String>, sea_orm::DbErr> {
     use sea_orm::QueryTrait as _;
     let backend = db.get_database_backend();
     let condition =
@@ -438,7 +438,7 @@ pub async fn explain_fingerprint_lookup(
     db: &DatabaseConnection,
     tenant_id: Uuid,
     now: OffsetDateTime,
-) -> Result<Vec<String>, DbErr> {
+) -> Result<Vec<String>, sea_orm::DbErr> {
     use sea_orm::QueryTrait as _;
     let query = fingerprint_lookup(tenant_id, "card", "/", "FP", now).limit(1);
     explain(db, query.build(db.get_database_backend())).await
@@ -464,7 +464,10 @@ fn fingerprint_lookup(
 /// `built`'s plan: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (after
 /// `ANALYZE`, with sequential scans disabled).
 #[cfg(feature = "test-support")]
-async fn explain(db: &DatabaseConnection, built: sea_orm::Statement) -> Result<Vec<String>, DbErr> {
+async fn explain(
+    db: &DatabaseConnection,
+    built: sea_orm::Statement,
+) -> Result<Vec<String>, sea_orm::DbErr> {
     use sea_orm::Statement;
     let backend = db.get_database_backend();
     if backend == sea_orm::DatabaseBackend::Postgres {

@@ -13,6 +13,14 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's settings, read at its start: two arenas (its default, four per core, spread the
+/// server's many threads over eight, and their freed pages with them), and freed pages given
+/// back to the system within a second instead of ten. Peak RSS under the bench's PostgreSQL
+/// run: 104 MiB with the defaults (docs/performance.md).
+#[unsafe(export_name = "_rjem_malloc_conf")]
+#[allow(unsafe_code, non_upper_case_globals)] // SAFETY: a NUL-terminated static string jemalloc only reads.
+pub static malloc_conf: &[u8] = b"narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 /// A self-hostable data-tokenization vault.
 #[derive(Parser)]
 #[command(name = "tokenvault", version)]
