@@ -1,6 +1,6 @@
 //! The audit append on SQLite, run on the file's writer thread (`writer.rs`).
 //!
-//! The same transaction as the SeaORM append in `audit.rs`, statement for statement: the head
+//! The same transaction as PostgreSQL's (`audit_copy.rs`), statement for statement: the head
 //! moves first (a conditional `UPDATE`, or an `INSERT … ON CONFLICT DO NOTHING` for a tenant's
 //! first entries), then the entries go in; a head that did not move means another appender got
 //! there first (`HeadMoved`), an entry that lands on a taken (tenant, seq) behind a head that

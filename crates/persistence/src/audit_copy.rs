@@ -1,5 +1,5 @@
-//! The audit append on PostgreSQL: one transaction that moves the head as the SeaORM append
-//! does (`audit.rs`), then sends the entries with `COPY … FROM STDIN` in PostgreSQL's binary
+//! The audit append on PostgreSQL: one transaction that moves the head as SQLite's append does
+//! (`audit_append.rs`), then sends the entries with `COPY … FROM STDIN` in PostgreSQL's binary
 //! format, on a thread of its own ("pg-audit": its own runtime and connection).
 //!
 //! Why `COPY`: under the PostgreSQL detokenize load the flush was a third of PostgreSQL's CPU

@@ -29,7 +29,9 @@ const EVERY: Duration = Duration::from_millis(20);
 /// Log pages at which the log is finished on the writer thread and starts over.
 const RESTART_AT: i64 = 1_000;
 
-/// Starts the checkpoint thread of `path`, which ends once the file's `writer` is dropped.
+/// Starts the checkpoint thread of `path`, which ends once the file's `writer` is dropped. The
+/// one thread whose failure to start does not fail `connect`: the writer's own
+/// `wal_autocheckpoint` then keeps the log bounded (logged).
 pub(crate) fn start(path: PathBuf, writer: Weak<Writer>) {
     let spawned = std::thread::Builder::new()
         .name("sqlite-checkpoint".into())

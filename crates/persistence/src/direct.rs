@@ -7,7 +7,8 @@
 //! (an API key's application on every request, a token by id), which SQLite answers from its page
 //! cache in microseconds: they run here, on a small pool of rusqlite connections opened on the
 //! same file, with prepared statements cached per connection. Each connection is
-//! `query_only`; every write, and every read that may scan, stays on SeaORM.
+//! `query_only`; writes go through the file's writer thread (`writer.rs`) or SeaORM's pool,
+//! and every read that may scan stays on SeaORM.
 //!
 //! Consistency is SQLite's own: in WAL mode each statement reads the last committed state, so a
 //! key regenerated or deleted through SeaORM is refused by the next request (decisions §4).

@@ -47,12 +47,23 @@ pub(crate) fn spawn(
     name: &str,
     mut body: impl FnMut(&Runtime) + Send + 'static,
 ) -> std::io::Result<()> {
-    let first = runtime()?;
     let what = name.to_owned();
+    // The first runtime is made on the thread itself and its outcome sent back: one made here
+    // and dropped when the spawn fails would be dropped inside the caller's runtime (a panic).
+    let (started, outcome) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(what.clone())
         .spawn(move || {
-            let mut current = Some(first);
+            let mut current = match runtime() {
+                Ok(rt) => {
+                    let _ = started.send(Ok(()));
+                    Some(rt)
+                }
+                Err(e) => {
+                    let _ = started.send(Err(e));
+                    return;
+                }
+            };
             loop {
                 let rt = match current.take().map_or_else(runtime, Ok) {
                     Ok(rt) => rt,
@@ -72,7 +83,9 @@ pub(crate) fn spawn(
                 tracing::error!(thread = %what, panic = %message, "a PostgreSQL writer thread panicked; it starts again");
             }
         })?;
-    Ok(())
+    outcome
+        .recv()
+        .map_err(|_| std::io::Error::other("the thread ended before it started"))?
 }
 
 /// Whether the connection is still in step after `e`: the database answered the statement (a

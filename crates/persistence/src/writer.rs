@@ -78,7 +78,7 @@ fn stopped() -> RepoError {
 
 impl Writer {
     /// Opens the writer's connection on `file` and starts its thread; the error when either
-    /// fails (the caller then writes through SeaORM, as on a database without a file).
+    /// fails (`connect` then fails).
     pub(crate) fn start(file: &OnDisk) -> std::io::Result<Self> {
         let conn = open(file).map_err(std::io::Error::other)?;
         let (queue, rx) = mpsc::channel(QUEUE);

@@ -8,18 +8,23 @@ use clap::{Parser, Subcommand};
 use tokenvault_server::{Config, rotate_master_key, run, tenant_commands, verify_audit};
 use tracing_subscriber::EnvFilter;
 
-/// jemalloc instead of glibc's malloc: under load a fifth of the server's own CPU went to
-/// glibc's allocator (its arenas' locks and consolidation; docs/performance.md).
+/// jemalloc instead of glibc's malloc for Rust's allocations: under load about a tenth of the
+/// server's own CPU went to glibc's allocator (docs/performance.md). SQLite, aws-lc and QuickJS
+/// keep glibc's malloc (the crate's symbols are prefixed).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's settings, read at its start: two arenas (its default, four per core, spread the
-/// server's many threads over eight, and their freed pages with them), and freed pages given
-/// back to the system within a second instead of ten. Peak RSS under the bench's PostgreSQL
-/// run: 104 MiB with the defaults (docs/performance.md).
+/// jemalloc's settings, read at its start (the `const char *` it declares weak; the form of
+/// the crate's own tests): two arenas (its default, four per core, spread the server's many
+/// threads over eight, and their freed pages with them), and freed pages given back to the
+/// system within a second instead of ten. Peak RSS under the bench's PostgreSQL run: 104 MiB
+/// with the defaults (docs/performance.md). `_RJEM_MALLOC_CONF` in the environment overrides.
 #[unsafe(export_name = "_rjem_malloc_conf")]
-#[allow(unsafe_code, non_upper_case_globals)] // SAFETY: a NUL-terminated static string jemalloc only reads.
-pub static malloc_conf: &[u8] = b"narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+#[allow(unsafe_code, non_upper_case_globals)]
+pub static malloc_conf: Option<&'static std::ffi::c_char> =
+    // SAFETY: the pointer of a NUL-terminated literal, valid for the program's life, which
+    // jemalloc only reads.
+    Some(unsafe { &*c"narenas:2,dirty_decay_ms:1000".as_ptr() });
 
 /// A self-hostable data-tokenization vault.
 #[derive(Parser)]

@@ -252,3 +252,24 @@ fn the_sample_configuration_is_valid_and_complete() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The binary allocates with jemalloc under the settings `main.rs` gives it (an exported
+/// symbol jemalloc reads at its start; a renamed symbol would be ignored without a word).
+#[test]
+fn the_allocator_is_jemalloc_with_its_settings() {
+    let dir = scratch();
+    let out = tokenvault(
+        &["--version"],
+        &dir,
+        &[("_RJEM_MALLOC_CONF", "stats_print:true")],
+    );
+    let printed = text(&out.stderr) + &text(&out.stdout);
+    assert!(out.status.success(), "{printed}");
+    for setting in ["opt.narenas: 2", "opt.dirty_decay_ms: 1000"] {
+        assert!(
+            printed.contains(setting),
+            "no {setting:?} in jemalloc's stats"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
