@@ -26,9 +26,6 @@ use crate::entity::tenant;
 use crate::repo_err;
 use crate::stamp::stamp;
 
-/// The tables whose rows hold the tenant's keys, deleted with the tombstone's making.
-const KEY_TABLES: [&str; 3] = ["sessions", "applications", "proxies"];
-
 /// The tenant-owned tables, in the order their rows are purged: the tables holding its keys
 /// first (a key inserted by a request that raced the delete works nowhere, as every key lookup
 /// leaves deleted tenants out, and it goes before anything else), children before parents,
@@ -47,6 +44,10 @@ const PURGE_ORDER: [&str; 12] = [
     "reactors",
     "reactor_formulas",
 ];
+
+/// The tables whose rows hold the tenant's keys, deleted with the tombstone's making: the
+/// first of [`PURGE_ORDER`].
+const KEY_TABLES: usize = 3;
 
 /// Makes tenant `id` a tombstone deleted `at`; `false` when there is no such live tenant.
 pub(crate) async fn retire(
@@ -70,7 +71,7 @@ pub(crate) async fn retire(
         txn.rollback().await.map_err(repo_err)?;
         return Ok(false);
     }
-    for table in KEY_TABLES {
+    for &table in &PURGE_ORDER[..KEY_TABLES] {
         let delete = Query::delete()
             .from_table(Alias::new(table))
             .and_where(Expr::col(Alias::new("tenant_id")).eq(id))
@@ -97,11 +98,9 @@ pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u
     let Some(id) = oldest else {
         return Ok(0);
     };
-    for table in PURGE_ORDER {
-        let gone = delete_some(db, table, id, batch).await?;
-        if gone > 0 {
-            return Ok(gone);
-        }
+    let taken = take_some(db, id, batch).await?;
+    if taken > 0 {
+        return Ok(taken);
     }
     // Nothing of it left: the tombstone, unless a row was written since (by a request already
     // past its key) or is held by another instance's purge: then it waits for the next round,
@@ -121,6 +120,12 @@ pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u
         return Ok(gone.rows_affected);
     }
     // Refused: rows written meanwhile are taken now; rows held elsewhere wait for a later call.
+    take_some(db, id, batch).await
+}
+
+/// Deletes at most `batch` rows of the first of the tenant's tables in [`PURGE_ORDER`] that
+/// has any it can take; how many (0: none).
+async fn take_some(db: &DatabaseConnection, id: Uuid, batch: u64) -> Result<u64, RepoError> {
     for table in PURGE_ORDER {
         let taken = delete_some(db, table, id, batch).await?;
         if taken > 0 {
