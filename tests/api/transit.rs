@@ -82,7 +82,14 @@ async fn tenant_keys_are_wrapped_by_transit_and_follow_its_rotation() {
         bao.retire_versions_below(2).await;
         // A fresh server unwraps every tenant key under version 2 only.
         let fresh = open_vault(&app.config).await.unwrap();
-        assert!(fresh.tenants_without_master_key().await.unwrap().is_empty());
+        assert!(
+            fresh
+                .tenants
+                .tenants_without_master_key()
+                .await
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(read_token(&app, &key, &id).await, "in transit");
         app.stop().await;
         let _ = std::fs::remove_file(token_file);

@@ -1,6 +1,7 @@
-//! The use cases (driving port): every operation the inbound adapters may call. [`Vault`] is
-//! the façade; each use case lives in its own module below (`applications`, `tenants`,
-//! `tokens/*`, `usage`, `keys`).
+//! The use cases (driving port): every operation the inbound adapters may call, by area.
+//! [`Vault`] holds the areas ([`Areas`]); `areas.rs` lists the ports each one is given; each
+//! area's use cases live in the module of its name (`tokens/*`, `applications`, `proxies/*`,
+//! `reactors/*`, `sessions`, `audit/*`, `usage`, `tenants`, `idempotency`).
 
 use std::sync::Arc;
 
@@ -63,27 +64,158 @@ pub struct ProvisionedTenant {
     pub key: ApiKey,
 }
 
-/// The vault's use cases. Each checks the caller's permission, validates, and confines every
-/// read and write to the caller's tenant.
+/// The vault's use cases, by area. Each checks the caller's permission, validates, and confines
+/// every read and write to the caller's tenant. Cheap to clone (one `Arc`).
 #[derive(Clone)]
-pub struct Vault {
-    ports: Ports,
-    activity: Arc<usage::ActivityBuffer>,
-    audit_buffer: Arc<audit::AuditBuffer>,
+pub struct Vault(Arc<Areas>);
+
+/// The areas of a [`Vault`] (its `Deref` target): `vault.tokens.tokenize(…)`.
+pub struct Areas {
+    /// Tokens.
+    pub tokens: Tokens,
+    /// Applications.
+    pub applications: Applications,
+    /// API keys to callers.
+    pub auth: Authenticator,
+    /// Sessions.
+    pub sessions: Sessions,
+    /// Proxies.
+    pub proxies: Proxies,
+    /// Reactors and formulas.
+    pub reactors: Reactors,
+    /// The audit log.
+    pub audit: AuditLog,
+    /// Monthly activity and the usage report.
+    pub usage: Usage,
+    /// Tenants.
+    pub tenants: Tenants,
+    /// Idempotent requests.
+    pub idempotency: Idempotency,
+}
+
+impl std::ops::Deref for Vault {
+    type Target = Areas;
+
+    fn deref(&self) -> &Areas {
+        &self.0
+    }
 }
 
 impl Vault {
-    /// Builds the use cases over the given ports.
+    /// Builds the areas over the given ports, each with the ports it uses.
     pub fn new(ports: Ports) -> Self {
+        Self(Arc::new_cyclic(|vault| Areas::new(ports, vault)))
+    }
+
+    /// The vault a [`std::sync::Weak`] of its areas points to (gone only while the process
+    /// stops).
+    fn upgrade(vault: &std::sync::Weak<Areas>) -> Result<Self, crate::error::Error> {
+        vault
+            .upgrade()
+            .map(Self)
+            .ok_or_else(|| crate::error::Error::internal("the vault is shutting down"))
+    }
+}
+
+impl Areas {
+    fn new(p: Ports, vault: &std::sync::Weak<Areas>) -> Self {
+        let audit_buffer = Arc::new(audit::AuditBuffer::default());
+        let activity = Arc::new(usage::ActivityBuffer::default());
+        let shared = Shared {
+            clock: p.clock.clone(),
+            tenants: p.tenants.clone(),
+            cipher: p.cipher.clone(),
+            audit_trail: audit_buffer.clone(),
+            activity_trail: activity.clone(),
+        };
+        let tokens = Tokens {
+            store: p.tokens.clone(),
+            cipher: p.cipher.clone(),
+            expressions: p.expressions.clone(),
+            clock: p.clock.clone(),
+            shared: shared.clone(),
+        };
+        let auth = Authenticator {
+            applications: p.applications.clone(),
+            sessions: p.sessions.clone(),
+            keys: p.keys.clone(),
+            clock: p.clock.clone(),
+        };
         Self {
-            ports,
-            activity: Arc::default(),
-            audit_buffer: Arc::default(),
+            applications: Applications {
+                store: p.applications.clone(),
+                sessions: p.sessions.clone(),
+                keys: p.keys.clone(),
+                clock: p.clock.clone(),
+                shared: shared.clone(),
+            },
+            sessions: Sessions {
+                store: p.sessions.clone(),
+                keys: p.keys.clone(),
+                clock: p.clock.clone(),
+                shared: shared.clone(),
+            },
+            proxies: Proxies {
+                store: p.proxies,
+                applications: p.applications.clone(),
+                keys: p.keys.clone(),
+                cipher: p.cipher.clone(),
+                code: p.code.clone(),
+                svc: p.svc.clone(),
+                forwarder: p.forwarder.clone(),
+                clock: p.clock.clone(),
+                tenants: p.tenants.clone(),
+                tokens: tokens.clone(),
+                auth: auth.clone(),
+                vault: vault.clone(),
+                shared: shared.clone(),
+            },
+            reactors: Reactors {
+                formulas: p.formulas,
+                store: p.reactors,
+                applications: p.applications,
+                code: p.code,
+                svc: p.svc,
+                forwarder: p.forwarder,
+                clock: p.clock.clone(),
+                tokens: tokens.clone(),
+                vault: vault.clone(),
+                shared: shared.clone(),
+            },
+            audit: AuditLog {
+                audit: p.audit,
+                audit_buffer,
+                tenants: p.tenants.clone(),
+                cipher: p.cipher.clone(),
+                shared: shared.clone(),
+            },
+            usage: Usage {
+                tokens: p.tokens.clone(),
+                activity,
+                clock: p.clock.clone(),
+            },
+            tenants: Tenants {
+                store: p.tenants,
+                tokens: p.tokens,
+                keys: p.keys,
+                cipher: p.cipher.clone(),
+                clock: p.clock.clone(),
+                shared: shared.clone(),
+            },
+            idempotency: Idempotency {
+                store: p.idempotency,
+                cipher: p.cipher,
+                clock: p.clock,
+                shared,
+            },
+            tokens,
+            auth,
         }
     }
 }
 
 mod applications;
+mod areas;
 mod audit;
 mod authenticate;
 mod idempotency;
@@ -93,16 +225,22 @@ mod proxies;
 mod reactors;
 mod sealed_config;
 mod sessions;
+mod shared;
 mod tenants;
 mod tokens;
 mod usage;
 
+pub use areas::{
+    Applications, AuditLog, Authenticator, Idempotency, Proxies, Reactors, Sessions, Tenants,
+    Tokens, Usage,
+};
 pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken};
 pub use idempotency::{Idempotent, StoredResponse};
 pub use operator::TenantSummary;
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use sessions::StartedSession;
+use shared::Shared;
 pub use tokens::{TokenView, Tokenized};
 pub use usage::UsageReport;
 

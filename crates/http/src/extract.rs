@@ -82,7 +82,7 @@ impl FromRequest for Caller {
         let key = api_key(req);
         Box::pin(async move {
             let vault = vault.ok_or_else(no_vault)?;
-            let principal = vault.authenticate(key.as_deref()).await?;
+            let principal = vault.auth.authenticate(key.as_deref()).await?;
             Ok(Caller(admit(
                 principal,
                 limit.as_ref().map(web::Data::get_ref),
@@ -92,7 +92,7 @@ impl FromRequest for Caller {
 }
 
 /// The caller of `GET /tokens/{id}` and, read in the same round trip as its key, the token the
-/// path names ([`Vault::authenticate_reading`]); the rate limit is counted before the token is
+/// path names ([`tokenvault_domain::service::Authenticator::authenticate_reading`]); the rate limit is counted before the token is
 /// looked at, as for [`Caller`].
 pub struct CallerReading(pub Principal, pub Option<PrefetchedToken>);
 
@@ -110,7 +110,8 @@ impl FromRequest for CallerReading {
         Box::pin(async move {
             let id = id.await.map(web::Path::into_inner).unwrap_or_default();
             let vault = vault.ok_or_else(no_vault)?;
-            let (principal, prefetched) = vault.authenticate_reading(key.as_deref(), &id).await?;
+            let (principal, prefetched) =
+                vault.auth.authenticate_reading(key.as_deref(), &id).await?;
             Ok(CallerReading(
                 admit(principal, limit.as_ref().map(web::Data::get_ref))?,
                 prefetched,
@@ -120,7 +121,7 @@ impl FromRequest for CallerReading {
 }
 
 /// The caller of `POST /reactors/{id}/react` and, read in the same round trip as its key, the
-/// reactor the path names with its formula ([`Vault::authenticate_reacting`]). A request the
+/// reactor the path names with its formula ([`tokenvault_domain::service::Authenticator::authenticate_reacting`]). A request the
 /// idempotency middleware already authenticated reads the reactor in the use case instead.
 pub struct CallerReacting(pub Principal, pub Option<PrefetchedReactor>);
 
@@ -142,9 +143,9 @@ impl FromRequest for CallerReacting {
             let vault = vault.ok_or_else(no_vault)?;
             let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
             let (principal, prefetched) = match id {
-                Some(id) => vault.authenticate_reacting(key.as_deref(), id).await?,
+                Some(id) => vault.auth.authenticate_reacting(key.as_deref(), id).await?,
                 // No such reactor: authenticate alone; the handler answers for the path.
-                None => (vault.authenticate(key.as_deref()).await?, None),
+                None => (vault.auth.authenticate(key.as_deref()).await?, None),
             };
             Ok(CallerReacting(
                 admit(principal, limit.as_ref().map(web::Data::get_ref))?,

@@ -56,7 +56,7 @@ impl Drop for Held {
             (self.armed.take(), tokio::runtime::Handle::try_current())
         {
             runtime.spawn(async move {
-                let _ = vault.idempotency_release(&caller, &key).await;
+                let _ = vault.idempotency.idempotency_release(&caller, &key).await;
             });
         }
     }
@@ -83,6 +83,7 @@ pub async fn idempotent(
             .map(ServiceResponse::map_into_boxed_body);
     };
     let Ok(caller) = vault
+        .auth
         .authenticate(header(&req, API_KEY_HEADER).as_deref())
         .await
     else {
@@ -114,7 +115,11 @@ pub async fn idempotent(
     }
     described.extend_from_slice(&body);
     req.set_payload(Payload::from(body));
-    match vault.idempotency_begin(&caller, &key, &described).await {
+    match vault
+        .idempotency
+        .idempotency_begin(&caller, &key, &described)
+        .await
+    {
         Err(e) => Ok(req.error_response(ApiError::from(e))),
         Ok(Idempotent::InFlight) => Ok(req.error_response(ApiError::new(
             StatusCode::CONFLICT,
@@ -141,12 +146,12 @@ pub async fn idempotent(
             let res = match res {
                 Ok(res) => res,
                 Err(e) => {
-                    let _ = vault.idempotency_release(&caller, &key).await;
+                    let _ = vault.idempotency.idempotency_release(&caller, &key).await;
                     return Err(e);
                 }
             };
             if !res.status().is_success() {
-                if let Err(e) = vault.idempotency_release(&caller, &key).await {
+                if let Err(e) = vault.idempotency.idempotency_release(&caller, &key).await {
                     tracing::warn!(error = %e.chain(), "releasing an idempotency key");
                 }
                 return Ok(res.map_into_boxed_body());
@@ -176,7 +181,11 @@ pub async fn idempotent(
                 content_type,
                 body: bytes.to_vec(),
             };
-            if let Err(e) = vault.idempotency_complete(&caller, &key, &stored).await {
+            if let Err(e) = vault
+                .idempotency
+                .idempotency_complete(&caller, &key, &stored)
+                .await
+            {
                 // The request succeeded; only its replay is lost. The key stays held until its
                 // lease runs out (409 meanwhile), rather than letting a retry run it twice.
                 tracing::error!(error = %e.chain(), "storing an idempotent response");

@@ -76,11 +76,11 @@ impl ApplicationSvc {
             "tokens.create" => {
                 let raw = RawNewToken::from_object(&object(arg(args, 0), "body")?)
                     .map_err(|e| ApiError::validation(&e))?;
-                let (view, _) = vault.create_token(me, raw).await?;
+                let (view, _) = vault.tokens.create_token(me, raw).await?;
                 Ok(json(&TokenResponse::from(view)))
             }
             "tokens.retrieve" => {
-                let view = vault.get_token(me, &id_arg(args)?).await?;
+                let view = vault.tokens.get_token(me, &id_arg(args)?).await?;
                 Ok(json(&TokenResponse::from(view)))
             }
             "tokens.update" => {
@@ -94,24 +94,24 @@ impl ApplicationSvc {
                     fingerprint_expression: map.get("fingerprint_expression").cloned(),
                     expires_at: map.get("expires_at").cloned(),
                 };
-                let view = vault.update_token(me, &id, patch).await?;
+                let view = vault.tokens.update_token(me, &id, patch).await?;
                 Ok(json(&TokenResponse::from(view)))
             }
             "tokens.delete" => {
-                vault.delete_token(me, &id_arg(args)?).await?;
+                vault.tokens.delete_token(me, &id_arg(args)?).await?;
                 Ok(Value::Null)
             }
             "tokens.list" => {
                 let query = object(arg(args, 0), "query")?;
                 let (filter, page) = filter_from_query(&query)?;
-                let page = vault.list_tokens(me, filter, page).await?;
+                let page = vault.tokens.list_tokens(me, filter, page).await?;
                 Ok(json(&Paginated::from_page(page, TokenResponse::from)))
             }
             "tokenize" => {
-                let shape = vault.tokenize(me, arg(args, 0)).await?;
+                let shape = vault.tokens.tokenize(me, arg(args, 0)).await?;
                 Ok(tokenized_json(shape))
             }
-            "detokenize" => Ok(vault.detokenize(me, arg(args, 0)).await?),
+            "detokenize" => Ok(vault.tokens.detokenize(me, arg(args, 0)).await?),
             _ => Err(ApiError::invalid("method", "is not a svc method")),
         }
     }

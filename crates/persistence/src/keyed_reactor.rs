@@ -6,7 +6,7 @@
 //! round trip for what took three. On SQLite the point reads run on the calling thread
 //! (`direct.rs`), a few microseconds each. Only a private application's key, the only type
 //! that may hold `token:use` (decisions §4), makes the server read a reactor here, and nothing
-//! read is looked at before the use case has checked the caller (`Vault::react`).
+//! read is looked at before the use case has checked the caller (`Reactors::react`).
 
 use std::sync::LazyLock;
 

@@ -105,6 +105,7 @@ pub async fn measure(
         refuse_other_tenants(config).await?;
     }
     let tenant = vault
+        .tenants
         .provision_tenant(TENANT_NAME, None, None)
         .await
         .map_err(|e| anyhow::anyhow!("cannot create the tenant: {e}"))?

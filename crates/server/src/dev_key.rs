@@ -4,7 +4,7 @@
 //!
 //! 1. [`DevKeyFiles::stage`]: the new key goes to `master.key.new` (0600, fsynced) before any
 //!    tenant key is re-wrapped under it; a staged file holding another key is refused.
-//! 2. The re-wrap (`Vault::rotate_master_key`), tenant by tenant.
+//! 2. The re-wrap (`Tenants::rotate_master_key`), tenant by tenant.
 //! 3. [`DevKeyFiles::finish`]: the old key goes to `master.key.previous`, then `master.key.new`
 //!    is renamed over `master.key`.
 //!

@@ -13,22 +13,22 @@ pub(crate) async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch
     loop {
         tokio::select! {
             _ = ticker.tick() => {
-                match vault.purge_expired_applications().await {
+                match vault.applications.purge_expired_applications().await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(deleted = n, "expired applications deleted"),
                     Err(e) => tracing::warn!(error = %e, "application expiry sweep failed"),
                 }
-                match vault.purge_expired_tokens().await {
+                match vault.tokens.purge_expired_tokens().await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(deleted = n, "expired tokens deleted"),
                     Err(e) => tracing::warn!(error = %e, "token expiry sweep failed"),
                 }
-                match vault.purge_expired_sessions().await {
+                match vault.sessions.purge_expired_sessions().await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(deleted = n, "expired sessions deleted"),
                     Err(e) => tracing::warn!(error = %e, "session expiry sweep failed"),
                 }
-                match vault.purge_idempotency().await {
+                match vault.idempotency.purge_idempotency().await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(deleted = n, "expired idempotency records deleted"),
                     Err(e) => tracing::warn!(error = %e, "idempotency sweep failed"),
@@ -57,7 +57,7 @@ pub(crate) async fn purge_deleted_tenants(vault: Vault, mut stop: watch::Receive
         }
         let mut purged = 0u64;
         loop {
-            match vault.purge_deleted_tenants(PURGE_BATCH).await {
+            match vault.tenants.purge_deleted_tenants(PURGE_BATCH).await {
                 Ok(0) => break,
                 Ok(n) => purged += n,
                 Err(e) => {
@@ -101,14 +101,14 @@ pub(crate) async fn flush_activity(vault: Vault, mut stop: watch::Receiver<bool>
     loop {
         tokio::select! {
             _ = ticker.tick() => {
-                if let Err(e) = vault.flush_activity().await {
+                if let Err(e) = vault.usage.flush_activity().await {
                     tracing::warn!(error = %e, "activity flush failed");
                 }
             }
             _ = stop.changed() => break,
         }
     }
-    last_flush("activity", || vault.flush_activity()).await;
+    last_flush("activity", || vault.usage.flush_activity()).await;
 }
 
 /// How many times the last flush at stop is tried. A failed flush keeps its events, and the
@@ -155,18 +155,18 @@ pub(crate) async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = ticker.tick() => {
-                if last.elapsed() < AUDIT_EVERY && vault.audit_backlog() < AUDIT_BATCH {
+                if last.elapsed() < AUDIT_EVERY && vault.audit.audit_backlog() < AUDIT_BATCH {
                     continue;
                 }
                 last = tokio::time::Instant::now();
-                if let Err(e) = vault.flush_audit().await {
+                if let Err(e) = vault.audit.flush_audit().await {
                     tracing::warn!(error = %e, "audit flush failed");
                 }
             }
             _ = stop.changed() => break,
         }
     }
-    last_flush("audit", || vault.flush_audit()).await;
+    last_flush("audit", || vault.audit.flush_audit()).await;
 }
 
 /// The longest an audit event waits in memory before its flush starts.

@@ -158,6 +158,7 @@ pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Va
     let Opened { vault, .. } =
         open_vault_with(config, master_cipher(config).await?, &Shared::new(config)).await?;
     let rewrapped = vault
+        .tenants
         .rotate_master_key()
         .await
         .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
@@ -201,6 +202,7 @@ pub async fn rotate_master_key(
     )
     .await?;
     let rewrapped = vault
+        .tenants
         .rotate_master_key()
         .await
         .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
@@ -208,7 +210,7 @@ pub async fn rotate_master_key(
         serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id });
     if let Some(files) = files.filter(|_| replaces_file) {
         // A key of the old `master.key.previous` is kept only while a tenant key the re-wrap
-        // left behind (changed meanwhile, see `Vault::rotate_master_key`) still needs it.
+        // left behind (changed meanwhile, see `Tenants::rotate_master_key`) still needs it.
         let wrapped = SeaOrmTenantRepository::new(db)
             .data_keys()
             .await

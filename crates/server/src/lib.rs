@@ -224,6 +224,7 @@ fn bootstrap_key(config: &Config) -> anyhow::Result<Option<ApiKey>> {
 /// tenant behind): better a clear message now than a 500 on every token request later.
 async fn refuse_foreign_master_keys(vault: &Vault) -> anyhow::Result<()> {
     let foreign = vault
+        .tenants
         .tenants_without_master_key()
         .await
         .map_err(|e| anyhow::anyhow!("cannot check the tenant keys: {e}"))?;
@@ -243,7 +244,7 @@ async fn refuse_foreign_master_keys(vault: &Vault) -> anyhow::Result<()> {
 async fn bootstrap(vault: &Vault, config: &Config) -> anyhow::Result<()> {
     let fixed = bootstrap_key(config)?;
     let chosen = fixed.is_some();
-    match vault.bootstrap(fixed).await {
+    match vault.tenants.bootstrap(fixed).await {
         Ok(Some(ProvisionedTenant { tenant, key, .. })) => {
             tracing::info!(tenant_id = %tenant.id, "bootstrapped tenant \"Default\"");
             if chosen {
@@ -371,6 +372,7 @@ pub async fn verify_audit(
 ) -> anyhow::Result<(serde_json::Value, bool)> {
     let vault = open_vault(config).await?;
     let results = vault
+        .audit
         .verify_audit(tenant)
         .await
         .map_err(|e| anyhow::anyhow!("cannot verify the audit log: {e}"))?;

@@ -14,10 +14,12 @@ use crate::{Config, open_vault};
 pub async fn create(config: &Config, name: &str, owner: Option<Uuid>) -> anyhow::Result<Value> {
     let vault = open_vault(config).await?;
     let made = vault
+        .tenants
         .provision_tenant(name, owner, None)
         .await
         .map_err(|e| anyhow::anyhow!("cannot create the tenant: {e}"))?;
     vault
+        .audit
         .flush_audit()
         .await
         .map_err(|e| anyhow::anyhow!("cannot write the audit log: {e}"))?;
@@ -34,6 +36,7 @@ pub async fn create(config: &Config, name: &str, owner: Option<Uuid>) -> anyhow:
 pub async fn list(config: &Config) -> anyhow::Result<Value> {
     let vault = open_vault(config).await?;
     let tenants = vault
+        .tenants
         .list_tenants()
         .await
         .map_err(|e| anyhow::anyhow!("cannot list the tenants: {e}"))?;
@@ -48,10 +51,14 @@ pub async fn list(config: &Config) -> anyhow::Result<Value> {
 /// No such tenant, or the vault cannot be read.
 pub async fn show(config: &Config, id: Uuid) -> anyhow::Result<Value> {
     let vault = open_vault(config).await?;
-    let summary = vault.tenant_summary(id).await.map_err(|e| match e {
-        Error::NotFound => anyhow::anyhow!("no tenant {id}"),
-        e => anyhow::anyhow!("cannot read tenant {id}: {e}"),
-    })?;
+    let summary = vault
+        .tenants
+        .tenant_summary(id)
+        .await
+        .map_err(|e| match e {
+            Error::NotFound => anyhow::anyhow!("no tenant {id}"),
+            e => anyhow::anyhow!("cannot read tenant {id}: {e}"),
+        })?;
     let tokens: serde_json::Map<String, Value> = summary
         .tokens
         .iter()
@@ -77,7 +84,7 @@ pub async fn delete(config: &Config, id: Uuid, confirmed: bool) -> anyhow::Resul
          add --yes to do it"
     );
     let vault = open_vault(config).await?;
-    vault.remove_tenant(id).await.map_err(|e| match e {
+    vault.tenants.remove_tenant(id).await.map_err(|e| match e {
         Error::NotFound => anyhow::anyhow!("no tenant {id}"),
         e => anyhow::anyhow!("cannot delete tenant {id}: {e}"),
     })?;
@@ -88,7 +95,7 @@ pub async fn delete(config: &Config, id: Uuid, confirmed: bool) -> anyhow::Resul
         // A pause between statements: a server running on the same SQLite file takes turns
         // at the one write lock with this.
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        match vault.purge_deleted_tenants(PURGE_BATCH).await {
+        match vault.tenants.purge_deleted_tenants(PURGE_BATCH).await {
             Ok(0) => break,
             Ok(n) => purged += n,
             Err(e) => anyhow::bail!("tenant {id} is deleted, but purging its rows failed: {e}"),

@@ -494,12 +494,14 @@ mod idempotency;
 mod proxies;
 mod reactors;
 mod sessions;
+mod trails;
 
 pub use audit::AuditRepository;
 pub use idempotency::{Claim, IdempotencyKey, IdempotencyRepository};
 pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};
 pub use sessions::{AuthorizedSession, SessionRepository};
+pub use trails::{ActivityTrail, AuditTrail};
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::Vault;
+use super::Applications;
 use crate::application::{
     ApiKey, Application, ApplicationChanges, NewApplication, RawApplicationUpdate,
     RawNewApplication,
@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 
-impl Vault {
+impl Applications {
     /// `POST /applications`.
     pub async fn create_application(
         &self,
@@ -21,11 +21,11 @@ impl Vault {
         raw: RawNewApplication,
     ) -> Result<(Application, ApiKey), Error> {
         caller.require(Permission::ApplicationCreate)?;
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let new = NewApplication::parse(raw, now)?;
         caller.may_grant(&new.permissions)?;
         let app = Application {
-            id: self.ports.clock.new_id(),
+            id: self.clock.new_id(),
             tenant_id: caller.tenant_id,
             name: new.name,
             app_type: new.app_type,
@@ -37,13 +37,11 @@ impl Vault {
             modified_at: None,
             expires_at: new.expires_at,
         };
-        let key = self.ports.keys.generate();
-        self.ports
-            .applications
-            .insert(&app, &self.ports.keys.hash(&key))
-            .await?;
+        let key = self.keys.generate();
+        self.store.insert(&app, &self.keys.hash(&key)).await?;
         tracing::info!(application_id = %app.id, app_type = %app.app_type, "application created");
-        self.audit(caller, "create", "application", [app.id.to_string()]);
+        self.shared
+            .audit(caller, "create", "application", [app.id.to_string()]);
         Ok((app, key))
     }
 
@@ -58,11 +56,7 @@ impl Vault {
         if ids.len() > super::tokens::MAX_ID_FILTERS {
             return Err(Error::invalid("id", "at most 100 values"));
         }
-        Ok(self
-            .ports
-            .applications
-            .list(caller.tenant_id, ids, page)
-            .await?)
+        Ok(self.store.list(caller.tenant_id, ids, page).await?)
     }
 
     /// `GET /applications/{id}`.
@@ -107,12 +101,13 @@ impl Vault {
         app.permissions = changes.permissions;
         app.rules = changes.rules;
         app.modified_by = Some(caller.application_id);
-        app.modified_at = Some(self.ports.clock.now());
-        if !self.ports.applications.update(&app).await? {
+        app.modified_at = Some(self.clock.now());
+        if !self.store.update(&app).await? {
             return Err(Error::NotFound);
         }
         tracing::info!(application_id = %app.id, "application updated");
-        self.audit(caller, "update", "application", [app.id.to_string()]);
+        self.shared
+            .audit(caller, "update", "application", [app.id.to_string()]);
         Ok(app)
     }
 
@@ -127,23 +122,18 @@ impl Vault {
         // A new key is the application's rights in the caller's hands.
         caller.may_grant(&app.permissions)?;
         app.modified_by = Some(caller.application_id);
-        app.modified_at = Some(self.ports.clock.now());
-        let key = self.ports.keys.generate();
-        if !self
-            .ports
-            .applications
-            .replace_key(&app, &self.ports.keys.hash(&key))
-            .await?
-        {
+        app.modified_at = Some(self.clock.now());
+        let key = self.keys.generate();
+        if !self.store.replace_key(&app, &self.keys.hash(&key)).await? {
             return Err(Error::NotFound);
         }
         // Sessions begun or authorized with the old key end with it.
-        self.ports
-            .sessions
+        self.sessions
             .delete_for_application(caller.tenant_id, app.id)
             .await?;
         tracing::info!(application_id = %app.id, "application key regenerated");
-        self.audit(caller, "regenerate", "application", [app.id.to_string()]);
+        self.shared
+            .audit(caller, "regenerate", "application", [app.id.to_string()]);
         Ok((app, key))
     }
 
@@ -153,9 +143,10 @@ impl Vault {
         // A weaker key cannot remove a stronger application (and lock its owner out).
         let app = self.find_application(caller, id).await?;
         caller.may_grant(&app.permissions)?;
-        if self.ports.applications.delete(caller.tenant_id, id).await? {
+        if self.store.delete(caller.tenant_id, id).await? {
             tracing::info!(application_id = %id, "application deleted");
-            self.audit(caller, "delete", "application", [id.to_string()]);
+            self.shared
+                .audit(caller, "delete", "application", [id.to_string()]);
             Ok(())
         } else {
             Err(Error::NotFound)
@@ -164,16 +155,11 @@ impl Vault {
 
     /// Background job: deletes applications past their `expires_at`.
     pub async fn purge_expired_applications(&self) -> Result<u64, Error> {
-        Ok(self
-            .ports
-            .applications
-            .delete_expired(self.ports.clock.now())
-            .await?)
+        Ok(self.store.delete_expired(self.clock.now()).await?)
     }
 
     async fn find_application(&self, caller: &Principal, id: Uuid) -> Result<Application, Error> {
-        self.ports
-            .applications
+        self.store
             .get(caller.tenant_id, id)
             .await?
             .ok_or(Error::NotFound)

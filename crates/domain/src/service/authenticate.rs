@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::Vault;
+use super::Authenticator;
 use super::sessions::session_principal;
 use crate::application::{ApiKey, Application, KeyHash};
 use crate::auth::Principal;
@@ -12,8 +12,8 @@ use crate::tenant::TenantSettings;
 use crate::token::StoredToken;
 
 /// What was read in the same round trip as the caller's key, for one resource `id` of the
-/// key's tenant: a token ([`Vault::authenticate_reading`]) or a reactor with its formula
-/// ([`Vault::authenticate_reacting`]). Nothing of it is looked at before the use case has
+/// key's tenant: a token ([`Authenticator::authenticate_reading`]) or a reactor with its formula
+/// ([`Authenticator::authenticate_reacting`]). Nothing of it is looked at before the use case has
 /// checked the caller, and it only stands for the tenant and id it was read for.
 #[derive(Debug)]
 pub struct Prefetched<K, T> {
@@ -41,7 +41,7 @@ impl<K, T> Prefetched<K, T> {
     }
 }
 
-impl Vault {
+impl Authenticator {
     /// Resolves an API key to its application, or to its session (docs/decisions.md §4,
     /// sessions). Missing, malformed, unknown and expired keys, a session not yet authorized and
     /// a session whose authorizer has expired are all `Unauthenticated`.
@@ -51,8 +51,8 @@ impl Vault {
 
     /// [`Self::authenticate`] of a key already hashed ([`Self::key_hash`]).
     pub(super) async fn authenticate_hash(&self, hash: &KeyHash) -> Result<Principal, Error> {
-        let now = self.ports.clock.now();
-        if let Some((app, settings)) = self.ports.applications.find_by_key_hash(hash).await? {
+        let now = self.clock.now();
+        if let Some((app, settings)) = self.applications.find_by_key_hash(hash).await? {
             if app.is_expired(now) {
                 return Err(Error::Unauthenticated);
             }
@@ -63,7 +63,7 @@ impl Vault {
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's token `token_id` read
     /// in the same round trip. Nothing of the token is looked at here: the caller's permission
-    /// and rules decide in [`Self::get_token_prefetched`], as for any read.
+    /// and rules decide in [`super::Tokens::get_token_prefetched`], as for any read.
     pub async fn authenticate_reading(
         &self,
         key: Option<&str>,
@@ -74,9 +74,8 @@ impl Vault {
             return Ok((self.authenticate(key).await?, None));
         }
         let hash = self.key_hash(key)?;
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         match self
-            .ports
             .applications
             .find_by_key_hash_with_token(&hash, token_id, now)
             .await?
@@ -93,7 +92,7 @@ impl Vault {
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's reactor
     /// `reactor_id` with its formula read in the same round trip. Nothing read is looked at
-    /// here: [`Self::react`] checks the caller first, as without it.
+    /// here: [`super::Reactors::react`] checks the caller first, as without it.
     pub async fn authenticate_reacting(
         &self,
         key: Option<&str>,
@@ -101,7 +100,6 @@ impl Vault {
     ) -> Result<(Principal, Option<PrefetchedReactor>), Error> {
         let hash = self.key_hash(key)?;
         match self
-            .ports
             .applications
             .find_by_key_hash_with_reactor(&hash, reactor_id)
             .await?
@@ -120,7 +118,7 @@ impl Vault {
         id: K,
         read: T,
     ) -> Result<(Principal, Option<Prefetched<K, T>>), Error> {
-        if application.is_expired(self.ports.clock.now()) {
+        if application.is_expired(self.clock.now()) {
             return Err(Error::Unauthenticated);
         }
         let prefetched = Prefetched {
@@ -137,13 +135,12 @@ impl Vault {
     /// The hash of a well-formed key; `Unauthenticated` for a missing or malformed one.
     pub(super) fn key_hash(&self, key: Option<&str>) -> Result<KeyHash, Error> {
         let key = key.and_then(ApiKey::parse).ok_or(Error::Unauthenticated)?;
-        Ok(self.ports.keys.hash(&key))
+        Ok(self.keys.hash(&key))
     }
 
     async fn authenticate_session(&self, hash: &KeyHash) -> Result<Principal, Error> {
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let found = self
-            .ports
             .sessions
             .find_by_key_hash(hash, now)
             .await?

@@ -9,7 +9,7 @@ use time::Duration;
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::ports::{Claim, IdempotencyKey};
-use crate::service::Vault;
+use crate::service::Idempotency;
 
 /// How long a stored response is replayed.
 const RETENTION: Duration = Duration::hours(24);
@@ -82,7 +82,7 @@ pub enum Idempotent {
     Unreplayable,
 }
 
-impl Vault {
+impl Idempotency {
     fn idempotency_key(caller: &Principal, key: &str) -> Result<IdempotencyKey, Error> {
         if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(Error::invalid(
@@ -110,17 +110,15 @@ impl Vault {
         request: &[u8],
     ) -> Result<Idempotent, Error> {
         let key = Self::idempotency_key(caller, key)?;
-        self.ensure_key(caller.tenant_id).await?;
+        self.shared.ensure_key(caller.tenant_id).await?;
         let fingerprint = self
-            .ports
             .cipher
             .fingerprint(caller.tenant_id, request)
             .map_err(|e| Error::internal_from("fingerprinting a request", e))?
             .into_bytes();
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let claim = self
-            .ports
-            .idempotency
+            .store
             .claim(
                 &key,
                 &fingerprint,
@@ -143,7 +141,6 @@ impl Vault {
                 response,
             } if f == fingerprint => {
                 let plain = self
-                    .ports
                     .cipher
                     .decrypt(caller.tenant_id, &Self::context(&key), &response)
                     .map_err(|e| Error::internal_from("decrypting a stored response", e))?;
@@ -177,27 +174,22 @@ impl Vault {
             response
         };
         let sealed = self
-            .ports
             .cipher
             .encrypt(caller.tenant_id, &Self::context(&key), &kept.encode())
             .map_err(|e| Error::internal_from("encrypting a stored response", e))?;
-        Ok(self.ports.idempotency.complete(&key, &sealed).await?)
+        Ok(self.store.complete(&key, &sealed).await?)
     }
 
     /// Deletes the records past their 24 hours (the expiry sweep); how many.
     pub async fn purge_idempotency(&self) -> Result<u64, Error> {
-        let now = self.ports.clock.now();
-        Ok(self
-            .ports
-            .idempotency
-            .delete_expired(now - RETENTION)
-            .await?)
+        let now = self.clock.now();
+        Ok(self.store.delete_expired(now - RETENTION).await?)
     }
 
     /// Releases `key`: its request failed and may be retried.
     pub async fn idempotency_release(&self, caller: &Principal, key: &str) -> Result<(), Error> {
         let key = Self::idempotency_key(caller, key)?;
-        Ok(self.ports.idempotency.release(&key).await?)
+        Ok(self.store.release(&key).await?)
     }
 }
 

@@ -3,29 +3,23 @@
 
 use uuid::Uuid;
 
-use super::Vault;
+use super::Tenants;
 use crate::error::Error;
 
-impl Vault {
+impl Tenants {
     /// `tokenvault keys rotate-master`: re-wraps every tenant key under the cipher's current
     /// master key. Tenants already current are skipped; returns how many were re-wrapped.
     /// Safe while servers run: they keep their unwrapped keys, and a concurrent change of the
     /// same tenant key is detected (compare-and-set) and left to the next run.
     pub async fn rotate_master_key(&self) -> Result<u64, Error> {
         let mut rewrapped = 0;
-        for (tenant_id, wrapped) in self.ports.tenants.data_keys().await? {
-            let fresh = self
-                .ports
-                .cipher
-                .rewrap(tenant_id, &wrapped)
-                .await
-                .map_err(|e| {
-                    Error::internal_from(format!("cannot re-wrap the key of tenant {tenant_id}"), e)
-                })?;
+        for (tenant_id, wrapped) in self.store.data_keys().await? {
+            let fresh = self.cipher.rewrap(tenant_id, &wrapped).await.map_err(|e| {
+                Error::internal_from(format!("cannot re-wrap the key of tenant {tenant_id}"), e)
+            })?;
             if let Some(fresh) = fresh
                 && self
-                    .ports
-                    .tenants
+                    .store
                     .replace_data_key(tenant_id, &wrapped, &fresh)
                     .await?
             {
@@ -36,18 +30,17 @@ impl Vault {
     }
 }
 
-impl Vault {
+impl Tenants {
     /// Start-up check (docs/decisions.md, Keys): the tenants whose stored data key does not
     /// unwrap under any master key this process holds. A server must not serve them: every
     /// token request of theirs would fail. Keys that unwrap are cached on the way.
     pub async fn tenants_without_master_key(&self) -> Result<Vec<Uuid>, Error> {
         let mut foreign = Vec::new();
-        for (tenant_id, wrapped) in self.ports.tenants.data_keys().await? {
+        for (tenant_id, wrapped) in self.store.data_keys().await? {
             if wrapped.is_empty() {
                 continue;
             }
             if self
-                .ports
                 .cipher
                 .load_tenant_key(tenant_id, &wrapped)
                 .await

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::Vault;
+use super::Tenants;
 use crate::error::Error;
 use crate::ports::TypeCount;
 use crate::tenant::Tenant;
@@ -17,13 +17,13 @@ pub struct TenantSummary {
     pub tokens: Vec<TypeCount>,
 }
 
-impl Vault {
+impl Tenants {
     /// Every tenant, oldest first.
     ///
     /// # Errors
     /// A storage failure.
     pub async fn list_tenants(&self) -> Result<Vec<Tenant>, Error> {
-        Ok(self.ports.tenants.list().await?)
+        Ok(self.store.list().await?)
     }
 
     /// One tenant with its token counts.
@@ -31,12 +31,8 @@ impl Vault {
     /// # Errors
     /// [`Error::NotFound`] when it does not exist; a storage failure.
     pub async fn tenant_summary(&self, id: Uuid) -> Result<TenantSummary, Error> {
-        let tenant = self.ports.tenants.get(id).await?.ok_or(Error::NotFound)?;
-        let tokens = self
-            .ports
-            .tokens
-            .count_by_type(id, self.ports.clock.now())
-            .await?;
+        let tenant = self.store.get(id).await?.ok_or(Error::NotFound)?;
+        let tokens = self.tokens.count_by_type(id, self.clock.now()).await?;
         Ok(TenantSummary { tenant, tokens })
     }
 
@@ -53,15 +49,10 @@ impl Vault {
     /// The first step of deleting tenant `id` (its keys and data key gone at once, its rows
     /// left to [`Self::purge_deleted_tenants`]).
     pub(super) async fn retire_tenant(&self, id: Uuid) -> Result<(), Error> {
-        if !self
-            .ports
-            .tenants
-            .delete(id, self.ports.clock.now())
-            .await?
-        {
+        if !self.store.delete(id, self.clock.now()).await? {
             return Err(Error::NotFound);
         }
-        self.ports.cipher.forget_tenant_key(id);
+        self.cipher.forget_tenant_key(id);
         Ok(())
     }
 
@@ -71,6 +62,6 @@ impl Vault {
     /// # Errors
     /// A storage failure.
     pub async fn purge_deleted_tenants(&self, batch: u64) -> Result<u64, Error> {
-        Ok(self.ports.tenants.purge_deleted(batch).await?)
+        Ok(self.store.purge_deleted(batch).await?)
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::Error;
-use crate::service::Vault;
+use crate::service::Shared;
 
 /// The one member of a sealed configuration.
 const SEALED: &str = "__tokenvault_sealed";
@@ -36,7 +36,7 @@ fn sealed_text<'a>(
     text
 }
 
-impl Vault {
+impl Shared {
     async fn seal(
         &self,
         tenant_id: Uuid,
@@ -46,7 +46,6 @@ impl Vault {
     ) -> Result<String, Error> {
         self.ensure_key(tenant_id).await?;
         let sealed = self
-            .ports
             .cipher
             .encrypt(tenant_id, &context(kind, id), json)
             .map_err(|e| Error::internal_from("encrypting a configuration", e))?;
@@ -65,8 +64,7 @@ impl Vault {
             .decode(text)
             .ok()
             .and_then(|sealed| {
-                self.ports
-                    .cipher
+                self.cipher
                     .decrypt(tenant_id, &context(kind, id), &sealed)
                     .ok()
             });
@@ -77,7 +75,7 @@ impl Vault {
     }
 
     /// A reactor's configuration as it is stored.
-    pub(super) async fn seal_reactor_configuration(
+    pub(in crate::service) async fn seal_reactor_configuration(
         &self,
         tenant_id: Uuid,
         id: Uuid,
@@ -90,7 +88,7 @@ impl Vault {
     }
 
     /// A reactor's configuration as it was given, from what is stored.
-    pub(super) async fn open_reactor_configuration(
+    pub(in crate::service) async fn open_reactor_configuration(
         &self,
         tenant_id: Uuid,
         id: Uuid,
@@ -107,7 +105,7 @@ impl Vault {
     }
 
     /// A proxy's configuration as it is stored.
-    pub(super) async fn seal_proxy_configuration(
+    pub(in crate::service) async fn seal_proxy_configuration(
         &self,
         tenant_id: Uuid,
         id: Uuid,
@@ -123,7 +121,7 @@ impl Vault {
     }
 
     /// A proxy's configuration as it was given, from what is stored.
-    pub(super) async fn open_proxy_configuration(
+    pub(in crate::service) async fn open_proxy_configuration(
         &self,
         tenant_id: Uuid,
         id: Uuid,

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Vault;
+use super::Sessions;
 use crate::application::ApiKey;
 use crate::auth::{Principal, SessionCeiling};
 use crate::error::Error;
@@ -22,7 +22,7 @@ pub struct StartedSession {
     pub nonce: Nonce,
 }
 
-impl Vault {
+impl Sessions {
     /// `POST /sessions`: a public application's key starts a session, unauthorized, that lives
     /// [`DEFAULT_LIFETIME`] unless its authorization says otherwise.
     pub async fn create_session(&self, caller: &Principal) -> Result<StartedSession, Error> {
@@ -30,9 +30,9 @@ impl Vault {
         if caller.app_type != ApplicationType::Public {
             return Err(Error::Forbidden);
         }
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let session = Session {
-            id: self.ports.clock.new_id(),
+            id: self.clock.new_id(),
             tenant_id: caller.tenant_id,
             created_by: caller.application_id,
             authorized_by: None,
@@ -41,18 +41,18 @@ impl Vault {
             created_at: now,
             expires_at: now + DEFAULT_LIFETIME,
         };
-        let key = self.ports.keys.generate();
-        let nonce = self.ports.keys.generate_nonce();
-        self.ports
-            .sessions
+        let key = self.keys.generate();
+        let nonce = self.keys.generate_nonce();
+        self.store
             .insert(
                 &session,
-                &self.ports.keys.hash(&key),
-                &self.ports.keys.hash_nonce(&nonce),
+                &self.keys.hash(&key),
+                &self.keys.hash_nonce(&nonce),
             )
             .await?;
         tracing::info!(session_id = %session.id, "session started");
-        self.audit(caller, "create", "session", [session.id.to_string()]);
+        self.shared
+            .audit(caller, "create", "session", [session.id.to_string()]);
         Ok(StartedSession {
             session,
             key,
@@ -71,17 +71,16 @@ impl Vault {
         if caller.app_type != ApplicationType::Private {
             return Err(Error::Forbidden);
         }
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let (nonce, grant) = SessionGrant::parse(raw, now).map_err(Error::Validation)?;
         if !grant.named_permissions().all(|p| caller.holds(p)) {
             return Err(Error::Forbidden);
         }
         let session_id = self
-            .ports
-            .sessions
+            .store
             .authorize(
                 caller.tenant_id,
-                &self.ports.keys.hash_nonce(&nonce),
+                &self.keys.hash_nonce(&nonce),
                 caller.application_id,
                 &grant,
                 now,
@@ -94,17 +93,14 @@ impl Vault {
             ));
         };
         tracing::info!(authorized_by = %caller.application_id, "session authorized");
-        self.audit(caller, "authorize", "session", [session_id.to_string()]);
+        self.shared
+            .audit(caller, "authorize", "session", [session_id.to_string()]);
         Ok(())
     }
 
     /// Background job: deletes sessions past their `expires_at`.
     pub async fn purge_expired_sessions(&self) -> Result<u64, Error> {
-        Ok(self
-            .ports
-            .sessions
-            .delete_expired(self.ports.clock.now())
-            .await?)
+        Ok(self.store.delete_expired(self.clock.now()).await?)
     }
 }
 

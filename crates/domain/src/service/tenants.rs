@@ -3,14 +3,14 @@
 use crate::audit::ActorType;
 use uuid::Uuid;
 
-use super::{ProvisionedTenant, Vault};
+use super::{ProvisionedTenant, Tenants};
 use crate::application::{ApiKey, Application};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::{ApplicationType, Permission};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantChanges, TenantSettings};
 
-impl Vault {
+impl Tenants {
     /// `GET /tenants/self`.
     pub async fn get_tenant(&self, caller: &Principal) -> Result<Tenant, Error> {
         caller.require(Permission::TenantRead)?;
@@ -28,11 +28,12 @@ impl Vault {
         let mut tenant = self.own_tenant(caller).await?;
         changes.apply(&mut tenant);
         tenant.modified_by = Some(caller.application_id);
-        tenant.modified_at = Some(self.ports.clock.now());
-        if !self.ports.tenants.update(&tenant).await? {
+        tenant.modified_at = Some(self.clock.now());
+        if !self.store.update(&tenant).await? {
             return Err(Error::NotFound);
         }
-        self.audit(caller, "update", "tenant", [tenant.id.to_string()]);
+        self.shared
+            .audit(caller, "update", "tenant", [tenant.id.to_string()]);
         Ok(tenant)
     }
 
@@ -46,8 +47,7 @@ impl Vault {
     }
 
     async fn own_tenant(&self, caller: &Principal) -> Result<Tenant, Error> {
-        self.ports
-            .tenants
+        self.store
             .get(caller.tenant_id)
             .await?
             .ok_or(Error::NotFound)
@@ -64,10 +64,10 @@ impl Vault {
         let mut errors = crate::ValidationErrors::new();
         let name = crate::application::parse_name(Some(name.to_string()), &mut errors);
         let name = errors.into_result(name)?.unwrap_or_default();
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let tenant = Tenant {
-            id: self.ports.clock.new_id(),
-            owner_id: owner_id.unwrap_or_else(|| self.ports.clock.new_id()),
+            id: self.clock.new_id(),
+            owner_id: owner_id.unwrap_or_else(|| self.clock.new_id()),
             name,
             settings: TenantSettings::default(),
             created_by: None,
@@ -76,7 +76,7 @@ impl Vault {
             modified_at: None,
         };
         let application = Application {
-            id: self.ports.clock.new_id(),
+            id: self.clock.new_id(),
             tenant_id: tenant.id,
             name: format!(
                 "{} management",
@@ -91,31 +91,24 @@ impl Vault {
             modified_at: None,
             expires_at: None,
         };
-        let key = key.unwrap_or_else(|| self.ports.keys.generate());
+        let key = key.unwrap_or_else(|| self.keys.generate());
         let data_key = self
-            .ports
             .cipher
             .new_tenant_key(tenant.id)
             .await
             .map_err(|e| Error::internal_from("cannot make the tenant key", e))?;
-        self.ports
-            .tenants
-            .create_with_application(
-                &tenant,
-                &data_key,
-                &application,
-                &self.ports.keys.hash(&key),
-            )
+        self.store
+            .create_with_application(&tenant, &data_key, &application, &self.keys.hash(&key))
             .await?;
         tracing::info!(tenant_id = %tenant.id, "tenant provisioned");
-        self.audit_unkeyed(
+        self.shared.audit_unkeyed(
             tenant.id,
             ActorType::System,
             "create",
             "tenant",
             tenant.id.to_string(),
         );
-        self.audit_unkeyed(
+        self.shared.audit_unkeyed(
             tenant.id,
             ActorType::System,
             "create",
@@ -132,7 +125,7 @@ impl Vault {
     /// First start: with no tenant at all, creates tenant "Default" and its management
     /// application. Returns `None` when the database already had a tenant.
     pub async fn bootstrap(&self, key: Option<ApiKey>) -> Result<Option<ProvisionedTenant>, Error> {
-        if self.ports.tenants.any().await? {
+        if self.store.any().await? {
             return Ok(None);
         }
         self.provision_tenant("Default", None, key).await.map(Some)

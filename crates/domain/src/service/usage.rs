@@ -6,11 +6,11 @@ use std::sync::Mutex;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::Vault;
+use super::Usage;
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
-use crate::ports::TypeCount;
+use crate::ports::{ActivityTrail, TypeCount};
 
 /// Activity entries remembered as written, to skip re-writing them within a month.
 const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
@@ -72,42 +72,36 @@ pub struct UsageReport {
     pub monthly_active_tokens: u64,
 }
 
-fn month_of(t: OffsetDateTime) -> String {
+pub(super) fn month_of(t: OffsetDateTime) -> String {
     format!("{:04}-{:02}", t.year(), u8::from(t.month()))
 }
 
-impl Vault {
-    pub(super) fn record_active<'a>(
-        &self,
-        tenant_id: Uuid,
-        ids: impl IntoIterator<Item = &'a str>,
-    ) {
-        let month = month_of(self.ports.clock.now());
+impl ActivityTrail for ActivityBuffer {
+    fn record(&self, tenant_id: Uuid, month: &str, ids: &mut dyn Iterator<Item = &str>) {
         let flushed = self
-            .activity
             .flushed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut pending = self
-            .activity
             .pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for id in ids {
-            let entry = (tenant_id, month.clone(), id.to_string());
+            let entry = (tenant_id, month.to_owned(), id.to_string());
             if flushed.contains(&entry) || pending.contains(&entry) {
                 continue;
             }
             if pending.len() >= MAX_PENDING_ACTIVITY {
-                self.activity
-                    .dropped
+                self.dropped
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 continue;
             }
             pending.insert(entry);
         }
     }
+}
 
+impl Usage {
     /// Background job (and the usage report): writes buffered activity in one batch. Flushes
     /// run one at a time: a caller that finds a flush in flight waits for it, so on return
     /// every activity recorded before the call has been written. A failed flush, or one
@@ -141,9 +135,9 @@ impl Vault {
             batch,
             _one_at_a_time: one_at_a_time,
         };
-        self.ports.tokens.record_activity(&unwritten.batch).await?;
+        self.tokens.record_activity(&unwritten.batch).await?;
         let batch = std::mem::take(&mut unwritten.batch);
-        let month = month_of(self.ports.clock.now());
+        let month = month_of(self.clock.now());
         let mut flushed = self
             .activity
             .flushed
@@ -165,14 +159,9 @@ impl Vault {
         if let Err(e) = self.flush_activity().await {
             tracing::warn!(error = %e, "activity flush before the report failed");
         }
-        let now = self.ports.clock.now();
-        let by_type = self
-            .ports
-            .tokens
-            .count_by_type(caller.tenant_id, now)
-            .await?;
+        let now = self.clock.now();
+        let by_type = self.tokens.count_by_type(caller.tenant_id, now).await?;
         let monthly_active_tokens = self
-            .ports
             .tokens
             .count_active(caller.tenant_id, &month_of(now))
             .await?;

@@ -23,6 +23,7 @@ pub async fn create(
     Json(body): Json<CreateApplicationRequest>,
 ) -> Result<HttpResponse> {
     let (app, key) = vault
+        .applications
         .create_application(&caller, body.into_domain()?)
         .await?;
     Ok(HttpResponse::Created().json(ApplicationResponse::new(app, Some(&key))))
@@ -42,7 +43,10 @@ pub async fn list(
 ) -> Result<HttpResponse> {
     let ids = query.uuids("id")?;
     let page = query.page()?;
-    let page = vault.list_applications(&caller, &ids, page).await?;
+    let page = vault
+        .applications
+        .list_applications(&caller, &ids, page)
+        .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, |a| {
         ApplicationResponse::new(a, None)
     })))
@@ -60,7 +64,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let app = vault.get_application(&caller, id).await?;
+    let app = vault.applications.get_application(&caller, id).await?;
     Ok(HttpResponse::Ok().json(ApplicationResponse::new(app, None)))
 }
 
@@ -70,7 +74,7 @@ pub async fn get(
               (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn by_key(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<HttpResponse> {
-    let app = vault.own_application(&caller).await?;
+    let app = vault.applications.own_application(&caller).await?;
     Ok(HttpResponse::Ok().json(ApplicationResponse::new(app, None)))
 }
 
@@ -87,7 +91,10 @@ pub async fn update(
     Json(body): Json<UpdateApplicationRequest>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let app = vault.update_application(&caller, id, body.into()).await?;
+    let app = vault
+        .applications
+        .update_application(&caller, id, body.into())
+        .await?;
     Ok(HttpResponse::Ok().json(ApplicationResponse::new(app, None)))
 }
 
@@ -103,7 +110,7 @@ pub async fn regenerate(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let (app, key) = vault.regenerate_key(&caller, id).await?;
+    let (app, key) = vault.applications.regenerate_key(&caller, id).await?;
     Ok(HttpResponse::Ok().json(ApplicationResponse::new(app, Some(&key))))
 }
 
@@ -119,7 +126,7 @@ pub async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    vault.delete_application(&caller, id).await?;
+    vault.applications.delete_application(&caller, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -92,7 +92,7 @@ pub async fn list(
         start: date("start_date")?,
         end: date("end_date")?,
     };
-    let page = vault.audit_log(&caller, filter, page).await?;
+    let page = vault.audit.audit_log(&caller, filter, page).await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, LogEntryResponse::from)))
 }
 

@@ -162,7 +162,10 @@ pub async fn create(
     Caller(caller): Caller,
     Json(body): Json<ProxyRequest>,
 ) -> Result<HttpResponse> {
-    let proxy = vault.create_proxy(&caller, body.into_domain()).await?;
+    let proxy = vault
+        .proxies
+        .create_proxy(&caller, body.into_domain())
+        .await?;
     Ok(HttpResponse::Created().json(ProxyResponse::from(proxy)))
 }
 
@@ -181,7 +184,10 @@ pub async fn list(
     let ids = query.uuids("id")?;
     let page = query.page()?;
     let name = query.first("name").filter(|n| !n.is_empty());
-    let page = vault.list_proxies(&caller, &ids, name, page).await?;
+    let page = vault
+        .proxies
+        .list_proxies(&caller, &ids, name, page)
+        .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, ProxyResponse::from)))
 }
 
@@ -196,7 +202,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let proxy = vault.get_proxy(&caller, id).await?;
+    let proxy = vault.proxies.get_proxy(&caller, id).await?;
     Ok(HttpResponse::Ok().json(ProxyResponse::from(proxy)))
 }
 
@@ -213,7 +219,10 @@ pub async fn update(
     Json(body): Json<ProxyRequest>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let proxy = vault.update_proxy(&caller, id, body.into_domain()).await?;
+    let proxy = vault
+        .proxies
+        .update_proxy(&caller, id, body.into_domain())
+        .await?;
     Ok(HttpResponse::Ok().json(ProxyResponse::from(proxy)))
 }
 
@@ -228,7 +237,7 @@ pub async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    vault.delete_proxy(&caller, id).await?;
+    vault.proxies.delete_proxy(&caller, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -348,7 +357,7 @@ pub async fn invoke(
         body: body.to_vec(),
         trace_id: current_trace_id(),
     };
-    match vault.invoke_proxy(call).await {
+    match vault.proxies.invoke_proxy(call).await {
         Ok(reply) => {
             metrics.proxy_call(Some(reply.destination_status));
             reply_response(reply)

@@ -296,7 +296,10 @@ pub async fn create_formula(
     Caller(caller): Caller,
     Json(body): Json<FormulaRequest>,
 ) -> Result<HttpResponse> {
-    let formula = vault.create_formula(&caller, body.into_domain()).await?;
+    let formula = vault
+        .reactors
+        .create_formula(&caller, body.into_domain())
+        .await?;
     Ok(HttpResponse::Created().json(FormulaResponse::from(formula)))
 }
 
@@ -316,6 +319,7 @@ pub async fn list_formulas(
     let page = query.page()?;
     let name = name_filter(&query);
     let page = vault
+        .reactors
         .list_formulas(&caller, &ids, name.as_deref(), page)
         .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, FormulaResponse::from)))
@@ -332,7 +336,7 @@ pub async fn get_formula(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let formula = vault.get_formula(&caller, id).await?;
+    let formula = vault.reactors.get_formula(&caller, id).await?;
     Ok(HttpResponse::Ok().json(FormulaResponse::from(formula)))
 }
 
@@ -350,6 +354,7 @@ pub async fn update_formula(
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
     let formula = vault
+        .reactors
         .update_formula(&caller, id, body.into_domain())
         .await?;
     Ok(HttpResponse::Ok().json(FormulaResponse::from(formula)))
@@ -366,7 +371,7 @@ pub async fn delete_formula(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    vault.delete_formula(&caller, id).await?;
+    vault.reactors.delete_formula(&caller, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -380,7 +385,10 @@ pub async fn create(
     Caller(caller): Caller,
     Json(body): Json<ReactorRequest>,
 ) -> Result<HttpResponse> {
-    let view = vault.create_reactor(&caller, body.into_domain()).await?;
+    let view = vault
+        .reactors
+        .create_reactor(&caller, body.into_domain())
+        .await?;
     Ok(HttpResponse::Created().json(ReactorResponse::from(view)))
 }
 
@@ -400,6 +408,7 @@ pub async fn list(
     let page = query.page()?;
     let name = name_filter(&query);
     let page = vault
+        .reactors
         .list_reactors(&caller, &ids, name.as_deref(), page)
         .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, ReactorResponse::from)))
@@ -416,7 +425,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    let view = vault.get_reactor(&caller, id).await?;
+    let view = vault.reactors.get_reactor(&caller, id).await?;
     Ok(HttpResponse::Ok().json(ReactorResponse::from(view)))
 }
 
@@ -434,6 +443,7 @@ pub async fn update(
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
     let view = vault
+        .reactors
         .update_reactor(&caller, id, body.into_domain())
         .await?;
     Ok(HttpResponse::Ok().json(ReactorResponse::from(view)))
@@ -450,7 +460,7 @@ pub async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    vault.delete_reactor(&caller, id).await?;
+    vault.reactors.delete_reactor(&caller, id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -476,6 +486,7 @@ pub async fn react(
         crate::extract::parse_json::<ReactRequest>(&body)?.args
     };
     let result = vault
+        .reactors
         .react(&caller, id, args, current_trace_id(), prefetched)
         .await?;
     Ok(HttpResponse::Ok().json(ReactResponse::from(result)))

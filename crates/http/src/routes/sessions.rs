@@ -47,7 +47,7 @@ pub struct AuthorizeSessionRequest {
               (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn create(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<HttpResponse> {
-    let started = vault.create_session(&caller).await?;
+    let started = vault.sessions.create_session(&caller).await?;
     Ok(HttpResponse::Created().json(SessionResponse {
         session_key: started.key.expose().to_string(),
         nonce: started.nonce.expose().to_string(),
@@ -79,7 +79,7 @@ pub async fn authorize(
             .map(|rules| rules.into_iter().map(Into::into).collect()),
         expires_at,
     };
-    vault.authorize_session(&caller, raw).await?;
+    vault.sessions.authorize_session(&caller, raw).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

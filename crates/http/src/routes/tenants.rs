@@ -14,7 +14,7 @@ type Result<T> = std::result::Result<T, ApiError>;
     responses((status = 200, body = TenantResponse), (status = 401, body = Problem), (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn get(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<HttpResponse> {
-    let tenant = vault.get_tenant(&caller).await?;
+    let tenant = vault.tenants.get_tenant(&caller).await?;
     Ok(HttpResponse::Ok().json(TenantResponse::from(tenant)))
 }
 
@@ -28,7 +28,7 @@ pub async fn update(
     Caller(caller): Caller,
     Json(body): Json<UpdateTenantRequest>,
 ) -> Result<HttpResponse> {
-    let tenant = vault.update_tenant(&caller, body.into()).await?;
+    let tenant = vault.tenants.update_tenant(&caller, body.into()).await?;
     Ok(HttpResponse::Ok().json(TenantResponse::from(tenant)))
 }
 
@@ -37,7 +37,7 @@ pub async fn update(
     responses((status = 204), (status = 401, body = Problem), (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn delete(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<HttpResponse> {
-    vault.delete_tenant(&caller).await?;
+    vault.tenants.delete_tenant(&caller).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -93,7 +93,7 @@ pub async fn usage(
     included: web::Data<IncludedTokens>,
     Caller(caller): Caller,
 ) -> Result<HttpResponse> {
-    let report = vault.usage_report(&caller).await?;
+    let report = vault.usage.usage_report(&caller).await?;
     Ok(HttpResponse::Ok().json(UsageReport {
         token_report: TokenReport {
             metrics_by_type: report

@@ -138,7 +138,7 @@ pub async fn create(
     Caller(caller): Caller,
     Json(body): Json<Value>,
 ) -> Result<HttpResponse> {
-    let (view, created) = vault.create_token(&caller, raw_token(body)?).await?;
+    let (view, created) = vault.tokens.create_token(&caller, raw_token(body)?).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -212,7 +212,10 @@ pub async fn list(
     query: QueryParams,
 ) -> Result<HttpResponse> {
     let filter = filter_from(&query)?;
-    let page = vault.list_tokens(&caller, filter, query.page()?).await?;
+    let page = vault
+        .tokens
+        .list_tokens(&caller, filter, query.page()?)
+        .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, TokenResponse::from)))
 }
 
@@ -226,7 +229,10 @@ pub async fn get(
     CallerReading(caller, prefetched): CallerReading,
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
-    let view = vault.get_token_prefetched(&caller, &id, prefetched).await?;
+    let view = vault
+        .tokens
+        .get_token_prefetched(&caller, &id, prefetched)
+        .await?;
     Ok(HttpResponse::Ok().json(TokenResponse::from(view)))
 }
 
@@ -267,7 +273,7 @@ pub async fn update(
         fingerprint_expression: map.get("fingerprint_expression").cloned(),
         expires_at: map.get("expires_at").cloned(),
     };
-    let view = vault.update_token(&caller, &id, patch).await?;
+    let view = vault.tokens.update_token(&caller, &id, patch).await?;
     Ok(HttpResponse::Ok().json(TokenResponse::from(view)))
 }
 
@@ -280,7 +286,7 @@ pub async fn delete(
     Caller(caller): Caller,
     id: web::Path<String>,
 ) -> Result<HttpResponse> {
-    vault.delete_token(&caller, &id).await?;
+    vault.tokens.delete_token(&caller, &id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -310,7 +316,7 @@ pub async fn tokenize(
     Caller(caller): Caller,
     Json(body): Json<Value>,
 ) -> Result<HttpResponse> {
-    let out = vault.tokenize(&caller, body).await?;
+    let out = vault.tokens.tokenize(&caller, body).await?;
     Ok(HttpResponse::Ok().json(tokenized_json(out)))
 }
 
@@ -323,7 +329,7 @@ pub async fn detokenize(
     Caller(caller): Caller,
     Json(body): Json<Value>,
 ) -> Result<HttpResponse> {
-    let out = vault.detokenize(&caller, body).await?;
+    let out = vault.tokens.detokenize(&caller, body).await?;
     Ok(HttpResponse::Ok().json(out))
 }
 
@@ -338,7 +344,7 @@ pub async fn associate(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse> {
     let (parent, child) = path.into_inner();
-    vault.associate(&caller, &parent, &child).await?;
+    vault.tokens.associate(&caller, &parent, &child).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -353,7 +359,7 @@ pub async fn dissociate(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse> {
     let (parent, child) = path.into_inner();
-    vault.dissociate(&caller, &parent, &child).await?;
+    vault.tokens.dissociate(&caller, &parent, &child).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -370,6 +376,7 @@ pub async fn create_child(
     Json(body): Json<Value>,
 ) -> Result<HttpResponse> {
     let view = vault
+        .tokens
         .create_child(&caller, &parent, raw_token(body)?)
         .await?;
     Ok(HttpResponse::Created().json(TokenResponse::from(view)))
@@ -389,7 +396,10 @@ pub async fn children(
 ) -> Result<HttpResponse> {
     let mut filter = filter_from(&query)?;
     filter.parent = Some(parent.into_inner());
-    let page = vault.list_tokens(&caller, filter, query.page()?).await?;
+    let page = vault
+        .tokens
+        .list_tokens(&caller, filter, query.page()?)
+        .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, TokenResponse::from)))
 }
 

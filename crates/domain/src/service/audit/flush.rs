@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{Unsure, Unwritten};
 use crate::audit::{AppendOutcome, AuditEntry, StoredEvent};
 use crate::error::Error;
-use crate::service::Vault;
+use crate::service::AuditLog;
 
 /// How many times a flush retries a tenant whose head another instance moved meanwhile.
 const APPEND_ATTEMPTS: usize = 8;
@@ -17,7 +17,7 @@ const APPEND_ATTEMPTS: usize = 8;
 /// (about a minute at the flusher's pace).
 const BLOCKED_LOG_EVERY: u64 = 300;
 
-impl Vault {
+impl AuditLog {
     /// Background job (and `GET /logs`): appends buffered events to their tenants' chains.
     /// One flush at a time; on return every event recorded before the call is written, or the
     /// error is returned and the events wait for the next flush. Events of a deleted tenant
@@ -59,7 +59,7 @@ impl Vault {
                     written += n;
                 }
                 Err(e) => {
-                    if matches!(self.ports.tenants.get(tenant_id).await, Ok(None)) {
+                    if matches!(self.tenants.get(tenant_id).await, Ok(None)) {
                         // The tenant is gone, and its log with it.
                         unwritten.current = None;
                         self.audit_buffer.unsure().remove(&tenant_id);
@@ -88,7 +88,7 @@ impl Vault {
         tenant_id: Uuid,
         unwritten: &mut Unwritten<'_>,
     ) -> Result<usize, Error> {
-        self.ensure_key(tenant_id).await?;
+        self.shared.ensure_key(tenant_id).await?;
         self.settle(tenant_id, unwritten).await?;
         let Some((_, events)) = &unwritten.current else {
             return Ok(0);
@@ -97,7 +97,7 @@ impl Vault {
             return Ok(0);
         }
         for _ in 0..APPEND_ATTEMPTS {
-            let head = self.ports.audit.head(tenant_id).await?;
+            let head = self.audit.head(tenant_id).await?;
             let after = head.as_ref().map_or(0, |h| h.seq);
             if after < self.last_written(tenant_id) {
                 return Err(Error::internal(
@@ -106,7 +106,7 @@ impl Vault {
             }
             // Blocked before: a look past the head, rather than building every entry again.
             if self.audit_buffer.blocked().contains_key(&tenant_id) {
-                let beyond = self.ports.audit.chain(tenant_id, after, 1).await?;
+                let beyond = self.audit.chain(tenant_id, after, 1).await?;
                 if let Some(row) = beyond.into_iter().next() {
                     return Err(self.blocked_chain(tenant_id, after, Some(row)));
                 }
@@ -128,11 +128,7 @@ impl Vault {
             }
             // While the append is in flight, a drop cannot tell whether it committed.
             unwritten.appending = Some(head.as_ref().map_or(0, |h| h.seq));
-            let appended = self
-                .ports
-                .audit
-                .append(tenant_id, head.as_ref(), &entries)
-                .await;
+            let appended = self.audit.append(tenant_id, head.as_ref(), &entries).await;
             unwritten.appending = None;
             let outcome = match appended {
                 Ok(outcome) => outcome,
@@ -163,7 +159,7 @@ impl Vault {
                 // Another instance appended first: build on its head.
                 AppendOutcome::HeadMoved => {}
                 AppendOutcome::SeqTaken => {
-                    let beyond = self.ports.audit.chain(tenant_id, after, 1).await;
+                    let beyond = self.audit.chain(tenant_id, after, 1).await;
                     let row = beyond.ok().and_then(|rows| rows.into_iter().next());
                     return Err(self.blocked_chain(tenant_id, after, row));
                 }
@@ -213,7 +209,7 @@ impl Vault {
         let Some(unsure) = unsure else {
             return Ok(());
         };
-        let next = self.ports.audit.chain(tenant_id, unsure.after, 1).await?;
+        let next = self.audit.chain(tenant_id, unsure.after, 1).await?;
         if next.first().map(|e| e.event.id) == unsure.ids.first().copied() {
             let ids: HashSet<Uuid> = unsure.ids.iter().copied().collect();
             if let Some((_, events)) = &mut unwritten.current {

@@ -8,12 +8,12 @@ use crate::auth::Principal;
 use crate::error::Error;
 use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
-use crate::service::Vault;
+use crate::service::AuditLog;
 
 /// Entries read per query while verifying.
 const VERIFY_BATCH: u64 = 1_000;
 
-impl Vault {
+impl AuditLog {
     /// `GET /logs`: a page of the caller's tenant's log, newest first (`log:read`).
     pub async fn audit_log(
         &self,
@@ -30,11 +30,7 @@ impl Vault {
         if let Err(e) = self.flush_audit().await {
             tracing::warn!(error = %e, "audit flush before reading the log failed");
         }
-        Ok(self
-            .ports
-            .audit
-            .list(caller.tenant_id, &filter, page)
-            .await?)
+        Ok(self.audit.list(caller.tenant_id, &filter, page).await?)
     }
 
     /// `tokenvault audit verify`: walks each tenant's chain (or one tenant's) and reports the
@@ -50,7 +46,7 @@ impl Vault {
         self.flush_audit().await?;
         let tenants = match tenant {
             Some(t) => vec![t],
-            None => self.ports.audit.tenants().await?,
+            None => self.audit.tenants().await?,
         };
         let mut out = Vec::with_capacity(tenants.len());
         for tenant_id in tenants {
@@ -60,8 +56,8 @@ impl Vault {
     }
 
     async fn verify_tenant(&self, tenant_id: Uuid) -> Result<AuditVerification, Error> {
-        self.ensure_key(tenant_id).await?;
-        let mut head = self.ports.audit.head(tenant_id).await?;
+        self.shared.ensure_key(tenant_id).await?;
+        let mut head = self.audit.head(tenant_id).await?;
         let mut previous = String::new();
         let mut last = 0_i64;
         let mut entries = 0_u64;
@@ -78,13 +74,9 @@ impl Vault {
         // again lies within that head if an append wrote it; the head is read again whenever a
         // row lies past the one read before, and at the end.
         loop {
-            let batch = self
-                .ports
-                .audit
-                .chain(tenant_id, last, VERIFY_BATCH)
-                .await?;
+            let batch = self.audit.chain(tenant_id, last, VERIFY_BATCH).await?;
             if batch.is_empty() {
-                let now = self.ports.audit.head(tenant_id).await?;
+                let now = self.audit.head(tenant_id).await?;
                 let moved = now != head;
                 head = now;
                 if moved && reach(&head) > last {
@@ -95,7 +87,7 @@ impl Vault {
             }
             for entry in batch {
                 if entry.seq > reach(&head) {
-                    head = self.ports.audit.head(tenant_id).await?;
+                    head = self.audit.head(tenant_id).await?;
                 }
                 let end = reach(&head);
                 if entry.seq > end && last >= end {

@@ -8,10 +8,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use uuid::Uuid;
 
-use super::Vault;
-use crate::audit::{ActorType, AuditEvent, StoredEvent, chain_input};
-use crate::auth::Principal;
+use super::AuditLog;
+use crate::audit::{AuditEvent, StoredEvent, chain_input};
 use crate::error::Error;
+use crate::ports::AuditTrail;
 
 /// The most events kept waiting (about 300 MB) while the database refuses them.
 const MAX_PENDING: usize = 1_000_000;
@@ -240,96 +240,21 @@ impl Drop for Unwritten<'_> {
     }
 }
 
+impl AuditTrail for AuditBuffer {
+    fn record(&self, tenant_id: Uuid, events: Vec<AuditEvent>) {
+        if !events.is_empty() {
+            self.pending().admit(tenant_id, events);
+        }
+    }
+}
+
 impl std::fmt::Debug for AuditBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuditBuffer").finish_non_exhaustive()
     }
 }
 
-impl Vault {
-    /// Records that `caller` did `operation` to each of `ids` (of kind `entity_type`).
-    pub(super) fn audit<I, S>(
-        &self,
-        caller: &Principal,
-        operation: &'static str,
-        entity_type: &'static str,
-        ids: I,
-    ) where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        let actor_type = if caller.session.is_some() {
-            ActorType::Session
-        } else {
-            ActorType::Application
-        };
-        self.record(
-            caller.tenant_id,
-            actor_type,
-            Some(caller.application_id),
-            caller.trace_id.clone(),
-            operation,
-            entity_type,
-            ids,
-        );
-    }
-
-    /// Records what happened without an API key: the server itself (`System`: command line,
-    /// bootstrap) or a caller without one (`Anonymous`: a proxy that needs no key).
-    pub(super) fn audit_unkeyed(
-        &self,
-        tenant_id: Uuid,
-        actor_type: ActorType,
-        operation: &'static str,
-        entity_type: &'static str,
-        id: impl Into<String>,
-    ) {
-        self.record(
-            tenant_id,
-            actor_type,
-            None,
-            None,
-            operation,
-            entity_type,
-            [id],
-        );
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record<I, S>(
-        &self,
-        tenant_id: Uuid,
-        actor_type: ActorType,
-        actor_id: Option<Uuid>,
-        trace_id: Option<String>,
-        operation: &'static str,
-        entity_type: &'static str,
-        ids: I,
-    ) where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        let now = self.ports.clock.now();
-        let events: Vec<AuditEvent> = ids
-            .into_iter()
-            .map(|id| AuditEvent {
-                id: self.ports.clock.new_id(),
-                tenant_id,
-                actor_type,
-                actor_id,
-                operation,
-                entity_type,
-                entity_id: id.into(),
-                trace_id: trace_id.clone(),
-                created_at: now,
-            })
-            .collect();
-        if events.is_empty() {
-            return;
-        }
-        self.audit_buffer.pending().admit(tenant_id, events);
-    }
-
+impl AuditLog {
     /// How many events wait for the next flush, leaving out those of tenants whose chain is
     /// blocked (they cannot be written; counting them would have the flusher run at once,
     /// again and again).
@@ -350,8 +275,7 @@ impl Vault {
         seq: i64,
         event: &StoredEvent,
     ) -> Result<String, Error> {
-        self.ports
-            .cipher
+        self.cipher
             .fingerprint(tenant_id, &chain_input(previous, seq, event))
             .map_err(|_| Error::internal("audit MAC failed"))
     }

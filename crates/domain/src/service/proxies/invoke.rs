@@ -16,8 +16,8 @@ use crate::error::Error;
 use crate::forward::{ForwardError, OutboundRequest};
 use crate::permission::Permission;
 use crate::proxy::{Proxy, ProxyKey, ProxyTail, destination_of, forwardable};
-use crate::service::Vault;
 use crate::service::tokens::{DetokenizeAs, ReadAhead};
+use crate::service::{Proxies, Vault};
 use crate::template::ids_in_text;
 
 /// The most tokens a proxy body may name to have them read with the proxy itself (a body
@@ -148,7 +148,7 @@ fn tail_error(why: &str) -> Error {
     Error::invalid("path", why)
 }
 
-impl Vault {
+impl Proxies {
     /// Invokes the proxy `call.proxy_key` selects.
     pub async fn invoke_proxy(&self, call: ProxyCall) -> Result<ProxyReply, Error> {
         let Some(raw_key) = call.proxy_key.as_deref() else {
@@ -176,20 +176,20 @@ impl Vault {
             .and_then(|text| ids_in_text(text, true, MAX_EARLY_TOKENS))
             .map(|ids| ids.into_iter().collect())
             .unwrap_or_default();
-        let caller_key = call.api_key.as_deref().map(|k| self.key_hash(Some(k)));
+        let caller_key = call.api_key.as_deref().map(|k| self.auth.key_hash(Some(k)));
         let caller = async {
             match &caller_key {
-                Some(Ok(hash)) => Some(self.authenticate_hash(hash).await),
+                Some(Ok(hash)) => Some(self.auth.authenticate_hash(hash).await),
                 Some(Err(_)) => Some(Err(Error::Unauthenticated)),
                 None => None,
             }
         };
         let (found, caller) = join(
-            self.ports.proxies.find_by_key_hash_with_tokens(
-                &self.ports.keys.hash_proxy_key(&key),
+            self.store.find_by_key_hash_with_tokens(
+                &self.keys.hash_proxy_key(&key),
                 caller_key.as_ref().and_then(|hash| hash.as_ref().ok()),
                 &early_ids,
-                self.ports.clock.now(),
+                self.clock.now(),
             ),
             caller,
         )
@@ -227,7 +227,7 @@ impl Vault {
         };
         let ahead = async {
             match (&parsed, early) {
-                (Some(value), None) => self.read_ahead(proxy.tenant_id, value, true).await,
+                (Some(value), None) => self.tokens.read_ahead(proxy.tenant_id, value, true).await,
                 (_, early) => early,
             }
         };
@@ -263,9 +263,13 @@ impl Vault {
                 field: "body",
                 with_filters: true,
             };
-            let (replaced, used) = self.detokenize_value(acting, value, how, ahead).await?;
+            let (replaced, used) = self
+                .tokens
+                .detokenize_value(acting, value, how, ahead)
+                .await?;
             if !used.is_empty() {
-                self.record_active(acting.tenant_id, used.iter().map(String::as_str));
+                self.shared
+                    .record_active(acting.tenant_id, used.iter().map(String::as_str));
                 used_tokens = used;
                 body = Some(replaced);
             }
@@ -310,8 +314,7 @@ impl Vault {
                 None => call.body,
             };
             sent = true;
-            self.ports
-                .forwarder
+            self.forwarder
                 .forward(OutboundRequest {
                     method: call.method.clone(),
                     url,
@@ -386,17 +389,20 @@ impl Vault {
         let proxy_id = proxy.id.to_string();
         if let Some(caller) = caller {
             if sent {
-                self.audit(caller, "invoke", "proxy", [proxy_id]);
+                self.shared.audit(caller, "invoke", "proxy", [proxy_id]);
             }
-            self.audit(caller, "use", "token", used.iter().map(String::as_str));
+            self.shared
+                .audit(caller, "use", "token", used.iter().map(String::as_str));
             return;
         }
         let anonymous = ActorType::Anonymous;
         if sent {
-            self.audit_unkeyed(proxy.tenant_id, anonymous, "invoke", "proxy", proxy_id);
+            self.shared
+                .audit_unkeyed(proxy.tenant_id, anonymous, "invoke", "proxy", proxy_id);
         }
         for id in used {
-            self.audit_unkeyed(proxy.tenant_id, anonymous, "use", "token", id.clone());
+            self.shared
+                .audit_unkeyed(proxy.tenant_id, anonymous, "use", "token", id.clone());
         }
     }
 
@@ -407,15 +413,15 @@ impl Vault {
             return Ok(None);
         };
         let (app, tenant) = join(
-            self.ports.applications.get(proxy.tenant_id, id),
-            self.ports.tenants.get(proxy.tenant_id),
+            self.applications.get(proxy.tenant_id, id),
+            self.tenants.get(proxy.tenant_id),
         )
         .await;
         let Some(app) = app? else {
             return Ok(None);
         };
         // An expired application acts no more, even before the sweep deletes it.
-        if app.is_expired(self.ports.clock.now()) {
+        if app.is_expired(self.clock.now()) {
             return Ok(None);
         }
         let settings = tenant?.ok_or(Error::Unauthenticated)?.settings;
@@ -430,8 +436,12 @@ impl Vault {
         application: Option<Principal>,
         trace_id: Option<String>,
     ) -> Result<Value, Error> {
-        let svc = application.map(|p| self.ports.svc.for_application(self.clone(), p));
+        let svc = match application {
+            Some(p) => Some(self.svc.for_application(Vault::upgrade(&self.vault)?, p)),
+            None => None,
+        };
         let configuration = self
+            .shared
             .open_proxy_configuration(proxy.tenant_id, proxy.id, proxy.configuration.clone())
             .await?;
         let request = json!({
@@ -440,7 +450,6 @@ impl Vault {
             "svc": Value::Null,
         });
         let out = self
-            .ports
             .code
             .run(CodeCall {
                 tenant_id: proxy.tenant_id,
@@ -449,7 +458,7 @@ impl Vault {
                 trace_id,
                 svc,
                 fetch: Some(std::sync::Arc::new(crate::code_fetch::GuardedFetch::new(
-                    self.ports.forwarder.clone(),
+                    self.forwarder.clone(),
                 ))),
             })
             .await

@@ -18,7 +18,7 @@ use crate::ports::StoredProxy;
 use crate::proxy::{
     MAX_CONFIGURATION, MAX_CONFIGURATION_TEXT, Proxy, ProxyKey, ProxyView, check_url_shape,
 };
-use crate::service::Vault;
+use crate::service::Proxies;
 use crate::service::tokens::MAX_ID_FILTERS;
 
 /// The validated fields of a create or update.
@@ -37,7 +37,7 @@ fn key_context(id: Uuid) -> Vec<u8> {
     format!("proxy-key:{id}").into_bytes()
 }
 
-impl Vault {
+impl Proxies {
     async fn check_proxy(&self, caller: &Principal, raw: RawProxy) -> Result<Checked, Error> {
         let mut errors = ValidationErrors::new();
         let name = parse_name(raw.name, &mut errors);
@@ -48,7 +48,7 @@ impl Vault {
             }
             Some(url) => match check_url_shape(&url)
                 .map_err(str::to_string)
-                .and_then(|()| self.ports.forwarder.check_destination(&url))
+                .and_then(|()| self.forwarder.check_destination(&url))
             {
                 Ok(()) => Some(url),
                 Err(why) => {
@@ -104,7 +104,7 @@ impl Vault {
             // keeps an application only when the body names it, and setting transforms on a
             // proxy with an application is always checked here (docs/decisions.md §9).
             Some(Ok(_)) if !caller.may_lend_applications() => return Err(Error::Forbidden),
-            Some(Ok(id)) => match self.ports.applications.get(caller.tenant_id, id).await? {
+            Some(Ok(id)) => match self.applications.get(caller.tenant_id, id).await? {
                 Some(app) if app.app_type != ApplicationType::Management => {
                     application_id = Some(app.id);
                 }
@@ -157,11 +157,10 @@ impl Vault {
     ) -> Result<ProxyView, Error> {
         caller.require(Permission::ProxyCreate)?;
         let checked = self.check_proxy(caller, raw).await?;
-        let key = self.ports.keys.generate_proxy_key();
-        let id = self.ports.clock.new_id();
-        self.ensure_key(caller.tenant_id).await?;
+        let key = self.keys.generate_proxy_key();
+        let id = self.clock.new_id();
+        self.shared.ensure_key(caller.tenant_id).await?;
         let key_ciphertext = self
-            .ports
             .cipher
             .encrypt(caller.tenant_id, &key_context(id), key.expose().as_bytes())
             .map_err(|e| Error::internal_from("encrypting a proxy key", e))?;
@@ -176,25 +175,26 @@ impl Vault {
             application_id: checked.application_id,
             configuration: checked.configuration,
             created_by: Some(caller.application_id),
-            created_at: self.ports.clock.now(),
+            created_at: self.clock.now(),
             modified_by: None,
             modified_at: None,
         };
         let configuration = self
+            .shared
             .seal_proxy_configuration(proxy.tenant_id, proxy.id, proxy.configuration.as_ref())
             .await?;
-        self.ports
-            .proxies
+        self.store
             .insert(&StoredProxy {
                 proxy: Proxy {
                     configuration,
                     ..proxy.clone()
                 },
-                key_hash: self.ports.keys.hash_proxy_key(&key),
+                key_hash: self.keys.hash_proxy_key(&key),
                 key_ciphertext,
             })
             .await?;
-        self.audit(caller, "create", "proxy", [proxy.id.to_string()]);
+        self.shared
+            .audit(caller, "create", "proxy", [proxy.id.to_string()]);
         Ok(ProxyView { proxy, key })
     }
 
@@ -217,11 +217,7 @@ impl Vault {
         if ids.len() > MAX_ID_FILTERS {
             return Err(Error::invalid("id", "at most 100 values"));
         }
-        let found = self
-            .ports
-            .proxies
-            .list(caller.tenant_id, ids, name, page)
-            .await?;
+        let found = self.store.list(caller.tenant_id, ids, name, page).await?;
         let mut items = Vec::with_capacity(found.items.len());
         for stored in found.items {
             items.push(self.proxy_view(stored).await?);
@@ -251,22 +247,25 @@ impl Vault {
         p.response_transform = checked.response_transform;
         p.application_id = checked.application_id;
         p.modified_by = Some(caller.application_id);
-        p.modified_at = Some(self.ports.clock.now());
+        p.modified_at = Some(self.clock.now());
         p.configuration = self
+            .shared
             .seal_proxy_configuration(p.tenant_id, p.id, checked.configuration.as_ref())
             .await?;
-        if !self.ports.proxies.update(&stored).await? {
+        if !self.store.update(&stored).await? {
             return Err(Error::NotFound);
         }
-        self.audit(caller, "update", "proxy", [id.to_string()]);
+        self.shared
+            .audit(caller, "update", "proxy", [id.to_string()]);
         self.proxy_view(stored).await
     }
 
     /// `DELETE /proxies/{id}`.
     pub async fn delete_proxy(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ProxyDelete)?;
-        if self.ports.proxies.delete(caller.tenant_id, id).await? {
-            self.audit(caller, "delete", "proxy", [id.to_string()]);
+        if self.store.delete(caller.tenant_id, id).await? {
+            self.shared
+                .audit(caller, "delete", "proxy", [id.to_string()]);
             Ok(())
         } else {
             Err(Error::NotFound)
@@ -274,8 +273,7 @@ impl Vault {
     }
 
     async fn proxy_of(&self, caller: &Principal, id: Uuid) -> Result<StoredProxy, Error> {
-        self.ports
-            .proxies
+        self.store
             .get(caller.tenant_id, id)
             .await?
             .ok_or(Error::NotFound)
@@ -284,15 +282,15 @@ impl Vault {
     async fn proxy_view(&self, mut stored: StoredProxy) -> Result<ProxyView, Error> {
         let tenant_id = stored.proxy.tenant_id;
         stored.proxy.configuration = self
+            .shared
             .open_proxy_configuration(
                 tenant_id,
                 stored.proxy.id,
                 stored.proxy.configuration.take(),
             )
             .await?;
-        self.ensure_key(tenant_id).await?;
+        self.shared.ensure_key(tenant_id).await?;
         let plain = self
-            .ports
             .cipher
             .decrypt(
                 tenant_id,

@@ -9,9 +9,9 @@ use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::ports::FormulaDelete;
 use crate::reactor::{Formula, FormulaSpec, RawFormula};
-use crate::service::Vault;
+use crate::service::Reactors;
 
-impl Vault {
+impl Reactors {
     /// `POST /reactor-formulas`.
     pub async fn create_formula(
         &self,
@@ -21,7 +21,7 @@ impl Vault {
         caller.require(Permission::ReactorCreate)?;
         let spec = FormulaSpec::parse(raw).map_err(Error::Validation)?;
         let formula = Formula {
-            id: self.ports.clock.new_id(),
+            id: self.clock.new_id(),
             tenant_id: caller.tenant_id,
             name: spec.name,
             description: spec.description,
@@ -30,20 +30,20 @@ impl Vault {
             configuration: spec.configuration,
             request_parameters: spec.request_parameters,
             created_by: Some(caller.application_id),
-            created_at: self.ports.clock.now(),
+            created_at: self.clock.now(),
             modified_by: None,
             modified_at: None,
         };
-        self.ports.formulas.insert(&formula).await?;
-        self.audit(caller, "create", "formula", [formula.id.to_string()]);
+        self.formulas.insert(&formula).await?;
+        self.shared
+            .audit(caller, "create", "formula", [formula.id.to_string()]);
         Ok(formula)
     }
 
     /// `GET /reactor-formulas/{id}`.
     pub async fn get_formula(&self, caller: &Principal, id: Uuid) -> Result<Formula, Error> {
         caller.require(Permission::ReactorRead)?;
-        self.ports
-            .formulas
+        self.formulas
             .get(caller.tenant_id, id)
             .await?
             .ok_or(Error::NotFound)
@@ -62,7 +62,6 @@ impl Vault {
             return Err(Error::invalid("id", "at most 100 values"));
         }
         Ok(self
-            .ports
             .formulas
             .list(caller.tenant_id, ids, name, page)
             .await?)
@@ -85,10 +84,7 @@ impl Vault {
         // said: a caller who may not lend never writes code other than the stored one while
         // the formula is lent (the stored code may change between this read and the write).
         let guarded = !caller.may_lend_applications();
-        if guarded
-            && spec.code != formula.code
-            && self.ports.formulas.lent(caller.tenant_id, id).await?
-        {
+        if guarded && spec.code != formula.code && self.formulas.lent(caller.tenant_id, id).await? {
             return Err(Error::Forbidden);
         }
         formula.name = spec.name;
@@ -98,24 +94,26 @@ impl Vault {
         formula.configuration = spec.configuration;
         formula.request_parameters = spec.request_parameters;
         formula.modified_by = Some(caller.application_id);
-        formula.modified_at = Some(self.ports.clock.now());
-        if !self.ports.formulas.update(&formula, guarded).await? {
+        formula.modified_at = Some(self.clock.now());
+        if !self.formulas.update(&formula, guarded).await? {
             // Lent since the check (an application attached meanwhile), or gone.
-            if guarded && self.ports.formulas.lent(caller.tenant_id, id).await? {
+            if guarded && self.formulas.lent(caller.tenant_id, id).await? {
                 return Err(Error::Forbidden);
             }
             return Err(Error::NotFound);
         }
-        self.audit(caller, "update", "formula", [id.to_string()]);
+        self.shared
+            .audit(caller, "update", "formula", [id.to_string()]);
         Ok(formula)
     }
 
     /// `DELETE /reactor-formulas/{id}`: 409 while a reactor uses it.
     pub async fn delete_formula(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ReactorDelete)?;
-        match self.ports.formulas.delete(caller.tenant_id, id).await? {
+        match self.formulas.delete(caller.tenant_id, id).await? {
             FormulaDelete::Deleted => {
-                self.audit(caller, "delete", "formula", [id.to_string()]);
+                self.shared
+                    .audit(caller, "delete", "formula", [id.to_string()]);
                 Ok(())
             }
             FormulaDelete::Missing => Err(Error::NotFound),
@@ -124,8 +122,7 @@ impl Vault {
     }
 
     async fn get_formula_of(&self, caller: &Principal, id: Uuid) -> Result<Formula, Error> {
-        self.ports
-            .formulas
+        self.formulas
             .get(caller.tenant_id, id)
             .await?
             .ok_or(Error::NotFound)

@@ -12,7 +12,7 @@ use crate::error::{Error, ValidationErrors};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
 use crate::reactor::{Formula, Reactor, check_configuration};
-use crate::service::Vault;
+use crate::service::Reactors;
 
 /// The validated fields of a create or update.
 struct Checked {
@@ -21,7 +21,7 @@ struct Checked {
     application: Option<Application>,
 }
 
-impl Vault {
+impl Reactors {
     /// Validates name, configuration (against `formula`) and application, naming each problem.
     async fn check_reactor(
         &self,
@@ -62,7 +62,7 @@ impl Vault {
             if !caller.may_lend_applications() {
                 return Err(Error::Forbidden);
             }
-            match self.ports.applications.get(caller.tenant_id, id).await? {
+            match self.applications.get(caller.tenant_id, id).await? {
                 Some(app) if app.app_type != ApplicationType::Management => application = Some(app),
                 Some(_) => errors.add("application.id", "must be a public or private application"),
                 None => errors.add("application.id", "does not exist"),
@@ -88,7 +88,7 @@ impl Vault {
         let mut errors = ValidationErrors::new();
         let formula =
             if let Some(id) = body_uuid(raw.formula_id.as_deref(), "formula.id", &mut errors) {
-                let found = self.ports.formulas.get(caller.tenant_id, id).await?;
+                let found = self.formulas.get(caller.tenant_id, id).await?;
                 if found.is_none() {
                     errors.add("formula.id", "does not exist");
                 }
@@ -106,22 +106,20 @@ impl Vault {
             return Err(Error::Validation(errors));
         };
         let reactor = Reactor {
-            id: self.ports.clock.new_id(),
+            id: self.clock.new_id(),
             tenant_id: caller.tenant_id,
             name: checked.name,
             formula_id: formula.id,
             configuration: checked.configuration,
             application_id: checked.application.as_ref().map(|a| a.id),
             created_by: Some(caller.application_id),
-            created_at: self.ports.clock.now(),
+            created_at: self.clock.now(),
             modified_by: None,
             modified_at: None,
         };
-        self.ports
-            .reactors
-            .insert(&self.stored(&reactor).await?)
-            .await?;
-        self.audit(caller, "create", "reactor", [reactor.id.to_string()]);
+        self.store.insert(&self.stored(&reactor).await?).await?;
+        self.shared
+            .audit(caller, "create", "reactor", [reactor.id.to_string()]);
         Ok(ReactorView {
             reactor,
             formula,
@@ -148,14 +146,9 @@ impl Vault {
         if ids.len() > super::super::tokens::MAX_ID_FILTERS {
             return Err(Error::invalid("id", "at most 100 values"));
         }
-        let found = self
-            .ports
-            .reactors
-            .list(caller.tenant_id, ids, name, page)
-            .await?;
+        let found = self.store.list(caller.tenant_id, ids, name, page).await?;
         let formula_ids: Vec<Uuid> = found.items.iter().map(|r| r.formula_id).collect();
         let formulas = self
-            .ports
             .formulas
             .get_many(caller.tenant_id, &formula_ids)
             .await?;
@@ -213,16 +206,12 @@ impl Vault {
         reactor.configuration = checked.configuration;
         reactor.application_id = checked.application.as_ref().map(|a| a.id);
         reactor.modified_by = Some(caller.application_id);
-        reactor.modified_at = Some(self.ports.clock.now());
-        if !self
-            .ports
-            .reactors
-            .update(&self.stored(&reactor).await?)
-            .await?
-        {
+        reactor.modified_at = Some(self.clock.now());
+        if !self.store.update(&self.stored(&reactor).await?).await? {
             return Err(Error::NotFound);
         }
-        self.audit(caller, "update", "reactor", [id.to_string()]);
+        self.shared
+            .audit(caller, "update", "reactor", [id.to_string()]);
         Ok(ReactorView {
             reactor,
             formula,
@@ -233,8 +222,9 @@ impl Vault {
     /// `DELETE /reactors/{id}`.
     pub async fn delete_reactor(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
         caller.require(Permission::ReactorDelete)?;
-        if self.ports.reactors.delete(caller.tenant_id, id).await? {
-            self.audit(caller, "delete", "reactor", [id.to_string()]);
+        if self.store.delete(caller.tenant_id, id).await? {
+            self.shared
+                .audit(caller, "delete", "reactor", [id.to_string()]);
             Ok(())
         } else {
             Err(Error::NotFound)
@@ -244,6 +234,7 @@ impl Vault {
     /// `reactor` as it is stored: its configuration sealed.
     async fn stored(&self, reactor: &Reactor) -> Result<Reactor, Error> {
         let configuration = self
+            .shared
             .seal_reactor_configuration(reactor.tenant_id, reactor.id, &reactor.configuration)
             .await?;
         Ok(Reactor {
@@ -255,6 +246,7 @@ impl Vault {
     /// A stored reactor with its configuration opened.
     pub(super) async fn opened(&self, mut reactor: Reactor) -> Result<Reactor, Error> {
         reactor.configuration = self
+            .shared
             .open_reactor_configuration(
                 reactor.tenant_id,
                 reactor.id,
@@ -266,8 +258,7 @@ impl Vault {
 
     pub(super) async fn reactor_of(&self, caller: &Principal, id: Uuid) -> Result<Reactor, Error> {
         let reactor = self
-            .ports
-            .reactors
+            .store
             .get(caller.tenant_id, id)
             .await?
             .ok_or(Error::NotFound)?;
@@ -275,8 +266,7 @@ impl Vault {
     }
 
     pub(super) async fn formula_of(&self, reactor: &Reactor) -> Result<Formula, Error> {
-        self.ports
-            .formulas
+        self.formulas
             .get(reactor.tenant_id, reactor.formula_id)
             .await?
             .ok_or_else(Self::formula_missing)
@@ -292,7 +282,7 @@ impl Vault {
     ) -> Result<Option<Application>, Error> {
         match reactor.application_id {
             // An application deleted since reads as none.
-            Some(id) => Ok(self.ports.applications.get(reactor.tenant_id, id).await?),
+            Some(id) => Ok(self.applications.get(reactor.tenant_id, id).await?),
             None => Ok(None),
         }
     }

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::permission::Permission;
 use crate::reactor::{Reactor, bind_arguments};
 use crate::service::tokens::{DetokenizeAs, Tokenized};
-use crate::service::{PrefetchedReactor, Vault};
+use crate::service::{PrefetchedReactor, Reactors, Vault};
 
 /// What an invocation returns.
 #[derive(Clone, Debug)]
@@ -26,9 +26,10 @@ pub struct ReactResult {
     pub tokens: Option<Tokenized>,
 }
 
-impl Vault {
+impl Reactors {
     /// `POST /reactors/{id}/react`; `prefetched`: the reactor read with the caller's key
-    /// ([`Vault::authenticate_reacting`]), used only when it was read for this tenant and id.
+    /// ([`crate::service::Authenticator::authenticate_reacting`]), used only when it was read
+    /// for this tenant and id.
     pub async fn react(
         &self,
         caller: &Principal,
@@ -61,20 +62,26 @@ impl Vault {
             field: "args",
             with_filters: false,
         };
-        let (args, used) = self.detokenize_value(caller, args, how, None).await?;
+        let (args, used) = self
+            .tokens
+            .detokenize_value(caller, args, how, None)
+            .await?;
         let bound =
             bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;
         let acting = self.acting_as(caller, &reactor).await?;
-        let svc = acting
-            .clone()
-            .map(|principal| self.ports.svc.for_application(self.clone(), principal));
+        let svc = match acting.clone() {
+            Some(principal) => Some(
+                self.svc
+                    .for_application(Vault::upgrade(&self.vault)?, principal),
+            ),
+            None => None,
+        };
         let request = json!({
             "args": bound,
             "configuration": reactor.configuration,
             "svc": Value::Null,
         });
         let returned = self
-            .ports
             .code
             .run(CodeCall {
                 tenant_id: caller.tenant_id,
@@ -83,15 +90,17 @@ impl Vault {
                 trace_id,
                 svc,
                 fetch: Some(std::sync::Arc::new(crate::code_fetch::GuardedFetch::new(
-                    self.ports.forwarder.clone(),
+                    self.forwarder.clone(),
                 ))),
             })
             .await;
         // The code has seen the data unless it never started (every worker busy): recorded
         // whatever it did then, a throw or a limit included.
         if !matches!(returned, Err(CodeError::Busy)) {
-            self.record_active(caller.tenant_id, used.iter().map(String::as_str));
-            self.audit(caller, "use", "token", used.iter().map(String::as_str));
+            self.shared
+                .record_active(caller.tenant_id, used.iter().map(String::as_str));
+            self.shared
+                .audit(caller, "use", "token", used.iter().map(String::as_str));
         }
         let returned = returned.map_err(code_error)?;
         // An object's `raw` and `tokenize`; anything else the code returns (a string, a number,
@@ -103,7 +112,7 @@ impl Vault {
         };
         let tokens = match (tokenize.filter(|t| !t.is_null()), acting) {
             (None, _) => None,
-            (Some(block), Some(acting)) => Some(self.tokenize(&acting, block).await?),
+            (Some(block), Some(acting)) => Some(self.tokens.tokenize(&acting, block).await?),
             (Some(_), None) => {
                 return Err(Error::invalid(
                     "tokenize",
@@ -111,7 +120,8 @@ impl Vault {
                 ));
             }
         };
-        self.audit(caller, "invoke", "reactor", [id.to_string()]);
+        self.shared
+            .audit(caller, "invoke", "reactor", [id.to_string()]);
         Ok(ReactResult { raw, tokens })
     }
 
@@ -123,7 +133,7 @@ impl Vault {
         reactor: &Reactor,
     ) -> Result<Option<Principal>, Error> {
         // An expired application acts no more, even before the sweep deletes it (as for proxies).
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         Ok(self
             .application_of(reactor)
             .await?

@@ -8,11 +8,11 @@ async fn malformed_or_missing_key_never_reaches_storage() {
     apps.expect_find_by_key_hash().never();
     let vault = vault(MockTenants::new(), apps);
     assert!(matches!(
-        vault.authenticate(None).await,
+        vault.auth.authenticate(None).await,
         Err(Error::Unauthenticated)
     ));
     assert!(matches!(
-        vault.authenticate(Some("not-a-key")).await,
+        vault.auth.authenticate(Some("not-a-key")).await,
         Err(Error::Unauthenticated)
     ));
 }
@@ -28,7 +28,7 @@ async fn expired_application_is_unauthenticated_at_once() {
     });
     let vault = vault(MockTenants::new(), apps);
     assert!(matches!(
-        vault.authenticate(Some(KEY)).await,
+        vault.auth.authenticate(Some(KEY)).await,
         Err(Error::Unauthenticated)
     ));
 }
@@ -46,7 +46,7 @@ async fn valid_key_yields_its_application() {
         )))
     });
     let vault = vault(MockTenants::new(), apps);
-    let p = vault.authenticate(Some(KEY)).await.unwrap();
+    let p = vault.auth.authenticate(Some(KEY)).await.unwrap();
     assert_eq!(p.application_id, Uuid::from_u128(7));
     assert_eq!(p.permissions, vec![Permission::TokenRead]);
     assert!(p.settings.fingerprint_tokens, "settings come with the key");
@@ -58,6 +58,7 @@ async fn create_without_permission_is_forbidden_and_stores_nothing() {
     apps.expect_insert().never();
     let vault = vault(MockTenants::new(), apps);
     let err = vault
+        .applications
         .create_application(&principal(&[Permission::ApplicationRead]), new_private())
         .await
         .unwrap_err();
@@ -72,6 +73,7 @@ async fn invalid_create_stores_nothing() {
     let mut raw = new_private();
     raw.permissions = vec!["tenant:delete".into()];
     let err = vault
+        .applications
         .create_application(&principal(&[Permission::ApplicationCreate]), raw)
         .await
         .unwrap_err();
@@ -91,6 +93,7 @@ async fn create_stores_hash_in_callers_tenant() {
         .returning(|_, _| Ok(()));
     let vault = vault(MockTenants::new(), apps);
     let (app, key) = vault
+        .applications
         .create_application(&principal(&[Permission::ApplicationCreate]), new_private())
         .await
         .unwrap();
@@ -106,6 +109,7 @@ async fn reads_are_confined_to_the_callers_tenant() {
         .returning(|_, _| Ok(None));
     let vault = vault(MockTenants::new(), apps);
     let err = vault
+        .applications
         .get_application(
             &principal(&[Permission::ApplicationRead]),
             Uuid::from_u128(7),
@@ -128,6 +132,7 @@ async fn update_checks_type_of_stored_application() {
         rules: vec![],
     };
     let err = vault
+        .applications
         .update_application(
             &principal(&[Permission::ApplicationUpdate]),
             Uuid::from_u128(7),
@@ -158,6 +163,7 @@ async fn regenerate_replaces_the_key_hash() {
     p.sessions = Arc::new(sessions);
     let vault = Vault::new(p);
     let (_, key) = vault
+        .applications
         .regenerate_key(
             &principal(&[Permission::ApplicationUpdate]),
             Uuid::from_u128(7),
@@ -174,6 +180,7 @@ async fn delete_of_unknown_is_not_found() {
     apps.expect_delete().never();
     let vault = vault(MockTenants::new(), apps);
     let err = vault
+        .applications
         .delete_application(
             &principal(&[Permission::ApplicationDelete]),
             Uuid::from_u128(9),
@@ -190,6 +197,7 @@ async fn tenant_update_validates_before_loading() {
     tenants.expect_update().never();
     let vault = vault(tenants, MockApplications::new());
     let err = vault
+        .tenants
         .update_tenant(
             &principal(&[Permission::TenantUpdate]),
             RawTenantUpdate::default(),
@@ -205,7 +213,7 @@ async fn bootstrap_only_on_an_empty_database() {
     tenants.expect_any().returning(|| Ok(true));
     tenants.expect_create_with_application().never();
     let first = vault(tenants, MockApplications::new());
-    assert!(first.bootstrap(None).await.unwrap().is_none());
+    assert!(first.tenants.bootstrap(None).await.unwrap().is_none());
 
     let mut tenants = MockTenants::new();
     tenants.expect_any().returning(|| Ok(false));
@@ -218,6 +226,7 @@ async fn bootstrap_only_on_an_empty_database() {
         .returning(|_, _, _, _| Ok(()));
     let vault = vault(tenants, MockApplications::new());
     let made = vault
+        .tenants
         .bootstrap(Some(ApiKey::parse(KEY).unwrap()))
         .await
         .unwrap()
@@ -232,7 +241,14 @@ async fn purge_uses_the_clock() {
         .with(eq(now()))
         .returning(|_| Ok(3));
     let vault = vault(MockTenants::new(), apps);
-    assert_eq!(vault.purge_expired_applications().await.unwrap(), 3);
+    assert_eq!(
+        vault
+            .applications
+            .purge_expired_applications()
+            .await
+            .unwrap(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -242,6 +258,7 @@ async fn storage_conflict_maps_to_conflict() {
         .returning(|_, _| Err(RepoError::Conflict("key".into())));
     let vault = vault(MockTenants::new(), apps);
     let err = vault
+        .applications
         .create_application(&principal(&[Permission::ApplicationCreate]), new_private())
         .await
         .unwrap_err();

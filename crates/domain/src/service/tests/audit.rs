@@ -46,13 +46,17 @@ async fn recorded(vault: &Vault, n: usize) {
     let mut caller = principal(&[Permission::LogRead]);
     caller.trace_id = Some("trace-1".into());
     for i in 0..n {
-        vault.audit(&caller, "create", "token", [format!("tok-{i}")]);
+        vault
+            .tokens
+            .shared
+            .audit(&caller, "create", "token", [format!("tok-{i}")]);
     }
-    assert_eq!(vault.flush_audit().await.unwrap(), n);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), n);
 }
 
 async fn first_break(vault: &Vault) -> Option<crate::audit::AuditBreak> {
     let mut results = vault
+        .audit
         .verify_audit(Some(Uuid::from_u128(100)))
         .await
         .unwrap();
@@ -74,6 +78,7 @@ async fn flushed_events_form_a_chain_that_verifies() {
     // The log reads newest first, and needs log:read.
     let page = PageRequest { page: 1, size: 20 };
     let log = vault
+        .audit
         .audit_log(
             &principal(&[Permission::LogRead]),
             AuditFilter::default(),
@@ -83,6 +88,7 @@ async fn flushed_events_form_a_chain_that_verifies() {
         .unwrap();
     assert_eq!(log.items[0].seq, 5);
     let denied = vault
+        .audit
         .audit_log(
             &principal(&[Permission::TenantRead]),
             AuditFilter::default(),
@@ -143,15 +149,18 @@ async fn a_rewound_head_is_never_built_on() {
             hash: rewound.hash.clone(),
         },
     );
-    vault.audit(&principal(&[]), "delete", "token", ["t"]);
-    assert!(vault.flush_audit().await.is_err());
+    vault
+        .tokens
+        .shared
+        .audit(&principal(&[]), "delete", "token", ["t"]);
+    assert!(vault.audit.flush_audit().await.is_err());
     assert_eq!(
         store.entries.lock().unwrap().len(),
         2,
         "nothing appended on a rewound head"
     );
     // The report carries the head, to be kept outside the database.
-    let report = vault.verify_audit(None).await;
+    let report = vault.audit.verify_audit(None).await;
     assert!(
         report.is_err(),
         "verify flushes first and reports the refusal"
@@ -163,7 +172,7 @@ async fn a_tenant_whose_head_was_deleted_is_still_verified() {
     let (vault, store) = audit_vault();
     recorded(&vault, 2).await;
     store.heads.lock().unwrap().clear();
-    let results = vault.verify_audit(None).await.unwrap();
+    let results = vault.audit.verify_audit(None).await.unwrap();
     assert_eq!(results.len(), 1);
     assert!(results[0].broken.is_some());
 }
@@ -201,17 +210,18 @@ async fn entries_appended_during_verification_are_not_a_break() {
     for i in 0..3 {
         record(&vault, 100, &format!("a{i}"));
     }
-    vault.flush_audit().await.unwrap();
+    vault.audit.flush_audit().await.unwrap();
     // The first head read sees sequence 3; entries 4 and 5 land right after it.
     let late = vault_over(store.clone());
     *store.after_first_head.lock().unwrap() = Some(Box::new(move || {
         record(&late, 100, "a3");
         record(&late, 100, "a4");
-        futures_util::FutureExt::now_or_never(late.flush_audit())
+        futures_util::FutureExt::now_or_never(late.audit.flush_audit())
             .expect("in memory")
             .unwrap();
     }));
     let report = vault
+        .audit
         .verify_audit(Some(Uuid::from_u128(100)))
         .await
         .unwrap();
@@ -287,7 +297,11 @@ async fn a_place_taken_beyond_an_unchanged_head_is_a_broken_chain_not_a_race() {
     store.appends.store(0, std::sync::atomic::Ordering::SeqCst);
     record(&vault, 100, "blocked");
     record(&vault, 200, "elsewhere");
-    let failed = vault.flush_audit().await.expect_err("the chain is broken");
+    let failed = vault
+        .audit
+        .flush_audit()
+        .await
+        .expect_err("the chain is broken");
     assert!(
         failed.to_string().contains("broken") || format!("{failed:?}").contains("broken"),
         "{failed:?}"
@@ -308,8 +322,8 @@ async fn a_place_taken_beyond_an_unchanged_head_is_a_broken_chain_not_a_race() {
     );
     // While blocked, its events do not hurry the flusher, and a flush looks past the head
     // instead of building the entries again.
-    assert_eq!(vault.audit_backlog(), 0);
-    assert!(vault.flush_audit().await.is_err());
+    assert_eq!(vault.audit.audit_backlog(), 0);
+    assert!(vault.audit.flush_audit().await.is_err());
     assert_eq!(
         store.appends.load(std::sync::atomic::Ordering::SeqCst),
         2,
@@ -321,7 +335,7 @@ async fn a_place_taken_beyond_an_unchanged_head_is_a_broken_chain_not_a_race() {
         .lock()
         .unwrap()
         .retain(|e| e.event.id != planted.event.id);
-    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 1);
     assert_eq!(first_break(&vault).await, None);
 }
 
@@ -341,7 +355,7 @@ fn written_by(store: &NoAudit) -> Vec<(Uuid, i64, String)> {
 #[tokio::test]
 async fn one_tenants_flood_drops_only_its_own_events() {
     let (vault, store) = audit_vault();
-    vault.audit_buffer.pending().limit(10, 25);
+    vault.audit.audit_buffer.pending().limit(10, 25);
     for i in 0..1_000 {
         record(&vault, 100, &format!("flood-{i}"));
     }
@@ -350,7 +364,7 @@ async fn one_tenants_flood_drops_only_its_own_events() {
             record(&vault, tenant, &format!("calm-{i}"));
         }
     }
-    assert_eq!(vault.flush_audit().await.unwrap(), 16);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 16);
     let written = written_by(&store);
     let of = |tenant: u128| {
         written
@@ -372,15 +386,15 @@ async fn one_tenants_flood_drops_only_its_own_events() {
 #[tokio::test]
 async fn a_full_buffer_makes_room_from_the_tenant_holding_the_most() {
     let (vault, store) = audit_vault();
-    vault.audit_buffer.pending().limit(10, 25);
+    vault.audit.audit_buffer.pending().limit(10, 25);
     for tenant in [100, 101, 102] {
         for i in 0..20 {
             record(&vault, tenant, &format!("flood-{i}"));
         }
     }
     record(&vault, 200, "calm");
-    assert_eq!(vault.audit_backlog(), 25);
-    assert_eq!(vault.flush_audit().await.unwrap(), 25);
+    assert_eq!(vault.audit.audit_backlog(), 25);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 25);
     let written = written_by(&store);
     let count = |tenant: u128| {
         written
@@ -476,7 +490,7 @@ impl AuditRepository for Stuck {
 fn record(vault: &Vault, tenant: u128, id: &str) {
     let mut caller = principal(&[Permission::LogRead]);
     caller.tenant_id = Uuid::from_u128(tenant);
-    vault.audit(&caller, "create", "token", [id]);
+    vault.tokens.shared.audit(&caller, "create", "token", [id]);
 }
 
 #[tokio::test]
@@ -491,7 +505,7 @@ async fn a_log_read_dropped_during_its_flush_loses_no_event() {
     // The client of `GET /logs` leaves while its flush waits on the database: actix drops the
     // future. Tenant 100's append was in flight; tenant 200's was not started.
     let reader = principal(&[Permission::LogRead]);
-    let read = vault.audit_log(
+    let read = vault.audit.audit_log(
         &reader,
         AuditFilter::default(),
         PageRequest { page: 1, size: 20 },
@@ -499,7 +513,7 @@ async fn a_log_read_dropped_during_its_flush_loses_no_event() {
     assert!(read.now_or_never().is_none(), "the append hangs");
     record(&vault, 100, "a3");
     store.set(APPEND);
-    assert_eq!(vault.flush_audit().await.unwrap(), 4);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 4);
     let a = Uuid::from_u128(100);
     let b = Uuid::from_u128(200);
     assert_eq!(
@@ -512,7 +526,7 @@ async fn a_log_read_dropped_during_its_flush_loses_no_event() {
         ],
         "every event written once, the older ahead of the newer"
     );
-    assert_eq!(vault.flush_audit().await.unwrap(), 0);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 0);
 }
 
 #[tokio::test]
@@ -523,10 +537,10 @@ async fn a_flush_dropped_after_its_append_committed_writes_nothing_twice() {
     record(&vault, 100, "a1");
     record(&vault, 100, "a2");
     store.set(HANG_AFTER_WRITING);
-    assert!(vault.flush_audit().now_or_never().is_none());
+    assert!(vault.audit.flush_audit().now_or_never().is_none());
     record(&vault, 100, "a3");
     store.set(APPEND);
-    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 1);
     let a = Uuid::from_u128(100);
     assert_eq!(
         store.written(),
@@ -536,7 +550,7 @@ async fn a_flush_dropped_after_its_append_committed_writes_nothing_twice() {
             (a, 3, "a3".into())
         ]
     );
-    let report = vault.verify_audit(Some(a)).await.unwrap();
+    let report = vault.audit.verify_audit(Some(a)).await.unwrap();
     assert_eq!(report[0].broken, None);
     assert_eq!(report[0].entries, 3);
 }
@@ -549,10 +563,10 @@ async fn an_append_that_failed_after_it_committed_writes_nothing_twice() {
     record(&vault, 100, "a2");
     // The append reports a failure (a connection lost during its COMMIT) though it committed.
     store.set(FAIL_AFTER_WRITING);
-    assert!(vault.flush_audit().await.is_err());
+    assert!(vault.audit.flush_audit().await.is_err());
     record(&vault, 100, "a3");
     store.set(APPEND);
-    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 1);
     let a = Uuid::from_u128(100);
     assert_eq!(
         store.written(),
@@ -566,11 +580,11 @@ async fn an_append_that_failed_after_it_committed_writes_nothing_twice() {
     // An append that failed without committing is written by the next flush.
     record(&vault, 100, "a4");
     store.set(FAIL_BEFORE_WRITING);
-    assert!(vault.flush_audit().await.is_err());
+    assert!(vault.audit.flush_audit().await.is_err());
     store.set(APPEND);
-    assert_eq!(vault.flush_audit().await.unwrap(), 1);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 1);
     assert_eq!(store.written().len(), 4);
-    let report = vault.verify_audit(Some(a)).await.unwrap();
+    let report = vault.audit.verify_audit(Some(a)).await.unwrap();
     assert_eq!(report[0].broken, None);
     assert_eq!(report[0].entries, 4);
 }

@@ -126,10 +126,12 @@ async fn transforms_with_an_application_need_the_right_to_lend() {
     let updater = principal(&[Permission::ProxyCreate, Permission::ProxyUpdate]);
     for (request, response) in [(Some(CODE), None), (None, Some(CODE))] {
         let res = vault
+            .proxies
             .update_proxy(&updater, PROXY, body(Some(LENT), request, response))
             .await;
         assert!(matches!(res, Err(Error::Forbidden)), "{res:?}");
         let res = vault
+            .proxies
             .create_proxy(&updater, body(Some(LENT), request, response))
             .await;
         assert!(matches!(res, Err(Error::Forbidden)), "{res:?}");
@@ -137,6 +139,7 @@ async fn transforms_with_an_application_need_the_right_to_lend() {
     assert!(proxies.updated.lock().unwrap().is_empty());
     // Without the application (a PUT replaces every field), the code lends nothing.
     let view = vault
+        .proxies
         .update_proxy(&updater, PROXY, body(None, Some(CODE), None))
         .await
         .unwrap();
@@ -145,6 +148,7 @@ async fn transforms_with_an_application_need_the_right_to_lend() {
     // Whoever may lend it may set both.
     let lender = principal(&[Permission::ProxyUpdate, Permission::ApplicationUpdate]);
     let view = vault
+        .proxies
         .update_proxy(&lender, PROXY, body(Some(LENT), Some(CODE), Some(CODE)))
         .await
         .unwrap();

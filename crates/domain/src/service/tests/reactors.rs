@@ -83,8 +83,16 @@ async fn a_reactor_read_with_the_key_runs_without_a_second_read() {
     // The reactor storage behind the vault holds nothing: had the call read again, 404.
     let vault = vault_with(user(vec![Permission::TokenUse]), read, 1);
     let id = Uuid::from_u128(200);
-    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
-    let result = vault.react(&who, id, None, None, prefetched).await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id)
+        .await
+        .unwrap();
+    let result = vault
+        .reactors
+        .react(&who, id, None, None, prefetched)
+        .await
+        .unwrap();
     assert_eq!(result.raw, Some(json!({"region": "eu"})));
 }
 
@@ -94,18 +102,27 @@ async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
     let vault = vault_with(user(vec![Permission::TokenUse]), read, 0);
     let id = Uuid::from_u128(200);
     // Read for reactor 200: another id reads again (and finds none here).
-    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id)
+        .await
+        .unwrap();
     assert!(matches!(
         vault
+            .reactors
             .react(&who, Uuid::from_u128(201), None, None, prefetched)
             .await,
         Err(Error::NotFound)
     ));
     // Read for this tenant: a caller of another tenant reads again.
-    let (mut who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    let (mut who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id)
+        .await
+        .unwrap();
     who.tenant_id = Uuid::from_u128(999);
     assert!(matches!(
-        vault.react(&who, id, None, None, prefetched).await,
+        vault.reactors.react(&who, id, None, None, prefetched).await,
         Err(Error::NotFound)
     ));
 }
@@ -115,9 +132,13 @@ async fn the_caller_is_checked_before_anything_read_is_used() {
     let read = Some((reactor(TENANT, 200), Some(formula(TENANT))));
     let vault = vault_with(user(vec![Permission::TokenRead]), read, 0);
     let id = Uuid::from_u128(200);
-    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id)
+        .await
+        .unwrap();
     assert!(matches!(
-        vault.react(&who, id, None, None, prefetched).await,
+        vault.reactors.react(&who, id, None, None, prefetched).await,
         Err(Error::Forbidden)
     ));
 }
@@ -126,9 +147,13 @@ async fn the_caller_is_checked_before_anything_read_is_used() {
 async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_error() {
     let id = Uuid::from_u128(200);
     let vault = vault_with(user(vec![Permission::TokenUse]), None, 0);
-    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id)
+        .await
+        .unwrap();
     assert!(matches!(
-        vault.react(&who, id, None, None, prefetched).await,
+        vault.reactors.react(&who, id, None, None, prefetched).await,
         Err(Error::NotFound)
     ));
     let vault = vault_with(
@@ -136,8 +161,12 @@ async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_
         Some((reactor(TENANT, 200), None)),
         0,
     );
-    let (who, prefetched) = vault.authenticate_reacting(Some(KEY), id).await.unwrap();
-    let outcome = vault.react(&who, id, None, None, prefetched).await;
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id)
+        .await
+        .unwrap();
+    let outcome = vault.reactors.react(&who, id, None, None, prefetched).await;
     assert!(
         matches!(outcome, Err(Error::Internal { .. })),
         "{outcome:?}"
@@ -152,6 +181,7 @@ async fn an_expired_key_is_refused_before_its_reactor_is_used() {
     let vault = vault_with(app, read, 0);
     assert!(matches!(
         vault
+            .auth
             .authenticate_reacting(Some(KEY), Uuid::from_u128(200))
             .await,
         Err(Error::Unauthenticated)
@@ -254,6 +284,7 @@ async fn new_code_for_a_lent_formula_needs_the_right_to_lend() {
     let caller = principal(&[Permission::ReactorUpdate]);
     assert!(matches!(
         vault
+            .reactors
             .update_formula(&caller, id, formula_body(OTHER_CODE))
             .await,
         Err(Error::Forbidden)
@@ -261,6 +292,7 @@ async fn new_code_for_a_lent_formula_needs_the_right_to_lend() {
     assert_eq!(updates(&formulas), 0);
     // The same code under another name is no new code.
     let renamed = vault
+        .reactors
         .update_formula(&caller, id, formula_body(CODE))
         .await
         .unwrap();
@@ -270,6 +302,7 @@ async fn new_code_for_a_lent_formula_needs_the_right_to_lend() {
     for lending in [Permission::ApplicationCreate, Permission::ApplicationUpdate] {
         let caller = principal(&[Permission::ReactorUpdate, lending]);
         let changed = vault
+            .reactors
             .update_formula(&caller, id, formula_body(OTHER_CODE))
             .await
             .unwrap();
@@ -280,6 +313,7 @@ async fn new_code_for_a_lent_formula_needs_the_right_to_lend() {
     let (vault, formulas) = formula_vault(false);
     assert!(
         vault
+            .reactors
             .update_formula(&caller, id, formula_body(OTHER_CODE))
             .await
             .is_ok()
@@ -296,6 +330,7 @@ async fn new_code_is_refused_when_the_formula_is_lent_between_check_and_write() 
     let caller = principal(&[Permission::ReactorUpdate]);
     assert!(matches!(
         vault
+            .reactors
             .update_formula(&caller, id, formula_body(OTHER_CODE))
             .await,
         Err(Error::Forbidden)
@@ -305,6 +340,7 @@ async fn new_code_is_refused_when_the_formula_is_lent_between_check_and_write() 
     let (vault, formulas) = formula_vault_with(false, true);
     let lender = principal(&[Permission::ReactorUpdate, Permission::ApplicationUpdate]);
     vault
+        .reactors
         .update_formula(&lender, id, formula_body(OTHER_CODE))
         .await
         .unwrap();

@@ -76,13 +76,13 @@ async fn only_public_applications_start_sessions() {
         .returning(|_, _, _| Ok(()));
     let vault = with_sessions(sessions, MockApplications::new());
     let public = caller(ApplicationType::Public, &[Permission::TokenCreate], vec![]);
-    let started = vault.create_session(&public).await.unwrap();
+    let started = vault.sessions.create_session(&public).await.unwrap();
     assert_eq!(started.nonce.expose(), NONCE);
     assert_eq!(started.session.created_by, public.application_id);
     for ty in [ApplicationType::Private, ApplicationType::Management] {
         let other = caller(ty, &[Permission::TokenRead], vec![]);
         assert!(matches!(
-            vault.create_session(&other).await,
+            vault.sessions.create_session(&other).await,
             Err(Error::Forbidden)
         ));
     }
@@ -103,6 +103,7 @@ async fn authorization_grants_only_what_the_authorizer_holds() {
     let vault = with_sessions(sessions, MockApplications::new());
     let private = caller(ApplicationType::Private, &[Permission::TokenRead], vec![]);
     vault
+        .sessions
         .authorize_session(&private, grant(&["token:read"], vec![]))
         .await
         .unwrap();
@@ -112,7 +113,7 @@ async fn authorization_grants_only_what_the_authorizer_holds() {
         grant(&[], vec![id_rule("token:delete", "reveal", "t")]),
     ] {
         assert!(matches!(
-            vault.authorize_session(&private, g).await,
+            vault.sessions.authorize_session(&private, g).await,
             Err(Error::Forbidden)
         ));
     }
@@ -120,7 +121,7 @@ async fn authorization_grants_only_what_the_authorizer_holds() {
     let public = caller(ApplicationType::Public, &[Permission::TokenCreate], vec![]);
     let g = grant(&["token:create"], vec![]);
     assert!(matches!(
-        vault.authorize_session(&public, g).await,
+        vault.sessions.authorize_session(&public, g).await,
         Err(Error::Forbidden)
     ));
 }
@@ -134,6 +135,7 @@ async fn a_used_or_unknown_nonce_is_a_validation_error() {
     let vault = with_sessions(sessions, MockApplications::new());
     let private = caller(ApplicationType::Private, &[Permission::TokenRead], vec![]);
     match vault
+        .sessions
         .authorize_session(&private, grant(&["token:read"], vec![]))
         .await
     {
@@ -191,7 +193,7 @@ async fn a_session_key_acts_within_its_rules_capped_by_its_authorizer() {
         .expect_find_by_key_hash()
         .returning(move |_, _| Ok(Some(found.clone())));
     let vault = with_sessions(sessions, applications);
-    let session = vault.authenticate(Some(KEY)).await.unwrap();
+    let session = vault.auth.authenticate(Some(KEY)).await.unwrap();
     assert_eq!(session.application_id, Uuid::from_u128(55));
     assert!(session.require_application().is_err());
     assert!(!session.holds(Permission::ApplicationRead));
@@ -232,7 +234,7 @@ async fn an_expired_authorizer_ends_its_sessions() {
         .returning(move |_, _| Ok(Some(found.clone())));
     let vault = with_sessions(sessions, applications);
     assert!(matches!(
-        vault.authenticate(Some(KEY)).await,
+        vault.auth.authenticate(Some(KEY)).await,
         Err(Error::Unauthenticated)
     ));
 }

@@ -18,6 +18,7 @@ async fn deleting_the_tenant_retires_it_now_and_leaves_its_rows_to_the_purge() {
     tenants.expect_purge_deleted().never();
     let caller = principal(&[Permission::TenantDelete]);
     vault(tenants, MockApplications::new())
+        .tenants
         .delete_tenant(&caller)
         .await
         .unwrap();
@@ -29,11 +30,14 @@ async fn deleting_needs_the_permission_and_a_tenant_deleted_once() {
     tenants.expect_delete().times(1).returning(|_, _| Ok(false));
     let v = vault(tenants, MockApplications::new());
     assert!(matches!(
-        v.delete_tenant(&principal(&[Permission::TenantRead])).await,
+        v.tenants
+            .delete_tenant(&principal(&[Permission::TenantRead]))
+            .await,
         Err(Error::Forbidden)
     ));
     assert!(matches!(
-        v.delete_tenant(&principal(&[Permission::TenantDelete]))
+        v.tenants
+            .delete_tenant(&principal(&[Permission::TenantDelete]))
             .await,
         Err(Error::NotFound)
     ));
@@ -49,7 +53,7 @@ async fn the_purge_answers_the_rows_removed() {
         .times(3)
         .returning(move |_| Ok(left.pop().unwrap_or(0)));
     let v = vault(tenants, MockApplications::new());
-    assert_eq!(v.purge_deleted_tenants(500).await.unwrap(), 500);
-    assert_eq!(v.purge_deleted_tenants(500).await.unwrap(), 1);
-    assert_eq!(v.purge_deleted_tenants(500).await.unwrap(), 0);
+    assert_eq!(v.tenants.purge_deleted_tenants(500).await.unwrap(), 500);
+    assert_eq!(v.tenants.purge_deleted_tenants(500).await.unwrap(), 1);
+    assert_eq!(v.tenants.purge_deleted_tenants(500).await.unwrap(), 0);
 }

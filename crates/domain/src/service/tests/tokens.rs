@@ -123,6 +123,7 @@ async fn create_outside_the_rule_container_is_forbidden_before_any_write() {
         TenantSettings::default(),
     );
     let err = vault
+        .tokens
         .create_token(&who, raw("card_number", json!("4242424242424242")))
         .await
         .unwrap_err();
@@ -146,6 +147,7 @@ async fn data_is_encrypted_before_storage_and_never_returned_on_create() {
         TenantSettings::default(),
     );
     let (view, created) = vault
+        .tokens
         .create_token(&who, raw("card_number", json!("4242424242424242")))
         .await
         .unwrap();
@@ -170,12 +172,16 @@ async fn a_create_of_a_tenant_deleted_meanwhile_is_unauthenticated() {
         vec![],
         TenantSettings::default(),
     );
-    let created = vault.create_token(&who, raw("token", json!("v"))).await;
+    let created = vault
+        .tokens
+        .create_token(&who, raw("token", json!("v")))
+        .await;
     assert!(
         matches!(created, Err(Error::Unauthenticated)),
         "{created:?}"
     );
     let batch = vault
+        .tokens
         .tokenize(&who, json!([{"type": "token", "data": "v"}]))
         .await;
     assert!(matches!(batch, Err(Error::Unauthenticated)), "{batch:?}");
@@ -205,6 +211,7 @@ async fn losing_a_dedup_race_returns_the_winner() {
     };
     let who = caller(&[Permission::TokenCreate], vec![], settings);
     let (view, created) = vault
+        .tokens
         .create_token(&who, raw("card_number", json!("4242424242424242")))
         .await
         .unwrap();
@@ -238,6 +245,7 @@ async fn an_expired_duplicate_in_the_index_is_purged_not_a_conflict() {
     };
     let who = caller(&[Permission::TokenCreate], vec![], settings);
     let (_, created) = vault
+        .tokens
         .create_token(&who, raw("card_number", json!("4242424242424242")))
         .await
         .unwrap();
@@ -280,13 +288,13 @@ async fn a_report_waits_for_the_flush_in_flight() {
         vec![],
         TenantSettings::default(),
     );
-    vault.get_token(&who, "t-1").await.unwrap();
+    vault.tokens.get_token(&who, "t-1").await.unwrap();
     let background = tokio::spawn({
         let vault = vault.clone();
-        async move { vault.flush_activity().await }
+        async move { vault.usage.flush_activity().await }
     });
     entered_rx.await.unwrap(); // the background flush has drained the buffer and is writing
-    let mut report = Box::pin(vault.usage_report(&who));
+    let mut report = Box::pin(vault.usage.usage_report(&who));
     assert!(
         (&mut report).now_or_never().is_none(),
         "the report waits for the flush in flight"
@@ -309,7 +317,7 @@ async fn reads_apply_the_deciding_rule() {
         TenantSettings::default(),
     );
     assert_eq!(
-        vault.get_token(&reveal, "t").await.unwrap().shown,
+        vault.tokens.get_token(&reveal, "t").await.unwrap().shown,
         Some(json!("4242424242424242"))
     );
     let redact = caller(
@@ -317,14 +325,17 @@ async fn reads_apply_the_deciding_rule() {
         vec![rule("/", Transform::Redact, &[Permission::TokenRead])],
         TenantSettings::default(),
     );
-    assert_eq!(vault.get_token(&redact, "t").await.unwrap().shown, None);
+    assert_eq!(
+        vault.tokens.get_token(&redact, "t").await.unwrap().shown,
+        None
+    );
     let elsewhere = caller(
         &[],
         vec![rule("/bank/", Transform::Reveal, &[Permission::TokenRead])],
         TenantSettings::default(),
     );
     assert!(matches!(
-        vault.get_token(&elsewhere, "t").await,
+        vault.tokens.get_token(&elsewhere, "t").await,
         Err(Error::Forbidden)
     ));
 }
@@ -357,6 +368,7 @@ async fn lists_push_visibility_into_the_query() {
         parent: None,
     };
     let page = vault
+        .tokens
         .list_tokens(&who, filter, PageRequest::default())
         .await
         .unwrap();
@@ -375,7 +387,7 @@ async fn detokenize_refuses_more_than_a_hundred_tokens_without_reading() {
             .collect::<Vec<_>>()
     );
     assert!(matches!(
-        vault.detokenize(&who, body).await,
+        vault.tokens.detokenize(&who, body).await,
         Err(Error::Validation(_))
     ));
 }
@@ -418,9 +430,14 @@ async fn a_read_with_its_key_reads_once_and_decides_as_any_read() {
     tokens.expect_get().never();
     let card = stored("t", "/pci/high/", &json!("4242424242424242"));
     let vault = keyed_vault(keyed(revealing_app(), Some(card.clone())), tokens);
-    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
     assert_eq!(who.application_id, Uuid::from_u128(7));
     let view = vault
+        .tokens
         .get_token_prefetched(&who, "t", prefetched)
         .await
         .unwrap();
@@ -431,9 +448,16 @@ async fn a_read_with_its_key_reads_once_and_decides_as_any_read() {
     tokens.expect_get().never();
     let bank = stored("t", "/bank/", &json!("1234"));
     let vault = keyed_vault(keyed(revealing_app(), Some(bank)), tokens);
-    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
     assert!(matches!(
-        vault.get_token_prefetched(&who, "t", prefetched).await,
+        vault
+            .tokens
+            .get_token_prefetched(&who, "t", prefetched)
+            .await,
         Err(Error::Forbidden)
     ));
 
@@ -441,9 +465,16 @@ async fn a_read_with_its_key_reads_once_and_decides_as_any_read() {
     let mut tokens = MockTokens::new();
     tokens.expect_get().never();
     let vault = keyed_vault(keyed(revealing_app(), None), tokens);
-    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
     assert!(matches!(
-        vault.get_token_prefetched(&who, "t", prefetched).await,
+        vault
+            .tokens
+            .get_token_prefetched(&who, "t", prefetched)
+            .await,
         Err(Error::NotFound)
     ));
 }
@@ -454,15 +485,29 @@ async fn a_prefetched_row_stands_only_for_its_tenant_and_id() {
     let mut tokens = MockTokens::new();
     tokens.expect_get().times(2).returning(|_, _, _| Ok(None));
     let vault = keyed_vault(keyed(revealing_app(), Some(card)), tokens);
-    let (who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
     assert!(matches!(
-        vault.get_token_prefetched(&who, "other", prefetched).await,
+        vault
+            .tokens
+            .get_token_prefetched(&who, "other", prefetched)
+            .await,
         Err(Error::NotFound)
     ));
-    let (mut who, prefetched) = vault.authenticate_reading(Some(KEY), "t").await.unwrap();
+    let (mut who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
     who.tenant_id = Uuid::from_u128(200);
     assert!(matches!(
-        vault.get_token_prefetched(&who, "t", prefetched).await,
+        vault
+            .tokens
+            .get_token_prefetched(&who, "t", prefetched)
+            .await,
         Err(Error::NotFound)
     ));
 }
@@ -473,7 +518,7 @@ async fn a_read_with_an_expired_or_unknown_key_is_unauthenticated() {
     let card = stored("t", "/pci/high/", &json!("4242424242424242"));
     let vault = keyed_vault(keyed(expired, Some(card)), MockTokens::new());
     assert!(matches!(
-        vault.authenticate_reading(Some(KEY), "t").await,
+        vault.auth.authenticate_reading(Some(KEY), "t").await,
         Err(Error::Unauthenticated)
     ));
     let mut apps = MockApplications::new();
@@ -481,11 +526,14 @@ async fn a_read_with_an_expired_or_unknown_key_is_unauthenticated() {
         .returning(|_, _, _| Ok(None));
     let vault = keyed_vault(apps, MockTokens::new());
     assert!(matches!(
-        vault.authenticate_reading(Some(KEY), "t").await,
+        vault.auth.authenticate_reading(Some(KEY), "t").await,
         Err(Error::Unauthenticated)
     ));
     assert!(matches!(
-        vault.authenticate_reading(Some("not-a-key"), "t").await,
+        vault
+            .auth
+            .authenticate_reading(Some("not-a-key"), "t")
+            .await,
         Err(Error::Unauthenticated)
     ));
 }

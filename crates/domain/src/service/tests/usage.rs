@@ -106,14 +106,17 @@ async fn a_usage_report_dropped_during_its_flush_loses_no_activity() {
     p.tokens = store.clone();
     let vault = Vault::new(p);
     let tenant = Uuid::from_u128(100);
-    vault.record_active(tenant, ["tok-1", "tok-2"]);
+    vault
+        .tokens
+        .shared
+        .record_active(tenant, ["tok-1", "tok-2"]);
     store.hang.store(true, Ordering::SeqCst);
     let caller = principal(&[Permission::ReportRead]);
     // The report's client leaves while the flush waits on the database: actix drops it.
-    assert!(vault.usage_report(&caller).now_or_never().is_none());
-    vault.record_active(tenant, ["tok-3"]);
+    assert!(vault.usage.usage_report(&caller).now_or_never().is_none());
+    vault.tokens.shared.record_active(tenant, ["tok-3"]);
     store.hang.store(false, Ordering::SeqCst);
-    let report = vault.usage_report(&caller).await.unwrap();
+    let report = vault.usage.usage_report(&caller).await.unwrap();
     assert_eq!(report.monthly_active_tokens, 3);
     let mut ids: Vec<String> = store
         .recorded
@@ -135,10 +138,16 @@ async fn activity_waiting_past_its_bound_is_dropped_and_the_rest_written() {
     p.tokens = store.clone();
     let vault = Vault::new(p);
     let tenant = Uuid::from_u128(100);
-    vault.record_active(tenant, ["tok-1", "tok-2"]);
+    vault
+        .tokens
+        .shared
+        .record_active(tenant, ["tok-1", "tok-2"]);
     // A repeat takes no place; past the bound the new ones are dropped.
-    vault.record_active(tenant, ["tok-1", "tok-3", "tok-4", "tok-5"]);
-    assert_eq!(vault.flush_activity().await.unwrap(), 3);
+    vault
+        .tokens
+        .shared
+        .record_active(tenant, ["tok-1", "tok-3", "tok-4", "tok-5"]);
+    assert_eq!(vault.usage.flush_activity().await.unwrap(), 3);
     let mut ids: Vec<String> = store
         .recorded
         .lock()
@@ -149,6 +158,6 @@ async fn activity_waiting_past_its_bound_is_dropped_and_the_rest_written() {
     ids.sort();
     assert_eq!(ids, ["tok-1", "tok-2", "tok-3"]);
     // Once written, there is room again.
-    vault.record_active(tenant, ["tok-4"]);
-    assert_eq!(vault.flush_activity().await.unwrap(), 1);
+    vault.tokens.shared.record_active(tenant, ["tok-4"]);
+    assert_eq!(vault.usage.flush_activity().await.unwrap(), 1);
 }

@@ -5,10 +5,10 @@ use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
 use crate::ports::TokenWrite;
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::token::RawNewToken;
 
-impl Vault {
+impl Tokens {
     /// `POST /tokens/{parent}/children/{child}`: `token:read` on both.
     pub async fn associate(
         &self,
@@ -22,13 +22,13 @@ impl Vault {
                 .await?;
         }
         match self
-            .ports
-            .tokens
+            .store
             .associate(caller.tenant_id, parent, child)
             .await?
         {
             TokenWrite::Done => {
-                self.audit(caller, "associate", "token", [parent, child]);
+                self.shared
+                    .audit(caller, "associate", "token", [parent, child]);
                 Ok(())
             }
             TokenWrite::Missing => Err(Error::NotFound),
@@ -47,12 +47,12 @@ impl Vault {
         self.authorize_stored(caller, parent, Permission::TokenDelete)
             .await?;
         if self
-            .ports
-            .tokens
+            .store
             .dissociate(caller.tenant_id, parent, child)
             .await?
         {
-            self.audit(caller, "dissociate", "token", [parent, child]);
+            self.shared
+                .audit(caller, "dissociate", "token", [parent, child]);
             Ok(())
         } else {
             Err(Error::NotFound)
@@ -77,13 +77,12 @@ impl Vault {
             caller.require_on(child.token.reference(), Permission::TokenRead)?;
         }
         match self
-            .ports
-            .tokens
+            .store
             .associate(caller.tenant_id, parent, &child.token.id)
             .await?
         {
             TokenWrite::Done => {
-                self.audit(
+                self.shared.audit(
                     caller,
                     "associate",
                     "token",

@@ -6,13 +6,13 @@ use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
 use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::token::{IdSpec, NewToken, RawNewToken, Token, check_literal_id};
 use serde_json::Value;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-impl Vault {
+impl Tokens {
     /// Turns a validated request into a token (id chosen, expressions checked, fingerprint).
     /// The expressions it renders (mask check, fingerprint, id) take their work from `steps`,
     /// which the tokens of one request share.
@@ -88,13 +88,9 @@ impl Vault {
             IdSpec::Generated => Ok(Uuid::new_v4().to_string()),
             IdSpec::Literal(id) => Ok(id.clone()),
             IdSpec::Expression(expr) => {
-                let id = super::sealing::render_sharing(
-                    self.ports.expressions.as_ref(),
-                    expr,
-                    data,
-                    steps,
-                )
-                .map_err(|e| super::sealing::render_error("id", &e))?;
+                let id =
+                    super::sealing::render_sharing(self.expressions.as_ref(), expr, data, steps)
+                        .map_err(|e| super::sealing::render_error("id", &e))?;
                 check_literal_id(&id).map_err(|m| {
                     Error::invalid(
                         "id",
@@ -116,9 +112,9 @@ impl Vault {
         raw: RawNewToken,
     ) -> Result<(TokenView, bool), Error> {
         caller.require(Permission::TokenCreate)?;
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let new = NewToken::parse(raw, now).map_err(Error::Validation)?;
-        self.ensure_key(caller.tenant_id).await?;
+        self.shared.ensure_key(caller.tenant_id).await?;
         let alias = matches!(new.id, IdSpec::Expression(_));
         let spec = new.id.clone();
         let mut steps = RESPONSE_RENDER_STEPS;
@@ -129,14 +125,15 @@ impl Vault {
         if dedup && let Some(existing) = self.existing_duplicate(&token, now).await? {
             caller.require_on(existing.token.reference(), Permission::TokenCreate)?;
             // The answer tells that this value is stored: a read of that token.
-            self.audit(caller, "read", "token", [existing.token.id.as_str()]);
+            self.shared
+                .audit(caller, "read", "token", [existing.token.id.as_str()]);
             return Ok((existing, false));
         }
         let mut attempts = 0;
         let mut purged = false;
         loop {
             let stored = self.encrypt_token(&token, dedup)?;
-            match self.ports.tokens.insert(&stored).await? {
+            match self.store.insert(&stored).await? {
                 TokenWrite::Done => break,
                 TokenWrite::DuplicateId if alias && attempts + 1 < ALIAS_ATTEMPTS => {
                     attempts += 1;
@@ -148,7 +145,8 @@ impl Vault {
                     // Lost a race with an identical create: return the winner.
                     if let Some(existing) = self.existing_duplicate(&token, now).await? {
                         caller.require_on(existing.token.reference(), Permission::TokenCreate)?;
-                        self.audit(caller, "read", "token", [existing.token.id.as_str()]);
+                        self.shared
+                            .audit(caller, "read", "token", [existing.token.id.as_str()]);
                         return Ok((existing, false));
                     }
                     // The index still holds an expired token the sweep has not deleted yet:
@@ -162,8 +160,10 @@ impl Vault {
                 TokenWrite::Missing => return Err(Error::Unauthenticated),
             }
         }
-        self.record_active(caller.tenant_id, [token.id.as_str()]);
-        self.audit(caller, "create", "token", [token.id.as_str()]);
+        self.shared
+            .record_active(caller.tenant_id, [token.id.as_str()]);
+        self.shared
+            .audit(caller, "create", "token", [token.id.as_str()]);
         tracing::info!(token_type = token.token_type.as_str(), "token created");
         Ok((TokenView { token, shown: None }, true))
     }
@@ -188,8 +188,7 @@ impl Vault {
             return Ok(false);
         };
         Ok(self
-            .ports
-            .tokens
+            .store
             .delete_expired_holders(tenant, &keys, now)
             .await?
             > 0)
@@ -204,8 +203,7 @@ impl Vault {
             return Ok(None);
         };
         let found = self
-            .ports
-            .tokens
+            .store
             .find_by_fingerprint(
                 token.tenant_id,
                 token.token_type.as_str(),

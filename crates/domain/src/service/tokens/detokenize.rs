@@ -10,7 +10,7 @@ use crate::error::{Error, ValidationErrors};
 use crate::mask::json_len;
 use crate::permission::Permission;
 use crate::ports::{RENDER_STEPS, RESPONSE_RENDER_STEPS};
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::template::{collect_all, substitute_all};
 use crate::token::StoredToken;
 use serde_json::Value;
@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use uuid::Uuid;
 
 /// Tokens read beside another read (a proxy reads them beside its application, each read being
-/// a round trip on PostgreSQL). Nothing is looked at until [`Vault::detokenize_value`] has the
+/// a round trip on PostgreSQL). Nothing is looked at until [`Tokens::detokenize_value`] has the
 /// acting principal: they stand only for the tenant and the ids they were read for, and every
 /// one is then authorized as any read is.
 pub(crate) struct ReadAhead {
@@ -83,15 +83,14 @@ fn lone_json_path(filter: &str) -> Option<&str> {
     (!inner.contains(quote)).then_some(inner)
 }
 
-impl Vault {
+impl Tokens {
     /// A filtered expression's value: a lone `json: '$.path'` keeps the selected JSON (a
     /// number stays a number); any other filter chain renders to text.
     /// The rendered expressions of one request share `steps` (docs/decisions.md §6).
     fn filtered(&self, filter: &str, data: &Value, steps: &mut u64) -> Result<Value, String> {
         match lone_json_path(filter) {
-            Some(path) => self.ports.expressions.select(path, data),
+            Some(path) => self.expressions.select(path, data),
             None => self
-                .ports
                 .expressions
                 .render_metered(&format!("{{{{ data | {filter} }}}}"), data, steps)
                 .map(Value::String)
@@ -108,8 +107,10 @@ impl Vault {
             with_filters: false,
         };
         let (body, used) = self.detokenize_value(caller, body, how, None).await?;
-        self.record_active(caller.tenant_id, used.iter().map(String::as_str));
-        self.audit(caller, "use", "token", used.iter().map(String::as_str));
+        self.shared
+            .record_active(caller.tenant_id, used.iter().map(String::as_str));
+        self.shared
+            .audit(caller, "use", "token", used.iter().map(String::as_str));
         Ok(body)
     }
 
@@ -126,13 +127,8 @@ impl Vault {
         if wanted.is_empty() || wanted.len() > MAX_DETOKENIZE {
             return None;
         }
-        let now = self.ports.clock.now();
-        let found = self
-            .ports
-            .tokens
-            .get_many(tenant_id, &wanted, now)
-            .await
-            .ok()?;
+        let now = self.clock.now();
+        let found = self.store.get_many(tenant_id, &wanted, now).await.ok()?;
         Some(ReadAhead {
             tenant_id,
             wanted,
@@ -169,9 +165,8 @@ impl Vault {
                 ahead.found
             }
             _ => {
-                self.ports
-                    .tokens
-                    .get_many(caller.tenant_id, &wanted, self.ports.clock.now())
+                self.store
+                    .get_many(caller.tenant_id, &wanted, self.clock.now())
                     .await?
             }
         };
@@ -203,7 +198,7 @@ impl Vault {
                 "the tokens of one request may hold at most 10 MiB of data together",
             ));
         }
-        self.ensure_key(caller.tenant_id).await?;
+        self.shared.ensure_key(caller.tenant_id).await?;
         let mut shown = BTreeMap::new();
         let mut masks = RESPONSE_RENDER_STEPS;
         for (stored, transform) in found.into_iter().zip(transforms) {

@@ -10,12 +10,12 @@ use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::ports::RESPONSE_RENDER_STEPS;
 use crate::ports::TokenFilter;
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::service::authenticate::PrefetchedToken;
 use crate::token::StoredToken;
 use crate::token_type::TokenType;
 
-impl Vault {
+impl Tokens {
     /// The live token `id` if the caller may exercise `permission` on its container (404 when
     /// missing, 403 when not allowed); its data stays encrypted.
     pub(super) async fn authorize_stored(
@@ -28,9 +28,8 @@ impl Vault {
             return Err(Error::NotFound);
         }
         let stored = self
-            .ports
-            .tokens
-            .get(caller.tenant_id, id, self.ports.clock.now())
+            .store
+            .get(caller.tenant_id, id, self.clock.now())
             .await?;
         Self::authorize_row(caller, stored, permission)
     }
@@ -60,7 +59,8 @@ impl Vault {
     }
 
     /// `GET /tokens/{id}` with the row read together with the caller's key
-    /// ([`Vault::authenticate_reading`]); read again when it was read for another tenant or id.
+    /// ([`crate::service::Authenticator::authenticate_reading`]); read again when it was read
+    /// for another tenant or id.
     pub async fn get_token_prefetched(
         &self,
         caller: &Principal,
@@ -76,11 +76,13 @@ impl Vault {
                     .await?
             }
         };
-        self.ensure_key(caller.tenant_id).await?;
+        self.shared.ensure_key(caller.tenant_id).await?;
         let token = self.decrypt_token(stored)?;
         let transform = caller.require_on(token.reference(), Permission::TokenRead)?;
-        self.record_active(caller.tenant_id, [token.id.as_str()]);
-        self.audit(caller, "read", "token", [token.id.as_str()]);
+        self.shared
+            .record_active(caller.tenant_id, [token.id.as_str()]);
+        self.shared
+            .audit(caller, "read", "token", [token.id.as_str()]);
         Ok(self.token_view(token, transform))
     }
 
@@ -106,14 +108,13 @@ impl Vault {
                 .await?;
         }
         filter.visibility = caller.visibility(Permission::TokenRead);
-        let now = self.ports.clock.now();
+        let now = self.clock.now();
         let page = self
-            .ports
-            .tokens
+            .store
             .list(caller.tenant_id, &filter, page, now)
             .await?;
         if !page.items.is_empty() {
-            self.ensure_key(caller.tenant_id).await?;
+            self.shared.ensure_key(caller.tenant_id).await?;
         }
         let mut items = Vec::with_capacity(page.items.len());
         let mut steps = RESPONSE_RENDER_STEPS;
@@ -124,8 +125,9 @@ impl Vault {
             };
             items.push(self.token_view_sharing(token, transform, &mut steps));
         }
-        self.record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
-        self.audit(
+        self.shared
+            .record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
+        self.shared.audit(
             caller,
             "read",
             "token",

@@ -7,7 +7,7 @@ use crate::container::Container;
 use crate::error::{Error, ValidationErrors};
 use crate::mask::{render_mask_sharing, try_render_mask_within};
 use crate::ports::{MASK_STEPS, RENDER_STEPS, RenderError};
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::token::{StoredToken, Token, data_context, mask_expressions};
 use crate::token_type::TokenType;
 use serde_json::Value;
@@ -50,43 +50,9 @@ fn to_json_bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
-impl Vault {
-    pub(in crate::service) async fn ensure_key(&self, tenant_id: Uuid) -> Result<(), Error> {
-        if self.ports.cipher.has_tenant_key(tenant_id) {
-            return Ok(());
-        }
-        let wrapped = if let Some(w) = self.ports.tenants.data_key(tenant_id).await? {
-            w
-        } else if self.ports.tenants.get(tenant_id).await?.is_none() {
-            // Deleted since the caller was authenticated: it gets no key, old or new.
-            return Err(Error::Unauthenticated);
-        } else {
-            // A tenant made before data keys existed gets one now (first writer wins).
-            let fresh = self
-                .ports
-                .cipher
-                .new_tenant_key(tenant_id)
-                .await
-                .map_err(|e| Error::internal_from("cannot make the tenant key", e))?;
-            self.ports
-                .tenants
-                .replace_data_key(tenant_id, &[], &fresh)
-                .await?;
-            self.ports
-                .tenants
-                .data_key(tenant_id)
-                .await?
-                .ok_or(Error::NotFound)?
-        };
-        self.ports
-            .cipher
-            .load_tenant_key(tenant_id, &wrapped)
-            .await
-            .map_err(|e| Error::internal_from("cannot unwrap the tenant key", e))
-    }
-
+impl Tokens {
     pub(super) fn check_expression(&self, field: &str, expr: &str, errors: &mut ValidationErrors) {
-        if let Err(why) = self.ports.expressions.check(expr) {
+        if let Err(why) = self.expressions.check(expr) {
             tracing::debug!(field, reason = %why, "expression refused");
             errors.add(field, "is not a valid expression");
         }
@@ -114,8 +80,7 @@ impl Vault {
     ) {
         let mut allowed = (*steps).min(MASK_STEPS);
         let before = allowed;
-        let outcome =
-            try_render_mask_within(self.ports.expressions.as_ref(), mask, data, &mut allowed);
+        let outcome = try_render_mask_within(self.expressions.as_ref(), mask, data, &mut allowed);
         *steps = steps.saturating_sub(before - allowed);
         if let Err(RenderError::TooCostly(why)) = outcome {
             tracing::debug!(reason = %why, "mask refused");
@@ -124,7 +89,7 @@ impl Vault {
     }
 
     pub(super) fn encrypt_token(&self, token: &Token, dedup: bool) -> Result<StoredToken, Error> {
-        let cipher = &self.ports.cipher;
+        let cipher = &self.cipher;
         let seal = |field: &str, v: &Value| {
             cipher
                 .encrypt(
@@ -160,7 +125,7 @@ impl Vault {
     }
 
     pub(in crate::service) fn decrypt_token(&self, stored: StoredToken) -> Result<Token, Error> {
-        let cipher = &self.ports.cipher;
+        let cipher = &self.cipher;
         let open = |field: &str, ct: &[u8]| -> Result<Value, Error> {
             let bytes = cipher
                 .decrypt(
@@ -215,7 +180,7 @@ impl Vault {
                     .mask
                     .clone()
                     .or_else(|| token.token_type.default_mask())?;
-                render_mask_sharing(self.ports.expressions.as_ref(), &mask, &token.data, steps)
+                render_mask_sharing(self.expressions.as_ref(), &mask, &token.data, steps)
             }
         }
     }
@@ -231,11 +196,10 @@ impl Vault {
         steps: &mut u64,
     ) -> Result<String, Error> {
         let expr = own.unwrap_or_else(|| token_type.default_fingerprint());
-        let rendered = render_sharing(self.ports.expressions.as_ref(), expr, data, steps)
+        let rendered = render_sharing(self.expressions.as_ref(), expr, data, steps)
             .map_err(|e| render_error("fingerprint_expression", &e))?;
         let input = fingerprint_input(token_type, own, &rendered);
-        self.ports
-            .cipher
+        self.cipher
             .fingerprint(tenant_id, &input)
             .map_err(|e| Error::internal_from("fingerprint failed", e))
     }

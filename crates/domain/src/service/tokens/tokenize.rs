@@ -6,20 +6,20 @@ use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
 use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::token::{NewToken, RawNewToken, Token};
 use crate::token_type::TokenType;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 
-impl Vault {
+impl Tokens {
     /// `POST /tokenize`: every object with `type` and `data` becomes a token, every other scalar
     /// leaf a `token`-type token; all or nothing.
     pub async fn tokenize(&self, caller: &Principal, body: Value) -> Result<Tokenized, Error> {
         caller.require(Permission::TokenCreate)?;
-        self.ensure_key(caller.tenant_id).await?;
-        let now = self.ports.clock.now();
+        self.shared.ensure_key(caller.tenant_id).await?;
+        let now = self.clock.now();
         let mut batch = Batch {
             tokens: Vec::new(),
             steps: RESPONSE_RENDER_STEPS,
@@ -42,7 +42,7 @@ impl Vault {
             .collect::<Result<Vec<_>, _>>()?;
         let mut purged = false;
         loop {
-            match self.ports.tokens.insert_all(&stored).await? {
+            match self.store.insert_all(&stored).await? {
                 TokenWrite::Done => break,
                 TokenWrite::DuplicateId => {
                     return Err(Error::Conflict("token id exists".into()));
@@ -71,14 +71,14 @@ impl Vault {
             .iter()
             .map(|(t, _)| t.id.as_str())
             .chain(existing.values().map(|v| v.token.id.as_str()));
-        self.record_active(caller.tenant_id, active);
-        self.audit(
+        self.shared.record_active(caller.tenant_id, active);
+        self.shared.audit(
             caller,
             "create",
             "token",
             fresh.iter().map(|(t, _)| t.id.as_str()),
         );
-        self.audit(
+        self.shared.audit(
             caller,
             "read",
             "token",

@@ -7,7 +7,7 @@ use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
 use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
-use crate::service::Vault;
+use crate::service::Tokens;
 use crate::token::RawTokenPatch;
 use crate::token_patch::TokenPatch;
 use crate::token_type::TokenType;
@@ -16,7 +16,7 @@ use crate::token_type::TokenType;
 /// answers 409.
 const ATTEMPTS: usize = 2;
 
-impl Vault {
+impl Tokens {
     /// `PATCH /tokens/{id}` (merge-patch, docs/decisions.md §6). A change of `mask`,
     /// `fingerprint_expression` or `containers` needs `token:read` resolving to `reveal`: each
     /// decides what the token shows of its data, so only a caller who could already see the
@@ -40,7 +40,7 @@ impl Vault {
                 .await?;
             let token_type = TokenType::parse(&stored.token_type)
                 .ok_or_else(|| Error::internal("stored token has an invalid type"))?;
-            let now = self.ports.clock.now();
+            let now = self.clock.now();
             let patch =
                 TokenPatch::parse(patch.clone(), token_type, now).map_err(Error::Validation)?;
             if let Some(view) = self.update_once(caller, stored, patch, now).await? {
@@ -76,7 +76,7 @@ impl Vault {
             self.check_expression("fingerprint_expression", expr, &mut errors);
         }
         errors.into_result(())?;
-        self.ensure_key(caller.tenant_id).await?;
+        self.shared.ensure_key(caller.tenant_id).await?;
         let mut token = self.decrypt_token(stored)?;
         let source = token.container.clone();
         let had_fingerprint = token.fingerprint.is_some();
@@ -124,7 +124,7 @@ impl Vault {
         let stored = self.encrypt_token(&token, dedup)?;
         let mut purged = false;
         loop {
-            match self.ports.tokens.update(&stored).await? {
+            match self.store.update(&stored).await? {
                 TokenWrite::Done => break,
                 TokenWrite::Missing => return Ok(None),
                 // An expired token still in the index: gone already, so deleted, and the
@@ -140,8 +140,10 @@ impl Vault {
             }
         }
         token.version += 1;
-        self.record_active(caller.tenant_id, [token.id.as_str()]);
-        self.audit(caller, "update", "token", [token.id.as_str()]);
+        self.shared
+            .record_active(caller.tenant_id, [token.id.as_str()]);
+        self.shared
+            .audit(caller, "update", "token", [token.id.as_str()]);
         // The response shows data under the transform that decided the update access.
         Ok(Some(self.token_view(token, transform)))
     }

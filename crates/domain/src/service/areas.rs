@@ -1,0 +1,138 @@
+//! The areas of the vault and the ports each one is given: no area holds a port it does not
+//! use. Each area's use cases are in the module of its name (`tokens/`, `applications.rs`, …);
+//! what they all use alike is [`Shared`]. An area that calls another holds that area itself
+//! (proxies and reactors detokenize through [`Tokens`]), never its ports.
+
+use std::sync::{Arc, Weak};
+
+use super::audit::AuditBuffer;
+use super::usage::ActivityBuffer;
+use super::{Areas, Shared, SvcFactory};
+use crate::code::CodeRunner;
+use crate::forward::Forwarder;
+use crate::ports::{
+    ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
+    IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
+    TenantRepository, TokenRepository,
+};
+
+/// Tokens: create, read, update, delete, list, tokenize, detokenize, associations.
+#[derive(Clone)]
+pub struct Tokens {
+    /// The area's own store.
+    pub(super) store: Arc<dyn TokenRepository>,
+    pub(super) cipher: Arc<dyn Cipher>,
+    pub(super) expressions: Arc<dyn Expressions>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) shared: Shared,
+}
+
+/// Applications and their keys.
+#[derive(Clone)]
+pub struct Applications {
+    /// The area's own store.
+    pub(super) store: Arc<dyn ApplicationRepository>,
+    /// To end the sessions of a key that is replaced.
+    pub(super) sessions: Arc<dyn SessionRepository>,
+    pub(super) keys: Arc<dyn KeyService>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) shared: Shared,
+}
+
+/// API keys to callers: application keys and session keys.
+#[derive(Clone)]
+pub struct Authenticator {
+    pub(super) applications: Arc<dyn ApplicationRepository>,
+    pub(super) sessions: Arc<dyn SessionRepository>,
+    pub(super) keys: Arc<dyn KeyService>,
+    pub(super) clock: Arc<dyn Clock>,
+}
+
+/// Sessions: started by a public application, authorized by a private one.
+#[derive(Clone)]
+pub struct Sessions {
+    /// The area's own store.
+    pub(super) store: Arc<dyn SessionRepository>,
+    pub(super) keys: Arc<dyn KeyService>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) shared: Shared,
+}
+
+/// Proxies: their management and their invocation.
+#[derive(Clone)]
+pub struct Proxies {
+    /// The area's own store.
+    pub(super) store: Arc<dyn ProxyRepository>,
+    pub(super) applications: Arc<dyn ApplicationRepository>,
+    pub(super) keys: Arc<dyn KeyService>,
+    pub(super) cipher: Arc<dyn Cipher>,
+    pub(super) code: Arc<dyn CodeRunner>,
+    pub(super) svc: Arc<dyn SvcFactory>,
+    pub(super) forwarder: Arc<dyn Forwarder>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) tenants: Arc<dyn TenantRepository>,
+    pub(super) tokens: Tokens,
+    pub(super) auth: Authenticator,
+    /// The whole vault, for the `req.svc` of a transform acting as an application.
+    pub(super) vault: Weak<Areas>,
+    pub(super) shared: Shared,
+}
+
+/// Reactor formulas, reactors and their invocation.
+#[derive(Clone)]
+pub struct Reactors {
+    pub(super) formulas: Arc<dyn FormulaRepository>,
+    /// The area's own store.
+    pub(super) store: Arc<dyn ReactorRepository>,
+    pub(super) applications: Arc<dyn ApplicationRepository>,
+    pub(super) code: Arc<dyn CodeRunner>,
+    pub(super) svc: Arc<dyn SvcFactory>,
+    pub(super) forwarder: Arc<dyn Forwarder>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) tokens: Tokens,
+    /// The whole vault, for the `req.svc` of a reactor acting as an application.
+    pub(super) vault: Weak<Areas>,
+    pub(super) shared: Shared,
+}
+
+/// The audit log: its write-behind (a buffer, the [`crate::ports::AuditTrail`] every
+/// area records into), the flush to each tenant's hash chain, reading and verifying it.
+#[derive(Clone)]
+pub struct AuditLog {
+    pub(super) audit: Arc<dyn AuditRepository>,
+    pub(super) audit_buffer: Arc<AuditBuffer>,
+    pub(super) tenants: Arc<dyn TenantRepository>,
+    pub(super) cipher: Arc<dyn Cipher>,
+    pub(super) shared: Shared,
+}
+
+/// Monthly activity (the [`crate::ports::ActivityTrail`] every area records into) and the
+/// usage report.
+#[derive(Clone)]
+pub struct Usage {
+    pub(super) tokens: Arc<dyn TokenRepository>,
+    pub(super) activity: Arc<ActivityBuffer>,
+    pub(super) clock: Arc<dyn Clock>,
+}
+
+/// The caller's own tenant, provisioning, and the operator's tenant and key commands.
+#[derive(Clone)]
+pub struct Tenants {
+    /// The area's own store.
+    pub(super) store: Arc<dyn TenantRepository>,
+    pub(super) tokens: Arc<dyn TokenRepository>,
+    pub(super) keys: Arc<dyn KeyService>,
+    pub(super) cipher: Arc<dyn Cipher>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) shared: Shared,
+}
+
+/// Idempotent requests (`Idempotency-Key`).
+#[derive(Clone)]
+pub struct Idempotency {
+    /// The area's own store.
+    pub(super) store: Arc<dyn IdempotencyRepository>,
+    pub(super) cipher: Arc<dyn Cipher>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) shared: Shared,
+}
