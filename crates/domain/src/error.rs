@@ -59,59 +59,29 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
-/// The error of every use case. Each variant maps to exactly one HTTP status in the inbound
-/// adapter (docs/decisions.md §2).
+/// The failures every use case shares. Reactors and proxies add their own (`area_error`). The
+/// inbound adapter decides what each becomes on the wire (docs/decisions.md §2).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Bad input (400), naming each field.
+    /// Bad input, naming each field.
     #[error("validation failed: {0}")]
     Validation(ValidationErrors),
-    /// Missing, unknown, expired or revoked API key (401).
+    /// Missing, unknown, expired or revoked API key.
     #[error("authentication required")]
     Unauthenticated,
-    /// Valid key without the needed permission (403).
+    /// Valid key without the needed permission.
     #[error("forbidden")]
     Forbidden,
-    /// Unknown resource, or one of another tenant (404).
+    /// Unknown resource, or one of another tenant.
     #[error("not found")]
     NotFound,
-    /// Conflict with existing state (409).
+    /// Conflict with existing state.
     #[error("conflict: {0}")]
     Conflict(String),
-    /// Well-formed but unusable input (422): code that does not compile, naming the field.
+    /// Well-formed but unusable input (code that does not compile), naming the field.
     #[error("unprocessable: {0}")]
     Unprocessable(ValidationErrors),
-    /// Tenant code failed (a thrown error class, or a sandbox limit): its status, its message
-    /// as `detail` (the tenant's own words) and its constructor argument as `errors`.
-    #[error("code failed with status {status}")]
-    Code {
-        /// HTTP status.
-        status: u16,
-        /// The message.
-        detail: String,
-        /// The constructor argument of the error class, if any.
-        errors: Option<serde_json::Value>,
-    },
-    /// Tenant code asked for this exact response (`CustomHttpResponseError`).
-    #[error("custom response with status {status}")]
-    CustomResponse {
-        /// HTTP status.
-        status: u16,
-        /// Headers (an object of strings).
-        headers: serde_json::Value,
-        /// Body (any JSON).
-        body: serde_json::Value,
-    },
-    /// A proxy's destination could not be used: refused by the destination policy (403),
-    /// unreachable (502) or too slow (504).
-    #[error("destination: {detail}")]
-    Destination {
-        /// HTTP status.
-        status: u16,
-        /// What happened (no data of the request).
-        detail: String,
-    },
-    /// Anything unexpected (500): what failed and, when there is one, its cause. Both go to the
+    /// Anything unexpected: what failed and, when there is one, its cause. Both go to the
     /// log only (the whole chain), never to a client.
     #[error("internal error: {context}")]
     Internal {

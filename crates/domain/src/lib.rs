@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod application;
+pub mod area_error;
 pub mod audit;
 pub mod auth;
 pub mod code;
@@ -27,5 +28,6 @@ pub mod token;
 pub mod token_patch;
 pub mod token_type;
 
+pub use area_error::{CodeFailure, DestinationFailure, ProxyError, ReactorError};
 pub use error::{Error, RepoError, ValidationErrors};
 pub use service::Vault;

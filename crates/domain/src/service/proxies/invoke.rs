@@ -10,6 +10,7 @@ use futures_util::future::join;
 use serde_json::{Map, Value, json};
 
 use super::super::reactors::code_error;
+use crate::area_error::{CodeFailure, DestinationFailure, ProxyError};
 use crate::auth::Principal;
 use crate::code::CodeCall;
 use crate::error::Error;
@@ -108,8 +109,8 @@ fn headers_object(headers: &[(String, String)]) -> Value {
     Value::Object(map)
 }
 
-/// Headers a transform returned (an object of strings), or 500 naming what is wrong.
-fn headers_from(value: &Value) -> Result<Vec<(String, String)>, Error> {
+/// Headers a transform returned (an object of strings), or what is wrong with them.
+fn headers_from(value: &Value) -> Result<Vec<(String, String)>, CodeFailure> {
     let Value::Object(map) = value else {
         return Err(transform_error("headers must be an object of strings"));
     };
@@ -122,25 +123,20 @@ fn headers_from(value: &Value) -> Result<Vec<(String, String)>, Error> {
         .collect()
 }
 
-fn transform_error(detail: &str) -> Error {
-    Error::Code {
-        status: 500,
-        detail: format!("the transform's result is not usable: {detail}"),
-        errors: None,
-    }
+fn transform_error(detail: &str) -> CodeFailure {
+    CodeFailure::Unusable(format!("the transform's result is not usable: {detail}"))
 }
 
-fn destination_error(e: ForwardError) -> Error {
-    let (status, detail) = match &e {
+fn destination_error(e: ForwardError) -> ProxyError {
+    ProxyError::Destination(match e {
         // Why (what a name resolved to) stays in the log: it describes the inside network.
         ForwardError::Refused(why) => {
             tracing::info!(reason = %why, "proxy destination refused");
-            (403, "the destination is not allowed".to_string())
+            DestinationFailure::Refused
         }
-        ForwardError::Timeout => (504, e.to_string()),
-        ForwardError::Unreachable(_) => (502, e.to_string()),
-    };
-    Error::Destination { status, detail }
+        ForwardError::Timeout => DestinationFailure::TimedOut,
+        e @ ForwardError::Unreachable(_) => DestinationFailure::Unreachable(e.to_string()),
+    })
 }
 
 /// A tail that would not stay below the destination's path: 400 naming `path`.
@@ -150,12 +146,13 @@ fn tail_error(why: &str) -> Error {
 
 impl Proxies {
     /// Invokes the proxy `call.proxy_key` selects.
-    pub async fn invoke_proxy(&self, call: ProxyCall) -> Result<ProxyReply, Error> {
+    pub async fn invoke_proxy(&self, call: ProxyCall) -> Result<ProxyReply, ProxyError> {
         let Some(raw_key) = call.proxy_key.as_deref() else {
             return Err(Error::invalid(
                 "SVC-PROXY-KEY",
                 "a proxy key is required (header SVC-PROXY-KEY or query svc-proxy-key)",
-            ));
+            )
+            .into());
         };
         let key = ProxyKey::parse(raw_key).ok_or(Error::Unauthenticated)?;
         // The reads run side by side where they do not depend on each other: on PostgreSQL
@@ -200,7 +197,7 @@ impl Proxies {
             let mut caller = caller.unwrap_or(Err(Error::Unauthenticated))?;
             caller.trace_id.clone_from(&call.trace_id);
             if caller.tenant_id != proxy.tenant_id {
-                return Err(Error::Unauthenticated);
+                return Err(Error::Unauthenticated.into());
             }
             caller.require_application()?;
             caller.require(Permission::TokenUse)?;
@@ -435,7 +432,7 @@ impl Proxies {
         args: Value,
         application: Option<Principal>,
         trace_id: Option<String>,
-    ) -> Result<Value, Error> {
+    ) -> Result<Value, ProxyError> {
         let svc = match application {
             Some(p) => Some(self.svc.for_application(Vault::upgrade(&self.vault)?, p)),
             None => None,
@@ -462,13 +459,11 @@ impl Proxies {
                 ))),
             })
             .await
-            .map_err(code_error)?;
+            .map_err(code_error::<ProxyError>)?;
         if out.is_object() {
             Ok(out)
         } else {
-            Err(transform_error(
-                "it must return an object with body and headers",
-            ))
+            Err(transform_error("it must return an object with body and headers").into())
         }
     }
 }

@@ -7,6 +7,7 @@ mod react;
 use serde_json::Value;
 
 use crate::application::Application;
+use crate::area_error::CodeFailure;
 use crate::code::CodeError;
 use crate::error::{Error, ValidationErrors};
 use crate::mask::json_len;
@@ -41,23 +42,18 @@ pub struct RawReactor {
 /// The most a code error (message, `errors`, custom headers and body together) may carry.
 const MAX_CODE_ERROR: usize = 1 << 20;
 
-fn too_large() -> Error {
-    Error::Code {
-        status: 500,
-        detail: "the error the code threw is larger than 1 MiB".into(),
-        errors: None,
-    }
+fn too_large() -> CodeFailure {
+    CodeFailure::Limit("the error the code threw is larger than 1 MiB".into())
 }
 
-/// What a code failure becomes: a thrown error class keeps its status (an error status:
-/// 400–599, else 500), message and `errors`; a custom response keeps its status when it is one
-/// that carries a body (200–599 but 204 and 304, else 500) — a 1xx or body-less status with a
-/// body would split the HTTP stream; a limit is a 500 saying which; the runtime's own failure is
-/// an internal error. Nothing larger than 1 MiB passes.
-pub(super) fn code_error(e: CodeError) -> Error {
+/// What a code failure becomes: code that does not compile is unprocessable input naming
+/// `code`; a thrown error class or a custom response is the code's failure as it chose it,
+/// unless it carries more than 1 MiB (then a limit); the runtime's own failure is an internal
+/// error.
+pub(super) fn code_error<E: From<Error> + From<CodeFailure>>(e: CodeError) -> E {
     match e {
         CodeError::Compile(message) => {
-            Error::Unprocessable(ValidationErrors::single("code", message))
+            Error::Unprocessable(ValidationErrors::single("code", message)).into()
         }
         CodeError::Thrown {
             status,
@@ -65,17 +61,14 @@ pub(super) fn code_error(e: CodeError) -> Error {
             errors,
         } => {
             if message.len() + errors.as_ref().map_or(0, json_len) > MAX_CODE_ERROR {
-                return too_large();
+                return too_large().into();
             }
-            Error::Code {
-                status: if (400..=599).contains(&status) {
-                    status
-                } else {
-                    500
-                },
+            CodeFailure::Thrown {
+                status,
                 detail: message,
                 errors,
             }
+            .into()
         }
         CodeError::Custom {
             status,
@@ -83,26 +76,18 @@ pub(super) fn code_error(e: CodeError) -> Error {
             body,
         } => {
             if json_len(&headers) + json_len(&body) > MAX_CODE_ERROR {
-                return too_large();
+                return too_large().into();
             }
-            let carries_body = (200..=599).contains(&status) && status != 204 && status != 304;
-            Error::CustomResponse {
-                status: if carries_body { status } else { 500 },
+            CodeFailure::Custom {
+                status,
                 headers,
                 body,
             }
+            .into()
         }
-        CodeError::Limit(why) => Error::Code {
-            status: 500,
-            detail: why,
-            errors: None,
-        },
-        CodeError::Busy => Error::Code {
-            status: 503,
-            detail: "every code worker is busy; try again".into(),
-            errors: None,
-        },
-        CodeError::Internal(why) => Error::internal(format!("code runtime: {why}")),
+        CodeError::Limit(why) => CodeFailure::Limit(why).into(),
+        CodeError::Busy => CodeFailure::Busy.into(),
+        CodeError::Internal(why) => Error::internal(format!("code runtime: {why}")).into(),
     }
 }
 

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::code_error;
+use crate::area_error::ReactorError;
 use crate::auth::Principal;
 use crate::code::{CodeCall, CodeError};
 use crate::error::Error;
@@ -37,7 +38,7 @@ impl Reactors {
         args: Option<Value>,
         trace_id: Option<String>,
         prefetched: Option<PrefetchedReactor>,
-    ) -> Result<ReactResult, Error> {
+    ) -> Result<ReactResult, ReactorError> {
         caller.require_application()?;
         caller.require(Permission::TokenUse)?;
         let read = prefetched.and_then(|p| p.read_for(caller.tenant_id, &id));
@@ -55,7 +56,7 @@ impl Reactors {
         let args = match args {
             None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
             Some(v @ Value::Object(_)) => v,
-            Some(_) => return Err(Error::invalid("args", "must be an object")),
+            Some(_) => return Err(Error::invalid("args", "must be an object").into()),
         };
         let how = DetokenizeAs {
             permission: Permission::TokenUse,
@@ -102,7 +103,7 @@ impl Reactors {
             self.shared
                 .audit(caller, "use", "token", used.iter().map(String::as_str));
         }
-        let returned = returned.map_err(code_error)?;
+        let returned = returned.map_err(code_error::<ReactorError>)?;
         // An object's `raw` and `tokenize`; anything else the code returns (a string, a number,
         // an array) is the `raw` of the answer, as Basis Theory's runtime answers it.
         let (raw, tokenize) = match returned {
@@ -117,7 +118,8 @@ impl Reactors {
                 return Err(Error::invalid(
                     "tokenize",
                     "the reactor has no application to tokenize with",
-                ));
+                )
+                .into());
             }
         };
         self.shared

@@ -3,6 +3,7 @@
 use serde_json::{Map, json};
 
 use super::*;
+use crate::ReactorError;
 use crate::ports::KeyedReactor;
 
 const CODE: &str = "module.exports = async (req) => ({ raw: req.configuration });";
@@ -112,7 +113,7 @@ async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
             .reactors
             .react(&who, Uuid::from_u128(201), None, None, prefetched)
             .await,
-        Err(Error::NotFound)
+        Err(ReactorError::Failed(Error::NotFound))
     ));
     // Read for this tenant: a caller of another tenant reads again.
     let (mut who, prefetched) = vault
@@ -123,7 +124,7 @@ async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
     who.tenant_id = Uuid::from_u128(999);
     assert!(matches!(
         vault.reactors.react(&who, id, None, None, prefetched).await,
-        Err(Error::NotFound)
+        Err(ReactorError::Failed(Error::NotFound))
     ));
 }
 
@@ -139,7 +140,7 @@ async fn the_caller_is_checked_before_anything_read_is_used() {
         .unwrap();
     assert!(matches!(
         vault.reactors.react(&who, id, None, None, prefetched).await,
-        Err(Error::Forbidden)
+        Err(ReactorError::Failed(Error::Forbidden))
     ));
 }
 
@@ -154,7 +155,7 @@ async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_
         .unwrap();
     assert!(matches!(
         vault.reactors.react(&who, id, None, None, prefetched).await,
-        Err(Error::NotFound)
+        Err(ReactorError::Failed(Error::NotFound))
     ));
     let vault = vault_with(
         user(vec![Permission::TokenUse]),
@@ -168,7 +169,7 @@ async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_
         .unwrap();
     let outcome = vault.reactors.react(&who, id, None, None, prefetched).await;
     assert!(
-        matches!(outcome, Err(Error::Internal { .. })),
+        matches!(outcome, Err(ReactorError::Failed(Error::Internal { .. }))),
         "{outcome:?}"
     );
 }
