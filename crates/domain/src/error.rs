@@ -140,6 +140,10 @@ pub enum RepoError {
     /// A uniqueness constraint was violated.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A row the write refers to is gone (a foreign key failed): deleted meanwhile, as the
+    /// tenant of a request that was past its key check when the tenant's deletion committed.
+    #[error("gone: {0}")]
+    Gone(String),
     /// The backend failed; the cause is for the log.
     #[error("storage failure")]
     Backend(#[source] BoxError),
@@ -149,6 +153,10 @@ impl From<RepoError> for Error {
     fn from(err: RepoError) -> Self {
         match err {
             RepoError::Conflict(what) => Error::Conflict(what),
+            RepoError::Gone(what) => {
+                tracing::info!(gone = %what, "a write met a row deleted meanwhile");
+                Error::NotFound
+            }
             backend @ RepoError::Backend(_) => Error::internal_from("storage", backend),
         }
     }
@@ -157,6 +165,12 @@ impl From<RepoError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_that_met_a_deleted_row_is_not_found() {
+        let gone = Error::from(RepoError::Gone("FOREIGN KEY constraint failed".into()));
+        assert!(matches!(gone, Error::NotFound), "{gone:?}");
+    }
 
     #[test]
     fn internal_errors_keep_their_cause_chain() {

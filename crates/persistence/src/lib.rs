@@ -266,6 +266,7 @@ pub async fn analyze_changed_tables(db: &DatabaseConnection) -> Result<Vec<Strin
 pub(crate) fn repo_err(err: DbErr) -> RepoError {
     match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(what)) => RepoError::Conflict(what),
+        Some(SqlErr::ForeignKeyConstraintViolation(what)) => RepoError::Gone(what),
         _ => RepoError::Backend(Box::new(err)),
     }
 }

@@ -441,3 +441,22 @@ async fn a_key_inserted_after_the_delete_opens_nothing_and_is_purged() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_key_inserted_after_the_purge_is_gone_not_a_failure() {
+    each_backend(|r| async move {
+        let t = tenant("a");
+        r.tenants
+            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
+            .await
+            .unwrap();
+        assert!(r.tenants.delete(t.id, now()).await.unwrap());
+        while r.tenants.purge_deleted(100).await.unwrap() > 0 {}
+        // A request past its key check before the delete, whose insert comes after the purge:
+        // the tenant row is gone, and the port says so (the use case answers 404, not 500).
+        let late = r.apps.insert(&app(t.id, now()), &hash(2)).await;
+        assert!(matches!(late, Err(RepoError::Gone(_))), "{late:?}");
+        assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_none());
+    })
+    .await;
+}
