@@ -140,8 +140,10 @@ pub enum RepoError {
     /// A uniqueness constraint was violated.
     #[error("conflict: {0}")]
     Conflict(String),
-    /// A row the write refers to is gone (a foreign key failed): deleted meanwhile, as the
-    /// tenant of a request that was past its key check when the tenant's deletion committed.
+    /// A row the write refers to is missing (a foreign key failed). An internal error unless
+    /// the use case knows better: a create whose tenant was deleted meanwhile (its request was
+    /// past its key check when the deletion committed) is refused as unauthenticated
+    /// (`Shared::tenant_write`).
     #[error("gone: {0}")]
     Gone(String),
     /// The backend failed; the cause is for the log.
@@ -153,10 +155,7 @@ impl From<RepoError> for Error {
     fn from(err: RepoError) -> Self {
         match err {
             RepoError::Conflict(what) => Error::Conflict(what),
-            RepoError::Gone(what) => {
-                tracing::info!(gone = %what, "a write met a row deleted meanwhile");
-                Error::NotFound
-            }
+            gone @ RepoError::Gone(_) => Error::internal_from("storage", gone),
             backend @ RepoError::Backend(_) => Error::internal_from("storage", backend),
         }
     }
@@ -167,9 +166,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_write_that_met_a_deleted_row_is_not_found() {
+    fn a_failed_foreign_key_is_an_internal_error_by_default() {
         let gone = Error::from(RepoError::Gone("FOREIGN KEY constraint failed".into()));
-        assert!(matches!(gone, Error::NotFound), "{gone:?}");
+        assert!(matches!(gone, Error::Internal { .. }), "{gone:?}");
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! Driven ports: what the use cases need from the outside world. Adapters implement them;
 //! the domain never names an adapter.
+//!
+//! Every repository write may also fail with `RepoError::Gone` when a row it refers to is
+//! missing (a failed foreign key), besides the `Conflict` and `Backend` each method names.
 
 use async_trait::async_trait;
 use time::OffsetDateTime;

@@ -38,7 +38,8 @@ impl Applications {
             expires_at: new.expires_at,
         };
         let key = self.keys.generate();
-        self.store.insert(&app, &self.keys.hash(&key)).await?;
+        let written = self.store.insert(&app, &self.keys.hash(&key)).await;
+        self.shared.tenant_write(caller.tenant_id, written).await?;
         tracing::info!(application_id = %app.id, app_type = %app.app_type, "application created");
         self.shared
             .audit(caller, "create", "application", [app.id.to_string()]);

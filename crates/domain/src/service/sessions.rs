@@ -43,13 +43,15 @@ impl Sessions {
         };
         let key = self.keys.generate();
         let nonce = self.keys.generate_nonce();
-        self.store
+        let written = self
+            .store
             .insert(
                 &session,
                 &self.keys.hash(&key),
                 &self.keys.hash_nonce(&nonce),
             )
-            .await?;
+            .await;
+        self.shared.tenant_write(caller.tenant_id, written).await?;
         tracing::info!(session_id = %session.id, "session started");
         self.shared
             .audit(caller, "create", "session", [session.id.to_string()]);

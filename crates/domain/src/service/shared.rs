@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::usage::month_of;
 use crate::audit::{ActorType, AuditEvent};
 use crate::auth::Principal;
-use crate::error::Error;
+use crate::error::{Error, RepoError};
 use crate::ports::{ActivityTrail, AuditTrail, Cipher, Clock, TenantRepository};
 
 /// The clock, the data keys and the two trails.
@@ -60,6 +60,23 @@ impl Shared {
             .load_tenant_key(tenant_id, &wrapped)
             .await
             .map_err(|e| Error::internal_from("cannot unwrap the tenant key", e))
+    }
+
+    /// The outcome of a create of tenant `tenant_id`: a failed foreign key when the tenant is
+    /// gone (deleted, and purged, after its caller's key was checked) is `Unauthenticated`, as
+    /// a token create answers it and as the key now is; any other failure is as it came.
+    pub(in crate::service) async fn tenant_write<T>(
+        &self,
+        tenant_id: Uuid,
+        written: Result<T, RepoError>,
+    ) -> Result<T, Error> {
+        match written {
+            Err(RepoError::Gone(what)) if self.tenants.get(tenant_id).await?.is_none() => {
+                tracing::info!(%tenant_id, gone = %what, "a create met its tenant's deletion");
+                Err(Error::Unauthenticated)
+            }
+            other => Ok(other?),
+        }
     }
 
     /// Records that `caller` did `operation` to each of `ids` (of kind `entity_type`).

@@ -183,7 +183,8 @@ impl Proxies {
             .shared
             .seal_proxy_configuration(proxy.tenant_id, proxy.id, proxy.configuration.as_ref())
             .await?;
-        self.store
+        let written = self
+            .store
             .insert(&StoredProxy {
                 proxy: Proxy {
                     configuration,
@@ -192,7 +193,8 @@ impl Proxies {
                 key_hash: self.keys.hash_proxy_key(&key),
                 key_ciphertext,
             })
-            .await?;
+            .await;
+        self.shared.tenant_write(proxy.tenant_id, written).await?;
         self.shared
             .audit(caller, "create", "proxy", [proxy.id.to_string()]);
         Ok(ProxyView { proxy, key })

@@ -34,7 +34,8 @@ impl Reactors {
             modified_by: None,
             modified_at: None,
         };
-        self.formulas.insert(&formula).await?;
+        let written = self.formulas.insert(&formula).await;
+        self.shared.tenant_write(formula.tenant_id, written).await?;
         self.shared
             .audit(caller, "create", "formula", [formula.id.to_string()]);
         Ok(formula)

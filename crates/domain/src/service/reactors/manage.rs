@@ -117,7 +117,8 @@ impl Reactors {
             modified_by: None,
             modified_at: None,
         };
-        self.store.insert(&self.stored(&reactor).await?).await?;
+        let written = self.store.insert(&self.stored(&reactor).await?).await;
+        self.shared.tenant_write(reactor.tenant_id, written).await?;
         self.shared
             .audit(caller, "create", "reactor", [reactor.id.to_string()]);
         Ok(ReactorView {

@@ -6,6 +6,7 @@ use uuid::Uuid;
 use super::{MockApplications, MockTenants, now, principal, vault};
 use crate::error::Error;
 use crate::permission::Permission;
+use crate::tenant::{Tenant, TenantSettings};
 
 #[tokio::test]
 async fn deleting_the_tenant_retires_it_now_and_leaves_its_rows_to_the_purge() {
@@ -56,4 +57,49 @@ async fn the_purge_answers_the_rows_removed() {
     assert_eq!(v.tenants.purge_deleted_tenants(500).await.unwrap(), 500);
     assert_eq!(v.tenants.purge_deleted_tenants(500).await.unwrap(), 1);
     assert_eq!(v.tenants.purge_deleted_tenants(500).await.unwrap(), 0);
+}
+
+/// A create whose tenant was deleted and purged after the caller's key was checked meets a
+/// failed foreign key: 401 when the tenant is gone, as the key now is; an internal error when
+/// the tenant is still there (a failed foreign key is then a bug, not a race).
+#[tokio::test]
+async fn a_create_that_meets_its_tenants_deletion_is_unauthenticated() {
+    for tenant_gone in [true, false] {
+        let mut apps = MockApplications::new();
+        apps.expect_insert()
+            .times(1)
+            .returning(|_, _| Err(crate::RepoError::Gone("FOREIGN KEY".into())));
+        let mut tenants = MockTenants::new();
+        tenants
+            .expect_get()
+            .with(eq(Uuid::from_u128(100)))
+            .times(1)
+            .returning(move |id| Ok((!tenant_gone).then(|| tenant_row(id))));
+        let err = vault(tenants, apps)
+            .applications
+            .create_application(
+                &principal(&[Permission::ApplicationCreate]),
+                super::new_private(),
+            )
+            .await
+            .unwrap_err();
+        if tenant_gone {
+            assert!(matches!(err, Error::Unauthenticated), "{err:?}");
+        } else {
+            assert!(matches!(err, Error::Internal { .. }), "{err:?}");
+        }
+    }
+}
+
+fn tenant_row(id: Uuid) -> Tenant {
+    Tenant {
+        id,
+        owner_id: id,
+        name: "t".into(),
+        settings: TenantSettings::default(),
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
 }
