@@ -8,12 +8,16 @@
 //! Either way nothing is written. Values
 //! are bound as sqlx binds them: UUIDs as 16 bytes, `created_at` as fixed-width UTC text.
 
+use std::sync::LazyLock;
+
 use rusqlite::{Connection, ErrorCode, params};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
 use crate::audit_rows::sqlite_time;
+use crate::entity::audit_entry;
+use crate::rows::columns;
 use crate::sqlite_tx::{backend, transaction};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (?1, ?2, ?3) \
@@ -22,9 +26,13 @@ const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES 
 const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = ?1, hash = ?2 \
      WHERE tenant_id = ?3 AND seq = ?4 AND hash = ?5";
 
-const ENTRY: &str = "INSERT INTO audit_log (id, tenant_id, seq, actor_type, actor_id, operation, \
-     entity_type, entity_id, trace_id, created_at, hash) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+/// An entry, bound below in the entity's column order (`entity/audit_entry.rs`).
+static ENTRY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO audit_log ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        columns::<audit_entry::Column>(None, &[])
+    )
+});
 
 /// Why an append wrote nothing.
 enum Refused {
@@ -69,7 +77,7 @@ pub(crate) fn append(
         if moved != 1 {
             return Err(Refused::HeadMoved);
         }
-        let mut insert = conn.prepare_cached(ENTRY)?;
+        let mut insert = conn.prepare_cached(&ENTRY)?;
         for entry in entries {
             let e = &entry.event;
             insert.execute(params![

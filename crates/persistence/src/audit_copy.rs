@@ -17,6 +17,7 @@
 //! committed: it is the caller's error, and the domain looks in the chain before writing those
 //! entries again (`settle` in `domain/service/audit.rs`).
 
+use std::sync::LazyLock;
 use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
@@ -28,6 +29,8 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros};
+use crate::entity::audit_entry;
+use crate::rows::columns;
 use crate::supervise::answered as database_answered;
 use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, timed_out, within};
 
@@ -37,8 +40,14 @@ const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES 
 const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = $1, hash = $2 \
      WHERE tenant_id = $3 AND seq = $4 AND hash = $5";
 
-const COPY: &str = "COPY audit_log (id, tenant_id, seq, actor_type, actor_id, operation, \
-     entity_type, entity_id, trace_id, created_at, hash) FROM STDIN (FORMAT binary)";
+/// The entries' columns, the entity's in its order (`entity/audit_entry.rs`), in which
+/// [`binary_rows`] writes each tuple's fields.
+static COPY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "COPY audit_log ({}) FROM STDIN (FORMAT binary)",
+        columns::<audit_entry::Column>(None, &[])
+    )
+});
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC).
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
@@ -262,7 +271,7 @@ async fn moved_and_copied(
     if moved != 1 {
         return Ok(AppendOutcome::HeadMoved);
     }
-    let mut copy = conn.copy_in_raw(COPY).await?;
+    let mut copy = conn.copy_in_raw(COPY.as_str()).await?;
     // Should `send` fail, the connection is out of step and is closed.
     copy.send(a.rows.as_slice()).await?;
     match copy.finish().await {

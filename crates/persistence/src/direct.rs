@@ -14,7 +14,7 @@
 //! key regenerated or deleted through SeaORM is refused by the next request (decisions §4).
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use crate::checkpoint;
 use crate::entity::{application, token};
-use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
 use crate::writer::{OnDisk, Writer};
 
@@ -53,96 +53,55 @@ impl std::fmt::Debug for DirectReads {
     }
 }
 
-/// The columns [`application_row`] reads, in its order (table alias `a`).
-macro_rules! application_columns {
-    () => {
-        "a.id, a.tenant_id, a.name, a.app_type, a.permissions, a.rules, a.key_hash, \
-         a.created_by, a.created_at, a.modified_by, a.modified_at, a.expires_at"
-    };
-}
+/// The key's application and its tenant's settings.
+static APPLICATION_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {}, t.fingerprint_tokens, t.deduplicate_tokens \
+         FROM applications a JOIN tenants t ON t.id = a.tenant_id \
+         WHERE a.key_hash = ?1 AND t.deleted_at IS NULL",
+        columns::<application::Column>(Some("a"), &[])
+    )
+});
 
-const APPLICATION_BY_KEY: &str = concat!(
-    "SELECT ",
-    application_columns!(),
-    ", t.fingerprint_tokens, t.deduplicate_tokens \
-     FROM applications a JOIN tenants t ON t.id = a.tenant_id \
-     WHERE a.key_hash = ?1 AND t.deleted_at IS NULL"
-);
+static APPLICATION_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM applications a WHERE a.tenant_id = ?1 AND a.id = ?2",
+        columns::<application::Column>(Some("a"), &[])
+    )
+});
 
-const APPLICATION_BY_ID: &str = concat!(
-    "SELECT ",
-    application_columns!(),
-    " FROM applications a WHERE a.tenant_id = ?1 AND a.id = ?2"
-);
-
-/// An `applications` row selected as `application_columns!()`.
-fn application_row(row: &Row<'_>) -> rusqlite::Result<application::Model> {
-    Ok(application::Model {
-        id: uuid_at(row, 0)?,
-        tenant_id: uuid_at(row, 1)?,
-        name: row.get(2)?,
-        app_type: row.get(3)?,
-        permissions: row.get(4)?,
-        rules: row.get(5)?,
-        key_hash: row.get(6)?,
-        created_by: opt_uuid_at(row, 7)?,
-        created_at: time_at(row, 8)?,
-        modified_by: opt_uuid_at(row, 9)?,
-        modified_at: opt_time_at(row, 10)?,
-        expires_at: opt_time_at(row, 11)?,
-    })
-}
-
-/// The columns [`token_row`] reads, in its order (table alias `k`).
-macro_rules! token_columns {
-    () => {
-        "k.tenant_id, k.id, k.token_type, k.container, k.metadata, k.data, k.mask, \
-         k.fingerprint, k.dedup_key, k.fingerprint_expression, k.created_by, k.created_at, \
-         k.modified_by, k.modified_at, k.expires_at, k.deduplicate, k.version"
-    };
-}
-
-const LIVE_TOKEN: &str = concat!(
-    "SELECT ",
-    token_columns!(),
-    " FROM tokens k \
-     WHERE k.tenant_id = ?1 AND k.id = ?2 AND (k.expires_at IS NULL OR k.expires_at > ?3)"
-);
+static LIVE_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM tokens k \
+         WHERE k.tenant_id = ?1 AND k.id = ?2 AND (k.expires_at IS NULL OR k.expires_at > ?3)",
+        columns::<token::Column>(Some("k"), &[])
+    )
+});
 
 /// The key's application, its tenant's settings and, for a private application only, the live
 /// token `?2` of its tenant: one statement, one read transaction (`keyed_read.rs`).
-const KEY_AND_TOKEN: &str = concat!(
-    "SELECT ",
-    application_columns!(),
-    ", t.fingerprint_tokens, t.deduplicate_tokens, ",
-    token_columns!(),
-    " FROM applications a JOIN tenants t ON t.id = a.tenant_id \
-     LEFT JOIN tokens k ON a.app_type = 'private' AND k.tenant_id = a.tenant_id AND k.id = ?2 \
-       AND (k.expires_at IS NULL OR k.expires_at > ?3) \
-     WHERE a.key_hash = ?1 AND t.deleted_at IS NULL"
-);
+static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {}, t.fingerprint_tokens, t.deduplicate_tokens, {} \
+         FROM applications a JOIN tenants t ON t.id = a.tenant_id \
+         LEFT JOIN tokens k ON a.app_type = 'private' AND k.tenant_id = a.tenant_id \
+           AND k.id = ?2 AND (k.expires_at IS NULL OR k.expires_at > ?3) \
+         WHERE a.key_hash = ?1 AND t.deleted_at IS NULL",
+        columns::<application::Column>(Some("a"), &[]),
+        columns::<token::Column>(Some("k"), &[])
+    )
+});
 
-/// A `tokens` row selected as `token_columns!()` from column `at` on.
-fn token_row(row: &Row<'_>, at: usize) -> rusqlite::Result<token::Model> {
-    Ok(token::Model {
-        tenant_id: uuid_at(row, at)?,
-        id: row.get(at + 1)?,
-        token_type: row.get(at + 2)?,
-        container: row.get(at + 3)?,
-        metadata: row.get(at + 4)?,
-        data: row.get(at + 5)?,
-        mask: row.get(at + 6)?,
-        fingerprint: row.get(at + 7)?,
-        dedup_key: row.get(at + 8)?,
-        fingerprint_expression: row.get(at + 9)?,
-        created_by: opt_uuid_at(row, at + 10)?,
-        created_at: time_at(row, at + 11)?,
-        modified_by: opt_uuid_at(row, at + 12)?,
-        modified_at: opt_time_at(row, at + 13)?,
-        expires_at: opt_time_at(row, at + 14)?,
-        deduplicate: row.get(at + 15)?,
-        version: row.get(at + 16)?,
+/// The tenant settings selected after an application's columns.
+fn settings(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
+    Ok(TenantSettings {
+        fingerprint_tokens: f.get()?,
+        deduplicate_tokens: f.get()?,
     })
+}
+
+fn token_row(row: &Row<'_>) -> rusqlite::Result<token::Model> {
+    rows::token::from_sqlite(&mut Fields::new(row, 0))
 }
 
 /// How long a direct read waits on a lock before it leaves the read to SeaORM (which waits
@@ -253,14 +212,11 @@ impl DirectReads {
         key_hash: &str,
     ) -> Option<Result<Option<(Application, TenantSettings)>, RepoError>> {
         let found = self.with(|conn| {
-            conn.prepare_cached(APPLICATION_BY_KEY)?
+            conn.prepare_cached(&APPLICATION_BY_KEY)?
                 .query_row(params![key_hash], |row| {
-                    let model = application_row(row)?;
-                    let settings = TenantSettings {
-                        fingerprint_tokens: row.get(12)?,
-                        deduplicate_tokens: row.get(13)?,
-                    };
-                    Ok((model, settings))
+                    let mut f = Fields::new(row, 0);
+                    let model = rows::application::from_sqlite(&mut f)?;
+                    Ok((model, settings(&mut f)?))
                 })
                 .optional()
         })?;
@@ -280,9 +236,9 @@ impl DirectReads {
         id: Uuid,
     ) -> Option<Result<Option<Application>, RepoError>> {
         let found = self.one(
-            APPLICATION_BY_ID,
+            APPLICATION_BY_ID.as_str(),
             params![&tenant_id.as_bytes()[..], &id.as_bytes()[..]],
-            application_row,
+            |row| rows::application::from_sqlite(&mut Fields::new(row, 0)),
         )?;
         Some(found.and_then(|m| m.map(crate::rows::application::to_domain).transpose()))
     }
@@ -300,10 +256,8 @@ impl DirectReads {
             Err(e) => return Some(Err(e)),
         };
         let found = self.with(|conn| {
-            conn.prepare_cached(LIVE_TOKEN)?
-                .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
-                    token_row(row, 0)
-                })
+            conn.prepare_cached(&LIVE_TOKEN)?
+                .query_row(params![&tenant_id.as_bytes()[..], id, now], token_row)
                 .optional()
         })?;
         Some(found.and_then(|m| m.map(crate::rows::token::to_domain).transpose()))
@@ -324,13 +278,11 @@ impl DirectReads {
         };
         let ids: std::collections::BTreeSet<&str> = ids.iter().map(String::as_str).collect();
         let found = self.with(|conn| {
-            let mut statement = conn.prepare_cached(LIVE_TOKEN)?;
+            let mut statement = conn.prepare_cached(&LIVE_TOKEN)?;
             let mut found = Vec::with_capacity(ids.len());
             for id in &ids {
                 let row = statement
-                    .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
-                        token_row(row, 0)
-                    })
+                    .query_row(params![&tenant_id.as_bytes()[..], id, now], token_row)
                     .optional()?;
                 found.extend(row);
             }
@@ -358,18 +310,18 @@ impl DirectReads {
             Err(e) => return Some(Err(e)),
         };
         let found = self.with(|conn| {
-            conn.prepare_cached(KEY_AND_TOKEN)?
+            conn.prepare_cached(&KEY_AND_TOKEN)?
                 .query_row(params![key_hash, token_id, now], |row| {
-                    let settings = TenantSettings {
-                        fingerprint_tokens: row.get(12)?,
-                        deduplicate_tokens: row.get(13)?,
+                    let mut f = Fields::new(row, 0);
+                    let application = rows::application::from_sqlite(&mut f)?;
+                    let settings = settings(&mut f)?;
+                    // No token joined: its primary key columns (the first two) are NULL.
+                    let token = if f.is_null_ahead(1)? {
+                        None
+                    } else {
+                        Some(rows::token::from_sqlite(&mut f)?)
                     };
-                    // No token joined: its primary key columns are NULL.
-                    let token = match row.get_ref(15)? {
-                        rusqlite::types::ValueRef::Null => None,
-                        _ => Some(token_row(row, 14)?),
-                    };
-                    Ok((application_row(row)?, settings, token))
+                    Ok((application, settings, token))
                 })
                 .optional()
         })?;

@@ -13,26 +13,36 @@
 //! unwritable, a failed commit) is the group's: the transaction is rolled back and every caller
 //! of the group gets the error; nothing is retried behind their back.
 
-use rusqlite::{Connection, ErrorCode, params};
-use time::format_description::well_known::Rfc3339;
+use std::sync::LazyLock;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, ErrorCode, params_from_iter};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
-use tokenvault_domain::token::StoredToken;
 use tokio::sync::oneshot;
 
+use crate::entity::token;
+use crate::rows::token::NOT_INSERTED;
+use crate::rows::{column_count, columns};
 use crate::sqlite_tx::transaction;
-use crate::stamp::stamp;
 
-const INSERT: &str = "INSERT INTO tokens (tenant_id, id, token_type, container, metadata, data, \
-     mask, fingerprint, dedup_key, fingerprint_expression, created_by, created_at, modified_by, \
-     modified_at, expires_at, deduplicate) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
-     ?12, ?13, ?14, ?15, ?16)";
+/// The insert, its columns those of the entity that a new row is written with (`rows/token.rs`).
+static INSERT: LazyLock<String> = LazyLock::new(|| {
+    let marks = (1..=column_count::<token::Column>(NOT_INSERTED))
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "INSERT INTO tokens ({}) VALUES ({marks})",
+        columns::<token::Column>(None, NOT_INSERTED)
+    )
+});
 
 pub(crate) type Answer = Result<TokenWrite, RepoError>;
 
-/// A token row and the caller waiting for its answer.
+/// A token row (its values, `rows::token::to_sqlite`) and the caller waiting for its answer.
 pub(crate) struct Pending {
-    pub(crate) row: StoredToken,
+    pub(crate) values: Vec<SqlValue>,
     pub(crate) reply: oneshot::Sender<Answer>,
 }
 
@@ -71,39 +81,17 @@ fn write_batch(conn: &Connection, batch: &[Pending]) -> Result<Vec<Answer>, Comm
     transaction(conn, |conn| {
         batch
             .iter()
-            .map(|pending| insert_one(conn, &pending.row))
+            .map(|pending| insert_one(conn, &pending.values))
             .collect::<rusqlite::Result<Vec<_>>>()
     })
     .map_err(|e: rusqlite::Error| CommitFailed(e.to_string()))
 }
 
 /// One row: its answer when it broke a constraint of its own, else the statement's error.
-fn insert_one(conn: &Connection, t: &StoredToken) -> rusqlite::Result<Answer> {
-    let time = |t: time::OffsetDateTime| {
-        stamp(t)
-            .format(&Rfc3339)
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
-    };
-    let uuid = |u: Option<uuid::Uuid>| u.map(|u| u.as_bytes().to_vec());
-    let metadata = serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into());
-    let inserted = conn.prepare_cached(INSERT)?.execute(params![
-        &t.tenant_id.as_bytes()[..],
-        t.id,
-        t.token_type,
-        t.container,
-        metadata,
-        t.data,
-        t.mask,
-        t.fingerprint,
-        t.dedup_key,
-        t.fingerprint_expression,
-        uuid(t.created_by),
-        time(t.created_at)?,
-        uuid(t.modified_by),
-        t.modified_at.map(time).transpose()?,
-        t.expires_at.map(time).transpose()?,
-        t.deduplicate,
-    ]);
+fn insert_one(conn: &Connection, values: &[SqlValue]) -> rusqlite::Result<Answer> {
+    let inserted = conn
+        .prepare_cached(&INSERT)?
+        .execute(params_from_iter(values.iter()));
     match inserted {
         Ok(_) => Ok(Ok(TokenWrite::Done)),
         Err(e) => conflict(&e).map(Ok).ok_or(e),

@@ -32,7 +32,9 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::rows::token::write_conflict;
+use crate::entity::token;
+use crate::rows;
+use crate::rows::token::{NOT_INSERTED, write_conflict};
 use crate::stamp::stamp;
 use crate::supervise::{self, CHECK_AFTER_IDLE, answered, within};
 
@@ -42,26 +44,30 @@ const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
 /// Rows in one statement at most.
 const MAX_GROUP: usize = 256;
 
-const COLUMNS: &str = "tenant_id, id, token_type, container, metadata, data, mask, fingerprint, \
-     dedup_key, fingerprint_expression, created_by, created_at, modified_by, modified_at, \
-     expires_at, deduplicate";
+/// The columns a new row is written with, the entity's in its order (`rows/token.rs`); the
+/// arrays below are bound in that order, each with its column's type.
+fn columns() -> String {
+    rows::columns::<token::Column>(None, NOT_INSERTED)
+}
 
 /// The group insert; rows left out by a unique index are not returned.
 fn group_sql() -> String {
     format!(
-        "INSERT INTO tokens ({COLUMNS}) SELECT * FROM UNNEST($1::uuid[], $2::varchar[], \
+        "INSERT INTO tokens ({}) SELECT * FROM UNNEST($1::uuid[], $2::varchar[], \
          $3::varchar[], $4::varchar[], $5::text[], $6::bytea[], $7::bytea[], $8::varchar[], \
          $9::varchar[], $10::text[], $11::uuid[], $12::timestamptz[], $13::uuid[], \
          $14::timestamptz[], $15::timestamptz[], $16::bool[]) ON CONFLICT DO NOTHING \
-         RETURNING tenant_id, id"
+         RETURNING tenant_id, id",
+        columns()
     )
 }
 
 /// One row alone, to learn which index it hits.
 fn single_sql() -> String {
     format!(
-        "INSERT INTO tokens ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-         $12, $13, $14, $15, $16)"
+        "INSERT INTO tokens ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+         $12, $13, $14, $15, $16)",
+        columns()
     )
 }
 

@@ -4,7 +4,7 @@
 //! the proxy holding it, in SQL.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use rusqlite::Row;
@@ -29,7 +29,7 @@ use crate::entity::{application, token};
 use crate::reads::Reads;
 use crate::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
-use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::rows::{self, Fields, columns};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
 
@@ -62,44 +62,26 @@ fn configuration_json(configuration: Option<&BTreeMap<String, String>>) -> Optio
     configuration.map(|c| serde_json::to_string(c).unwrap_or_else(|_| "{}".into()))
 }
 
-/// The columns [`proxy_row`] reads, in its order.
-macro_rules! proxy_columns {
-    () => {
-        "SELECT tenant_id, id, name, key_hash, key_ciphertext, destination_url, require_auth, \
-         request_transform, response_transform, application_id, configuration, created_by, \
-         created_at, modified_by, modified_at FROM proxies"
-    };
-}
+static PROXY_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM proxies WHERE tenant_id = ?1 AND id = ?2",
+        columns::<proxy::Column>(None, &[])
+    )
+});
 
-const PROXY_BY_ID: &str = concat!(proxy_columns!(), " WHERE tenant_id = ?1 AND id = ?2");
 /// A live tenant's proxy: a deleted tenant's proxy keys stop at once (`tenant_purge.rs`).
 const OF_LIVE_TENANT: &str = "EXISTS (SELECT 1 FROM tenants WHERE tenants.id = proxies.tenant_id \
      AND tenants.deleted_at IS NULL)";
 
-const PROXY_BY_KEY: &str = concat!(
-    proxy_columns!(),
-    " WHERE key_hash = ?1 AND EXISTS (SELECT 1 FROM tenants WHERE tenants.id = proxies.tenant_id \
-     AND tenants.deleted_at IS NULL)"
-);
+static PROXY_BY_KEY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM proxies WHERE key_hash = ?1 AND {OF_LIVE_TENANT}",
+        columns::<proxy::Column>(None, &[])
+    )
+});
 
 fn proxy_row(row: &Row<'_>) -> rusqlite::Result<proxy::Model> {
-    Ok(proxy::Model {
-        tenant_id: uuid_at(row, 0)?,
-        id: uuid_at(row, 1)?,
-        name: row.get(2)?,
-        key_hash: row.get(3)?,
-        key_ciphertext: row.get(4)?,
-        destination_url: row.get(5)?,
-        require_auth: row.get(6)?,
-        request_transform: row.get(7)?,
-        response_transform: row.get(8)?,
-        application_id: opt_uuid_at(row, 9)?,
-        configuration: row.get(10)?,
-        created_by: opt_uuid_at(row, 11)?,
-        created_at: time_at(row, 12)?,
-        modified_by: opt_uuid_at(row, 13)?,
-        modified_at: opt_time_at(row, 14)?,
-    })
+    rows::proxy::from_sqlite(&mut Fields::new(row, 0))
 }
 
 fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
@@ -166,7 +148,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
         if let Some(found) = self
             .direct
             .as_ref()
-            .and_then(|d| d.one(PROXY_BY_ID, key, proxy_row))
+            .and_then(|d| d.one(PROXY_BY_ID.as_str(), key, proxy_row))
         {
             return found?.map(to_domain).transpose();
         }
@@ -184,7 +166,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
         if let Some(found) = self
             .direct
             .as_ref()
-            .and_then(|d| d.one(PROXY_BY_KEY, [hash_hex(hash)], proxy_row))
+            .and_then(|d| d.one(PROXY_BY_KEY.as_str(), [hash_hex(hash)], proxy_row))
         {
             return found?.map(to_domain).transpose();
         }

@@ -1,7 +1,7 @@
 //! [`FormulaRepository`] and [`ReactorRepository`] on SeaORM. Declarations and configuration
 //! are stored as JSON text; every query is confined to one tenant.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use rusqlite::Row;
@@ -25,7 +25,7 @@ use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
 use crate::repo_err;
-use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::rows::{self, Fields, columns};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
 
@@ -131,44 +131,26 @@ fn key_params(tenant_id: Uuid, id: Uuid) -> [Vec<u8>; 2] {
     [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()]
 }
 
-const FORMULA_BY_ID: &str = "SELECT tenant_id, id, name, description, formula_type, code, \
-     configuration, request_parameters, created_by, created_at, modified_by, modified_at \
-     FROM reactor_formulas WHERE tenant_id = ?1 AND id = ?2";
+static FORMULA_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM reactor_formulas WHERE tenant_id = ?1 AND id = ?2",
+        columns::<formula::Column>(None, &[])
+    )
+});
 
 fn formula_row(row: &Row<'_>) -> rusqlite::Result<formula::Model> {
-    Ok(formula::Model {
-        tenant_id: uuid_at(row, 0)?,
-        id: uuid_at(row, 1)?,
-        name: row.get(2)?,
-        description: row.get(3)?,
-        formula_type: row.get(4)?,
-        code: row.get(5)?,
-        configuration: row.get(6)?,
-        request_parameters: row.get(7)?,
-        created_by: opt_uuid_at(row, 8)?,
-        created_at: time_at(row, 9)?,
-        modified_by: opt_uuid_at(row, 10)?,
-        modified_at: opt_time_at(row, 11)?,
-    })
+    rows::reactor::formula_from_sqlite(&mut Fields::new(row, 0))
 }
 
-const REACTOR_BY_ID: &str = "SELECT tenant_id, id, name, formula_id, configuration, \
-     application_id, created_by, created_at, modified_by, modified_at \
-     FROM reactors WHERE tenant_id = ?1 AND id = ?2";
+static REACTOR_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM reactors WHERE tenant_id = ?1 AND id = ?2",
+        columns::<reactor::Column>(None, &[])
+    )
+});
 
 fn reactor_row(row: &Row<'_>) -> rusqlite::Result<reactor::Model> {
-    Ok(reactor::Model {
-        tenant_id: uuid_at(row, 0)?,
-        id: uuid_at(row, 1)?,
-        name: row.get(2)?,
-        formula_id: uuid_at(row, 3)?,
-        configuration: row.get(4)?,
-        application_id: opt_uuid_at(row, 5)?,
-        created_by: opt_uuid_at(row, 6)?,
-        created_at: time_at(row, 7)?,
-        modified_by: opt_uuid_at(row, 8)?,
-        modified_at: opt_time_at(row, 9)?,
-    })
+    rows::reactor::reactor_from_sqlite(&mut Fields::new(row, 0))
 }
 
 /// The formula `id` of `tenant_id`: on the calling thread where SQLite's file allows.
@@ -178,9 +160,13 @@ pub(crate) async fn formula_by_id(
     tenant_id: Uuid,
     id: Uuid,
 ) -> Result<Option<Formula>, RepoError> {
-    if let Some(found) =
-        direct.and_then(|d| d.one(FORMULA_BY_ID, key_params(tenant_id, id), formula_row))
-    {
+    if let Some(found) = direct.and_then(|d| {
+        d.one(
+            FORMULA_BY_ID.as_str(),
+            key_params(tenant_id, id),
+            formula_row,
+        )
+    }) {
         return found?.map(formula_to_domain).transpose();
     }
     formula::Entity::find()
@@ -200,9 +186,13 @@ pub(crate) async fn reactor_by_id(
     tenant_id: Uuid,
     id: Uuid,
 ) -> Result<Option<Reactor>, RepoError> {
-    if let Some(found) =
-        direct.and_then(|d| d.one(REACTOR_BY_ID, key_params(tenant_id, id), reactor_row))
-    {
+    if let Some(found) = direct.and_then(|d| {
+        d.one(
+            REACTOR_BY_ID.as_str(),
+            key_params(tenant_id, id),
+            reactor_row,
+        )
+    }) {
         return found?.map(reactor_to_domain).transpose();
     }
     reactor::Entity::find()

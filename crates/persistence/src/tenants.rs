@@ -1,9 +1,8 @@
 //! [`TenantRepository`] on SeaORM.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use rusqlite::Row;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
@@ -23,7 +22,7 @@ use crate::reads::Reads;
 use crate::repo_err;
 use crate::rows::application::to_active;
 use crate::rows::tenant::to_domain;
-use crate::rows::{opt_time_at, opt_uuid_at, time_at, uuid_at};
+use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
 
 /// Tenants in the `tenants` table; a deleted one is a tombstone until its rows are purged
@@ -62,26 +61,14 @@ impl SeaOrmTenantRepository {
     }
 }
 
-/// The wrapped data key is not read: `get` does not return it (`data_key` does).
-const TENANT_BY_ID: &str = "SELECT id, owner_id, name, fingerprint_tokens, deduplicate_tokens, \
-     created_by, created_at, modified_by, modified_at FROM tenants \
-     WHERE id = ?1 AND deleted_at IS NULL";
-
-fn tenant_row(row: &Row<'_>) -> rusqlite::Result<tenant::Model> {
-    Ok(tenant::Model {
-        id: uuid_at(row, 0)?,
-        owner_id: uuid_at(row, 1)?,
-        name: row.get(2)?,
-        fingerprint_tokens: row.get(3)?,
-        deduplicate_tokens: row.get(4)?,
-        created_by: opt_uuid_at(row, 5)?,
-        created_at: time_at(row, 6)?,
-        modified_by: opt_uuid_at(row, 7)?,
-        modified_at: opt_time_at(row, 8)?,
-        data_key: None,
-        deleted_at: None,
-    })
-}
+/// A live tenant; its wrapped data key is not read: `get` does not return it (`data_key`
+/// does).
+static TENANT_BY_ID: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM tenants WHERE id = ?1 AND deleted_at IS NULL",
+        columns::<tenant::Column>(None, rows::tenant::UNREAD)
+    )
+});
 
 #[async_trait]
 impl TenantRepository for SeaOrmTenantRepository {
@@ -117,11 +104,11 @@ impl TenantRepository for SeaOrmTenantRepository {
     }
 
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.one(TENANT_BY_ID, [id.as_bytes().to_vec()], tenant_row))
-        {
+        if let Some(found) = self.direct.as_ref().and_then(|d| {
+            d.one(TENANT_BY_ID.as_str(), [id.as_bytes().to_vec()], |row| {
+                rows::tenant::from_sqlite(&mut Fields::new(row, 0))
+            })
+        }) {
             return Ok(found?.map(to_domain));
         }
         Ok(tenant::Entity::find_by_id(id)

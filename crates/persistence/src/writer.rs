@@ -90,9 +90,11 @@ impl Writer {
 
     /// Writes `row` with whatever other rows are waiting; returns after the commit.
     pub(crate) async fn insert_token(&self, row: StoredToken) -> Result<TokenWrite, RepoError> {
+        // Encoded here, on the caller's thread: the writer thread only binds and steps.
+        let values = crate::rows::token::to_sqlite(row)?;
         let (reply, answer) = oneshot::channel();
         self.queue
-            .send(Message::Token(Pending { row, reply }))
+            .send(Message::Token(Pending { values, reply }))
             .await
             .map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?

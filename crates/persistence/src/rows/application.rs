@@ -6,6 +6,7 @@ use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::permission::ApplicationType;
 use uuid::Uuid;
 
+use super::Fields;
 use crate::entity::application;
 use crate::grants;
 use crate::stamp::{stamp, unstamp};
@@ -79,6 +80,26 @@ pub(crate) fn to_active(app: &Application, key_hash: &KeyHash) -> application::A
         modified_at: Set(app.modified_at.map(stamp)),
         expires_at: Set(app.expires_at.map(stamp)),
     }
+}
+
+/// An `applications` row read in the entity's column order ([`super::columns`]).
+pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<application::Model> {
+    f.table::<application::Column, _>(&[], |f| {
+        Ok(application::Model {
+            id: f.uuid()?,
+            tenant_id: f.uuid()?,
+            name: f.get()?,
+            app_type: f.get()?,
+            permissions: f.get()?,
+            rules: f.get()?,
+            key_hash: f.get()?,
+            created_by: f.opt_uuid()?,
+            created_at: f.time()?,
+            modified_by: f.opt_uuid()?,
+            modified_at: f.opt_time()?,
+            expires_at: f.opt_time()?,
+        })
+    })
 }
 
 #[cfg(test)]

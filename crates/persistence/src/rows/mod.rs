@@ -1,13 +1,20 @@
 //! Row codecs: how a table's rows become the domain's values and back, the lowest layer of the
 //! adapter (it imports no repository, engine or query module; they import it). One file per
-//! table: `application.rs`, `tenant.rs`, `token.rs`. Here: the column readers of SQLite's
-//! direct reads (rusqlite), which read values as sqlx stored them.
+//! table: `application.rs`, `tenant.rs`, `token.rs`, `proxy.rs`, `reactor.rs` (formulas and
+//! reactors). The SeaORM entity (`entity/`) is each table's one column list: SeaORM's queries
+//! read it, and the fast paths' statements select [`columns`] of it, in its order, which is the
+//! order in which the table's `from_sqlite` reads a rusqlite row through [`Fields`]. Here: those
+//! two, and the column readers, which read values as sqlx stored them.
 
 pub(crate) mod application;
+pub(crate) mod proxy;
+pub(crate) mod reactor;
 pub(crate) mod tenant;
 pub(crate) mod token;
 
 use rusqlite::Row;
+use rusqlite::types::FromSql;
+use sea_orm::{Iden, Iterable};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -43,4 +50,93 @@ pub(crate) fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDat
 pub(crate) fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| time_of(index, &t)).transpose()
+}
+
+/// The columns of an entity in its order, each as `alias.column` when `alias` is given, less
+/// those named in `skip` (never read by a fast path: a tenant's wrapped data key).
+pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[&str]) -> String {
+    C::iter()
+        .map(|c| c.to_string())
+        .filter(|c| !skip.contains(&c.as_str()))
+        .map(|c| match alias {
+            Some(alias) => format!("{alias}.{c}"),
+            None => c,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How many columns [`columns`] lists for an entity, less `skip`.
+pub(crate) fn column_count<C: Iterable + Iden>(skip: &[&str]) -> usize {
+    C::iter()
+        .filter(|c| !skip.contains(&c.to_string().as_str()))
+        .count()
+}
+
+/// A rusqlite row read column after column from `next` on, in the order of [`columns`].
+pub(crate) struct Fields<'a, 'r> {
+    row: &'a Row<'r>,
+    next: usize,
+}
+
+impl<'a, 'r> Fields<'a, 'r> {
+    /// The row's columns from `at` on.
+    pub(crate) fn new(row: &'a Row<'r>, at: usize) -> Self {
+        Self { row, next: at }
+    }
+
+    fn take(&mut self) -> usize {
+        self.next += 1;
+        self.next - 1
+    }
+
+    /// Reads one table's columns with `codec`; in debug builds (every test) checks that it read
+    /// as many as the entity lists less `skip`, so a codec out of step with its entity fails.
+    pub(crate) fn table<C: Iterable + Iden, T>(
+        &mut self,
+        skip: &[&str],
+        codec: impl FnOnce(&mut Self) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let start = self.next;
+        let value = codec(self)?;
+        debug_assert_eq!(
+            self.next - start,
+            column_count::<C>(skip),
+            "a row codec out of step with its entity"
+        );
+        Ok(value)
+    }
+
+    /// Whether the column `ahead` places further on is NULL (a `LEFT JOIN` that found no row).
+    pub(crate) fn is_null_ahead(&self, ahead: usize) -> rusqlite::Result<bool> {
+        Ok(matches!(
+            self.row.get_ref(self.next + ahead)?,
+            rusqlite::types::ValueRef::Null
+        ))
+    }
+
+    pub(crate) fn get<T: FromSql>(&mut self) -> rusqlite::Result<T> {
+        let at = self.take();
+        self.row.get(at)
+    }
+
+    pub(crate) fn uuid(&mut self) -> rusqlite::Result<Uuid> {
+        let at = self.take();
+        uuid_at(self.row, at)
+    }
+
+    pub(crate) fn opt_uuid(&mut self) -> rusqlite::Result<Option<Uuid>> {
+        let at = self.take();
+        opt_uuid_at(self.row, at)
+    }
+
+    pub(crate) fn time(&mut self) -> rusqlite::Result<OffsetDateTime> {
+        let at = self.take();
+        time_at(self.row, at)
+    }
+
+    pub(crate) fn opt_time(&mut self) -> rusqlite::Result<Option<OffsetDateTime>> {
+        let at = self.take();
+        opt_time_at(self.row, at)
+    }
 }

@@ -2,6 +2,7 @@
 
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 
+use super::Fields;
 use crate::entity::tenant;
 use crate::stamp::unstamp;
 
@@ -19,4 +20,27 @@ pub(crate) fn to_domain(model: tenant::Model) -> Tenant {
         modified_by: model.modified_by,
         modified_at: model.modified_at.map(unstamp),
     }
+}
+
+/// The columns a fast path never reads: the wrapped data key (read only by `data_key`) and the
+/// tombstone (a fast path reads live tenants only).
+pub(crate) const UNREAD: &[&str] = &["data_key", "deleted_at"];
+
+/// A `tenants` row read in the entity's column order less [`UNREAD`] ([`super::columns`]).
+pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<tenant::Model> {
+    f.table::<tenant::Column, _>(UNREAD, |f| {
+        Ok(tenant::Model {
+            id: f.uuid()?,
+            owner_id: f.uuid()?,
+            name: f.get()?,
+            fingerprint_tokens: f.get()?,
+            deduplicate_tokens: f.get()?,
+            created_by: f.opt_uuid()?,
+            created_at: f.time()?,
+            modified_by: f.opt_uuid()?,
+            modified_at: f.opt_time()?,
+            data_key: None,
+            deleted_at: None,
+        })
+    })
 }

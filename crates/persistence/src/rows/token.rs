@@ -3,13 +3,16 @@
 
 use std::collections::BTreeMap;
 
+use rusqlite::types::Value as SqlValue;
 use sea_orm::ActiveValue::Set;
 use sea_orm::{ColumnTrait, Condition, DbErr, SqlErr};
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
 
+use super::Fields;
 use crate::entity::token;
 use crate::repo_err;
 use crate::stamp::{stamp, unstamp};
@@ -81,4 +84,104 @@ pub(crate) fn live(now: OffsetDateTime) -> Condition {
     Condition::any()
         .add(token::Column::ExpiresAt.is_null())
         .add(token::Column::ExpiresAt.gt(stamp(now)))
+}
+
+/// A `tokens` row read in the entity's column order ([`super::columns`]).
+pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Model> {
+    f.table::<token::Column, _>(&[], |f| {
+        Ok(token::Model {
+            tenant_id: f.uuid()?,
+            id: f.get()?,
+            token_type: f.get()?,
+            container: f.get()?,
+            metadata: f.get()?,
+            data: f.get()?,
+            mask: f.get()?,
+            fingerprint: f.get()?,
+            dedup_key: f.get()?,
+            fingerprint_expression: f.get()?,
+            created_by: f.opt_uuid()?,
+            created_at: f.time()?,
+            modified_by: f.opt_uuid()?,
+            modified_at: f.opt_time()?,
+            expires_at: f.opt_time()?,
+            deduplicate: f.get()?,
+            version: f.get()?,
+        })
+    })
+}
+
+/// The columns a new token is written with by the group writers (`group_commit.rs`,
+/// `pg_group.rs`): all but `version`, which starts at the column's default, 0, as every create
+/// sets it.
+pub(crate) const NOT_INSERTED: &[&str] = &["version"];
+
+/// A new token's values as the SQLite writer binds them, in the order of
+/// `columns::<token::Column>(None, NOT_INSERTED)`: UUIDs as 16 bytes and timestamps as
+/// fixed-width RFC 3339 text, as sqlx binds them. Made by the caller, off the writer thread.
+pub(crate) fn to_sqlite(t: StoredToken) -> Result<Vec<SqlValue>, RepoError> {
+    let time = |t: OffsetDateTime| {
+        stamp(t)
+            .format(&Rfc3339)
+            .map(SqlValue::Text)
+            .map_err(|e| RepoError::Backend(Box::new(e)))
+    };
+    let opt_time = |t: Option<OffsetDateTime>| t.map_or(Ok(SqlValue::Null), time);
+    let uuid = |u: uuid::Uuid| SqlValue::Blob(u.as_bytes().to_vec());
+    let opt_uuid = |u: Option<uuid::Uuid>| u.map_or(SqlValue::Null, uuid);
+    let opt_text = |s: Option<String>| s.map_or(SqlValue::Null, SqlValue::Text);
+    let metadata = metadata_json(&t);
+    Ok(vec![
+        uuid(t.tenant_id),
+        SqlValue::Text(t.id),
+        SqlValue::Text(t.token_type),
+        SqlValue::Text(t.container),
+        SqlValue::Text(metadata),
+        SqlValue::Blob(t.data),
+        t.mask.map_or(SqlValue::Null, SqlValue::Blob),
+        opt_text(t.fingerprint),
+        opt_text(t.dedup_key),
+        opt_text(t.fingerprint_expression),
+        opt_uuid(t.created_by),
+        time(t.created_at)?,
+        opt_uuid(t.modified_by),
+        opt_time(t.modified_at)?,
+        opt_time(t.expires_at)?,
+        t.deduplicate
+            .map_or(SqlValue::Null, |d| SqlValue::Integer(i64::from(d))),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::rows::column_count;
+
+    #[test]
+    fn a_new_rows_values_are_one_per_inserted_column() {
+        let row = StoredToken {
+            id: "t".into(),
+            tenant_id: uuid::Uuid::nil(),
+            token_type: "token".into(),
+            container: "/".into(),
+            metadata: BTreeMap::new(),
+            data: vec![1],
+            mask: None,
+            fingerprint: None,
+            dedup_key: None,
+            fingerprint_expression: None,
+            created_by: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            modified_by: None,
+            modified_at: None,
+            expires_at: None,
+            deduplicate: Some(true),
+            version: 0,
+        };
+        let values = to_sqlite(row).unwrap();
+        assert_eq!(values.len(), column_count::<token::Column>(NOT_INSERTED));
+        assert_eq!(values[15], SqlValue::Integer(1), "deduplicate, last");
+    }
 }
