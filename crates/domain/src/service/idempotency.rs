@@ -117,7 +117,7 @@ impl Idempotency {
             .map_err(|e| Error::internal_from("fingerprinting a request", e))?
             .into_bytes();
         let now = self.clock.now();
-        let claim = self
+        let claimed = self
             .store
             .claim(
                 &key,
@@ -126,7 +126,9 @@ impl Idempotency {
                 now - RETENTION,
                 now - IN_FLIGHT_LEASE,
             )
-            .await?;
+            .await;
+        // A claim is a create: its tenant deleted (and purged) meanwhile is refused as such.
+        let claim = self.shared.tenant_write(caller.tenant_id, claimed).await?;
         let mismatch = || {
             Error::Unprocessable(ValidationErrors::single(
                 HEADER,
