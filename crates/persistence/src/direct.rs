@@ -28,7 +28,7 @@ use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::checkpoint;
-use crate::entity::{application, token};
+use crate::entity::{application, tenant, token};
 use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
 use crate::writer::{OnDisk, Writer};
@@ -95,8 +95,8 @@ static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
 /// The tenant settings selected after an application's columns.
 fn settings(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
     Ok(TenantSettings {
-        fingerprint_tokens: f.get()?,
-        deduplicate_tokens: f.get()?,
+        fingerprint_tokens: f.get(tenant::Column::FingerprintTokens)?,
+        deduplicate_tokens: f.get(tenant::Column::DeduplicateTokens)?,
     })
 }
 

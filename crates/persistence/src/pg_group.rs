@@ -19,7 +19,7 @@
 //! Rows whose caller has left before their turn are not written.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -32,7 +32,6 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::entity::token;
 use crate::rows;
 use crate::rows::token::{NOT_INSERTED, write_conflict};
 use crate::stamp::stamp;
@@ -47,11 +46,11 @@ const MAX_GROUP: usize = 256;
 /// The columns a new row is written with, the entity's in its order (`rows/token.rs`); the
 /// arrays below are bound in that order, each with its column's type.
 fn columns() -> String {
-    rows::columns::<token::Column>(None, NOT_INSERTED)
+    rows::columns(None, NOT_INSERTED)
 }
 
 /// The group insert; rows left out by a unique index are not returned.
-fn group_sql() -> String {
+static GROUP_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO tokens ({}) SELECT * FROM UNNEST($1::uuid[], $2::varchar[], \
          $3::varchar[], $4::varchar[], $5::text[], $6::bytea[], $7::bytea[], $8::varchar[], \
@@ -60,16 +59,16 @@ fn group_sql() -> String {
          RETURNING tenant_id, id",
         columns()
     )
-}
+});
 
 /// One row alone, to learn which index it hits.
-fn single_sql() -> String {
+static SINGLE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO tokens ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
          $12, $13, $14, $15, $16)",
         columns()
     )
-}
+});
 
 type Reply = oneshot::Sender<Result<TokenWrite, RepoError>>;
 
@@ -215,7 +214,7 @@ async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<()
     };
     // Each statement within the deadline: past it, its rows may or may not have been committed,
     // as when a connection breaks, and their callers are answered with the error.
-    let statement = sqlx::query_as::<_, (Uuid, String)>(sqlx::AssertSqlSafe(group_sql()))
+    let statement = sqlx::query_as::<_, (Uuid, String)>(sqlx::AssertSqlSafe(GROUP_SQL.as_str()))
         .bind(rows.iter().map(|t| t.tenant_id).collect::<Vec<_>>())
         .bind(rows.iter().map(|t| t.id.clone()).collect::<Vec<_>>())
         .bind(
@@ -281,7 +280,7 @@ async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), 
 /// One row in its own statement, answered with the index it hits.
 async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Error> {
     let t = &p.row;
-    let statement = sqlx::query(sqlx::AssertSqlSafe(single_sql()))
+    let statement = sqlx::query(sqlx::AssertSqlSafe(SINGLE_SQL.as_str()))
         .bind(t.tenant_id)
         .bind(&t.id)
         .bind(&t.token_type)

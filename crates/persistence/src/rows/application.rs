@@ -86,18 +86,18 @@ pub(crate) fn to_active(app: &Application, key_hash: &KeyHash) -> application::A
 pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<application::Model> {
     f.table::<application::Column, _>(&[], |f| {
         Ok(application::Model {
-            id: f.uuid()?,
-            tenant_id: f.uuid()?,
-            name: f.get()?,
-            app_type: f.get()?,
-            permissions: f.get()?,
-            rules: f.get()?,
-            key_hash: f.get()?,
-            created_by: f.opt_uuid()?,
-            created_at: f.time()?,
-            modified_by: f.opt_uuid()?,
-            modified_at: f.opt_time()?,
-            expires_at: f.opt_time()?,
+            id: f.uuid(application::Column::Id)?,
+            tenant_id: f.uuid(application::Column::TenantId)?,
+            name: f.get(application::Column::Name)?,
+            app_type: f.get(application::Column::AppType)?,
+            permissions: f.get(application::Column::Permissions)?,
+            rules: f.get(application::Column::Rules)?,
+            key_hash: f.get(application::Column::KeyHash)?,
+            created_by: f.opt_uuid(application::Column::CreatedBy)?,
+            created_at: f.time(application::Column::CreatedAt)?,
+            modified_by: f.opt_uuid(application::Column::ModifiedBy)?,
+            modified_at: f.opt_time(application::Column::ModifiedAt)?,
+            expires_at: f.opt_time(application::Column::ExpiresAt)?,
         })
     })
 }

@@ -53,11 +53,12 @@ pub(crate) fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Optio
 }
 
 /// The columns of an entity in its order, each as `alias.column` when `alias` is given, less
-/// those named in `skip` (never read by a fast path: a tenant's wrapped data key).
-pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[&str]) -> String {
+/// those in `skip` (never read or written by a fast path: a tenant's wrapped data key).
+pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[C]) -> String {
+    let skipped: Vec<String> = skip.iter().map(Iden::to_string).collect();
     C::iter()
         .map(|c| c.to_string())
-        .filter(|c| !skip.contains(&c.as_str()))
+        .filter(|c| !skipped.contains(c))
         .map(|c| match alias {
             Some(alias) => format!("{alias}.{c}"),
             None => c,
@@ -67,10 +68,8 @@ pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[&str]) ->
 }
 
 /// How many columns [`columns`] lists for an entity, less `skip`.
-pub(crate) fn column_count<C: Iterable + Iden>(skip: &[&str]) -> usize {
-    C::iter()
-        .filter(|c| !skip.contains(&c.to_string().as_str()))
-        .count()
+pub(crate) fn column_count<C: Iterable + Iden>(skip: &[C]) -> usize {
+    C::iter().count() - skip.len()
 }
 
 /// A rusqlite row read column after column from `next` on, in the order of [`columns`].
@@ -85,16 +84,25 @@ impl<'a, 'r> Fields<'a, 'r> {
         Self { row, next: at }
     }
 
-    fn take(&mut self) -> usize {
+    /// The next column's index; in debug builds (every test) checks that the statement's
+    /// column there is `column`, so a codec that reads its fields in another order than its
+    /// entity lists them fails.
+    fn take(&mut self, column: &impl Iden) -> usize {
+        let at = self.next;
         self.next += 1;
-        self.next - 1
+        debug_assert_eq!(
+            self.row.as_ref().column_name(at).ok(),
+            Some(column.to_string().as_str()),
+            "a row codec out of step with its entity at column {at}"
+        );
+        at
     }
 
     /// Reads one table's columns with `codec`; in debug builds (every test) checks that it read
     /// as many as the entity lists less `skip`, so a codec out of step with its entity fails.
     pub(crate) fn table<C: Iterable + Iden, T>(
         &mut self,
-        skip: &[&str],
+        skip: &[C],
         codec: impl FnOnce(&mut Self) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
         let start = self.next;
@@ -115,28 +123,31 @@ impl<'a, 'r> Fields<'a, 'r> {
         ))
     }
 
-    pub(crate) fn get<T: FromSql>(&mut self) -> rusqlite::Result<T> {
-        let at = self.take();
+    pub(crate) fn get<T: FromSql>(&mut self, column: impl Iden) -> rusqlite::Result<T> {
+        let at = self.take(&column);
         self.row.get(at)
     }
 
-    pub(crate) fn uuid(&mut self) -> rusqlite::Result<Uuid> {
-        let at = self.take();
+    pub(crate) fn uuid(&mut self, column: impl Iden) -> rusqlite::Result<Uuid> {
+        let at = self.take(&column);
         uuid_at(self.row, at)
     }
 
-    pub(crate) fn opt_uuid(&mut self) -> rusqlite::Result<Option<Uuid>> {
-        let at = self.take();
+    pub(crate) fn opt_uuid(&mut self, column: impl Iden) -> rusqlite::Result<Option<Uuid>> {
+        let at = self.take(&column);
         opt_uuid_at(self.row, at)
     }
 
-    pub(crate) fn time(&mut self) -> rusqlite::Result<OffsetDateTime> {
-        let at = self.take();
+    pub(crate) fn time(&mut self, column: impl Iden) -> rusqlite::Result<OffsetDateTime> {
+        let at = self.take(&column);
         time_at(self.row, at)
     }
 
-    pub(crate) fn opt_time(&mut self) -> rusqlite::Result<Option<OffsetDateTime>> {
-        let at = self.take();
+    pub(crate) fn opt_time(
+        &mut self,
+        column: impl Iden,
+    ) -> rusqlite::Result<Option<OffsetDateTime>> {
+        let at = self.take(&column);
         opt_time_at(self.row, at)
     }
 }

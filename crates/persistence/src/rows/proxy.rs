@@ -8,21 +8,21 @@ use crate::entity::proxy;
 pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<proxy::Model> {
     f.table::<proxy::Column, _>(&[], |f| {
         Ok(proxy::Model {
-            tenant_id: f.uuid()?,
-            id: f.uuid()?,
-            name: f.get()?,
-            key_hash: f.get()?,
-            key_ciphertext: f.get()?,
-            destination_url: f.get()?,
-            require_auth: f.get()?,
-            request_transform: f.get()?,
-            response_transform: f.get()?,
-            application_id: f.opt_uuid()?,
-            configuration: f.get()?,
-            created_by: f.opt_uuid()?,
-            created_at: f.time()?,
-            modified_by: f.opt_uuid()?,
-            modified_at: f.opt_time()?,
+            tenant_id: f.uuid(proxy::Column::TenantId)?,
+            id: f.uuid(proxy::Column::Id)?,
+            name: f.get(proxy::Column::Name)?,
+            key_hash: f.get(proxy::Column::KeyHash)?,
+            key_ciphertext: f.get(proxy::Column::KeyCiphertext)?,
+            destination_url: f.get(proxy::Column::DestinationUrl)?,
+            require_auth: f.get(proxy::Column::RequireAuth)?,
+            request_transform: f.get(proxy::Column::RequestTransform)?,
+            response_transform: f.get(proxy::Column::ResponseTransform)?,
+            application_id: f.opt_uuid(proxy::Column::ApplicationId)?,
+            configuration: f.get(proxy::Column::Configuration)?,
+            created_by: f.opt_uuid(proxy::Column::CreatedBy)?,
+            created_at: f.time(proxy::Column::CreatedAt)?,
+            modified_by: f.opt_uuid(proxy::Column::ModifiedBy)?,
+            modified_at: f.opt_time(proxy::Column::ModifiedAt)?,
         })
     })
 }

@@ -24,21 +24,21 @@ pub(crate) fn to_domain(model: tenant::Model) -> Tenant {
 
 /// The columns a fast path never reads: the wrapped data key (read only by `data_key`) and the
 /// tombstone (a fast path reads live tenants only).
-pub(crate) const UNREAD: &[&str] = &["data_key", "deleted_at"];
+pub(crate) const UNREAD: &[tenant::Column] = &[tenant::Column::DataKey, tenant::Column::DeletedAt];
 
 /// A `tenants` row read in the entity's column order less [`UNREAD`] ([`super::columns`]).
 pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<tenant::Model> {
     f.table::<tenant::Column, _>(UNREAD, |f| {
         Ok(tenant::Model {
-            id: f.uuid()?,
-            owner_id: f.uuid()?,
-            name: f.get()?,
-            fingerprint_tokens: f.get()?,
-            deduplicate_tokens: f.get()?,
-            created_by: f.opt_uuid()?,
-            created_at: f.time()?,
-            modified_by: f.opt_uuid()?,
-            modified_at: f.opt_time()?,
+            id: f.uuid(tenant::Column::Id)?,
+            owner_id: f.uuid(tenant::Column::OwnerId)?,
+            name: f.get(tenant::Column::Name)?,
+            fingerprint_tokens: f.get(tenant::Column::FingerprintTokens)?,
+            deduplicate_tokens: f.get(tenant::Column::DeduplicateTokens)?,
+            created_by: f.opt_uuid(tenant::Column::CreatedBy)?,
+            created_at: f.time(tenant::Column::CreatedAt)?,
+            modified_by: f.opt_uuid(tenant::Column::ModifiedBy)?,
+            modified_at: f.opt_time(tenant::Column::ModifiedAt)?,
             data_key: None,
             deleted_at: None,
         })

@@ -90,23 +90,23 @@ pub(crate) fn live(now: OffsetDateTime) -> Condition {
 pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Model> {
     f.table::<token::Column, _>(&[], |f| {
         Ok(token::Model {
-            tenant_id: f.uuid()?,
-            id: f.get()?,
-            token_type: f.get()?,
-            container: f.get()?,
-            metadata: f.get()?,
-            data: f.get()?,
-            mask: f.get()?,
-            fingerprint: f.get()?,
-            dedup_key: f.get()?,
-            fingerprint_expression: f.get()?,
-            created_by: f.opt_uuid()?,
-            created_at: f.time()?,
-            modified_by: f.opt_uuid()?,
-            modified_at: f.opt_time()?,
-            expires_at: f.opt_time()?,
-            deduplicate: f.get()?,
-            version: f.get()?,
+            tenant_id: f.uuid(token::Column::TenantId)?,
+            id: f.get(token::Column::Id)?,
+            token_type: f.get(token::Column::TokenType)?,
+            container: f.get(token::Column::Container)?,
+            metadata: f.get(token::Column::Metadata)?,
+            data: f.get(token::Column::Data)?,
+            mask: f.get(token::Column::Mask)?,
+            fingerprint: f.get(token::Column::Fingerprint)?,
+            dedup_key: f.get(token::Column::DedupKey)?,
+            fingerprint_expression: f.get(token::Column::FingerprintExpression)?,
+            created_by: f.opt_uuid(token::Column::CreatedBy)?,
+            created_at: f.time(token::Column::CreatedAt)?,
+            modified_by: f.opt_uuid(token::Column::ModifiedBy)?,
+            modified_at: f.opt_time(token::Column::ModifiedAt)?,
+            expires_at: f.opt_time(token::Column::ExpiresAt)?,
+            deduplicate: f.get(token::Column::Deduplicate)?,
+            version: f.get(token::Column::Version)?,
         })
     })
 }
@@ -114,7 +114,7 @@ pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Mod
 /// The columns a new token is written with by the group writers (`group_commit.rs`,
 /// `pg_group.rs`): all but `version`, which starts at the column's default, 0, as every create
 /// sets it.
-pub(crate) const NOT_INSERTED: &[&str] = &["version"];
+pub(crate) const NOT_INSERTED: &[token::Column] = &[token::Column::Version];
 
 /// A new token's values as the SQLite writer binds them, in the order of
 /// `columns::<token::Column>(None, NOT_INSERTED)`: UUIDs as 16 bytes and timestamps as
