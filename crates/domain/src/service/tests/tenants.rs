@@ -103,3 +103,60 @@ fn tenant_row(id: Uuid) -> Tenant {
         modified_at: None,
     }
 }
+
+/// Claims whose row's foreign key fails: the tenant was purged after the key check.
+struct PurgedTenantClaims;
+
+#[async_trait::async_trait]
+impl crate::ports::IdempotencyRepository for PurgedTenantClaims {
+    async fn claim(
+        &self,
+        _: &crate::ports::IdempotencyKey,
+        _: &[u8],
+        _: time::OffsetDateTime,
+        _: time::OffsetDateTime,
+        _: time::OffsetDateTime,
+    ) -> Result<crate::ports::Claim, crate::RepoError> {
+        Err(crate::RepoError::Gone("FOREIGN KEY".into()))
+    }
+    async fn delete_expired(&self, _: time::OffsetDateTime) -> Result<u64, crate::RepoError> {
+        Ok(0)
+    }
+    async fn complete(
+        &self,
+        _: &crate::ports::IdempotencyKey,
+        _: &[u8],
+    ) -> Result<(), crate::RepoError> {
+        Ok(())
+    }
+    async fn release(&self, _: &crate::ports::IdempotencyKey) -> Result<(), crate::RepoError> {
+        Ok(())
+    }
+}
+
+/// An `Idempotency-Key` claim is a create too: made before the handler of a request whose
+/// tenant was purged meanwhile, it is refused as unauthenticated, not a 500.
+#[tokio::test]
+async fn an_idempotency_claim_that_meets_its_tenants_deletion_is_unauthenticated() {
+    let mut tenants = MockTenants::new();
+    tenants
+        .expect_get()
+        .with(eq(Uuid::from_u128(100)))
+        .times(1)
+        .returning(|_| Ok(None));
+    let mut cipher = super::MockCiph::new();
+    cipher.expect_has_tenant_key().return_const(true);
+    cipher
+        .expect_fingerprint()
+        .returning(|_, _| Ok("fp".into()));
+    let mut ports = super::ports(tenants, MockApplications::new());
+    ports.cipher = std::sync::Arc::new(cipher);
+    ports.idempotency = std::sync::Arc::new(PurgedTenantClaims);
+    let caller = principal(&[Permission::TokenCreate]);
+    let err = super::Vault::new(ports)
+        .idempotency
+        .idempotency_begin(&caller, "retry-1", b"POST /tokens")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unauthenticated), "{err:?}");
+}
