@@ -100,10 +100,6 @@ fn settings(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
     })
 }
 
-fn token_row(row: &Row<'_>) -> rusqlite::Result<token::Model> {
-    rows::token::from_sqlite(&mut Fields::new(row, 0))
-}
-
 /// How long a direct read waits on a lock before it leaves the read to SeaORM (which waits
 /// without holding a thread). WAL readers wait only in the cases SQLite documents (the WAL being
 /// recovered after a crash, the last connection closing the database): rare, but a read must not
@@ -238,7 +234,7 @@ impl DirectReads {
         let found = self.one(
             APPLICATION_BY_ID.as_str(),
             params![&tenant_id.as_bytes()[..], &id.as_bytes()[..]],
-            |row| rows::application::from_sqlite(&mut Fields::new(row, 0)),
+            |row| rows::whole(row, rows::application::from_sqlite),
         )?;
         Some(found.and_then(|m| m.map(crate::rows::application::to_domain).transpose()))
     }
@@ -257,7 +253,9 @@ impl DirectReads {
         };
         let found = self.with(|conn| {
             conn.prepare_cached(&LIVE_TOKEN)?
-                .query_row(params![&tenant_id.as_bytes()[..], id, now], token_row)
+                .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
+                    rows::whole(row, rows::token::from_sqlite)
+                })
                 .optional()
         })?;
         Some(found.and_then(|m| m.map(crate::rows::token::to_domain).transpose()))
@@ -282,7 +280,9 @@ impl DirectReads {
             let mut found = Vec::with_capacity(ids.len());
             for id in &ids {
                 let row = statement
-                    .query_row(params![&tenant_id.as_bytes()[..], id, now], token_row)
+                    .query_row(params![&tenant_id.as_bytes()[..], id, now], |row| {
+                        rows::whole(row, rows::token::from_sqlite)
+                    })
                     .optional()?;
                 found.extend(row);
             }

@@ -318,9 +318,6 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use time::OffsetDateTime;
 
     use super::*;
 
@@ -328,25 +325,7 @@ mod tests {
     pub(super) const A_BUG: &str = "tokenvault-test-a-bug";
 
     fn row(id: &str) -> StoredToken {
-        StoredToken {
-            id: id.into(),
-            tenant_id: Uuid::from_u128(1),
-            token_type: "token".into(),
-            container: "/".into(),
-            metadata: BTreeMap::new(),
-            data: vec![1],
-            mask: None,
-            fingerprint: None,
-            dedup_key: None,
-            fingerprint_expression: None,
-            created_by: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            modified_by: None,
-            modified_at: None,
-            expires_at: None,
-            deduplicate: None,
-            version: 0,
-        }
+        crate::rows::token::sample(id)
     }
 
     #[tokio::test]

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use rusqlite::Row;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
@@ -29,7 +28,7 @@ use crate::entity::{application, token};
 use crate::reads::Reads;
 use crate::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
-use crate::rows::{self, Fields, columns};
+use crate::rows::{self, columns};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
 
@@ -79,10 +78,6 @@ static PROXY_BY_KEY: LazyLock<String> = LazyLock::new(|| {
         columns::<proxy::Column>(None, &[])
     )
 });
-
-fn proxy_row(row: &Row<'_>) -> rusqlite::Result<proxy::Model> {
-    rows::proxy::from_sqlite(&mut Fields::new(row, 0))
-}
 
 fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
     let id = m.id;
@@ -145,11 +140,11 @@ impl ProxyRepository for SeaOrmProxyRepository {
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError> {
         let key = [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()];
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.one(PROXY_BY_ID.as_str(), key, proxy_row))
-        {
+        if let Some(found) = self.direct.as_ref().and_then(|d| {
+            d.one(PROXY_BY_ID.as_str(), key, |row| {
+                rows::whole(row, rows::proxy::from_sqlite)
+            })
+        }) {
             return found?.map(to_domain).transpose();
         }
         Entity::find()
@@ -163,11 +158,11 @@ impl ProxyRepository for SeaOrmProxyRepository {
     }
 
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.one(PROXY_BY_KEY.as_str(), [hash_hex(hash)], proxy_row))
-        {
+        if let Some(found) = self.direct.as_ref().and_then(|d| {
+            d.one(PROXY_BY_KEY.as_str(), [hash_hex(hash)], |row| {
+                rows::whole(row, rows::proxy::from_sqlite)
+            })
+        }) {
             return found?.map(to_domain).transpose();
         }
         Entity::find()

@@ -4,7 +4,6 @@
 use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
-use rusqlite::Row;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
@@ -25,7 +24,7 @@ use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
 use crate::repo_err;
-use crate::rows::{self, Fields, columns};
+use crate::rows::{self, columns};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
 
@@ -138,20 +137,12 @@ static FORMULA_BY_ID: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-fn formula_row(row: &Row<'_>) -> rusqlite::Result<formula::Model> {
-    rows::reactor::formula_from_sqlite(&mut Fields::new(row, 0))
-}
-
 static REACTOR_BY_ID: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {} FROM reactors WHERE tenant_id = ?1 AND id = ?2",
         columns::<reactor::Column>(None, &[])
     )
 });
-
-fn reactor_row(row: &Row<'_>) -> rusqlite::Result<reactor::Model> {
-    rows::reactor::reactor_from_sqlite(&mut Fields::new(row, 0))
-}
 
 /// The formula `id` of `tenant_id`: on the calling thread where SQLite's file allows.
 pub(crate) async fn formula_by_id(
@@ -161,11 +152,9 @@ pub(crate) async fn formula_by_id(
     id: Uuid,
 ) -> Result<Option<Formula>, RepoError> {
     if let Some(found) = direct.and_then(|d| {
-        d.one(
-            FORMULA_BY_ID.as_str(),
-            key_params(tenant_id, id),
-            formula_row,
-        )
+        d.one(FORMULA_BY_ID.as_str(), key_params(tenant_id, id), |row| {
+            rows::whole(row, rows::reactor::formula_from_sqlite)
+        })
     }) {
         return found?.map(formula_to_domain).transpose();
     }
@@ -187,11 +176,9 @@ pub(crate) async fn reactor_by_id(
     id: Uuid,
 ) -> Result<Option<Reactor>, RepoError> {
     if let Some(found) = direct.and_then(|d| {
-        d.one(
-            REACTOR_BY_ID.as_str(),
-            key_params(tenant_id, id),
-            reactor_row,
-        )
+        d.one(REACTOR_BY_ID.as_str(), key_params(tenant_id, id), |row| {
+            rows::whole(row, rows::reactor::reactor_from_sqlite)
+        })
     }) {
         return found?.map(reactor_to_domain).transpose();
     }

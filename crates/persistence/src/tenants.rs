@@ -22,7 +22,7 @@ use crate::reads::Reads;
 use crate::repo_err;
 use crate::rows::application::to_active;
 use crate::rows::tenant::to_domain;
-use crate::rows::{self, Fields, columns};
+use crate::rows::{self, columns};
 use crate::stamp::stamp;
 
 /// Tenants in the `tenants` table; a deleted one is a tombstone until its rows are purged
@@ -106,7 +106,7 @@ impl TenantRepository for SeaOrmTenantRepository {
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
         if let Some(found) = self.direct.as_ref().and_then(|d| {
             d.one(TENANT_BY_ID.as_str(), [id.as_bytes().to_vec()], |row| {
-                rows::tenant::from_sqlite(&mut Fields::new(row, 0))
+                rows::whole(row, rows::tenant::from_sqlite)
             })
         }) {
             return Ok(found?.map(to_domain));

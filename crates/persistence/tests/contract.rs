@@ -408,15 +408,21 @@ async fn key_lookup_decodes_every_field_and_the_tenant_settings() {
     .await;
 }
 
+/// A tenant with its management key (hash 1), deleted: a tombstone whose rows wait for the purge.
+async fn deleted_tenant(r: &Repos) -> Tenant {
+    let t = tenant("a");
+    r.tenants
+        .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
+        .await
+        .unwrap();
+    assert!(r.tenants.delete(t.id, now()).await.unwrap());
+    t
+}
+
 #[tokio::test]
 async fn a_key_inserted_after_the_delete_opens_nothing_and_is_purged() {
     each_backend(|r| async move {
-        let t = tenant("a");
-        r.tenants
-            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
-            .await
-            .unwrap();
-        assert!(r.tenants.delete(t.id, now()).await.unwrap());
+        let t = deleted_tenant(&r).await;
         // A request already past its key when the delete committed makes another key: its
         // insert still meets the tombstone, so the foreign key lets it in.
         r.apps.insert(&app(t.id, now()), &hash(2)).await.unwrap();
@@ -445,12 +451,7 @@ async fn a_key_inserted_after_the_delete_opens_nothing_and_is_purged() {
 #[tokio::test]
 async fn a_key_inserted_after_the_purge_is_gone_not_a_failure() {
     each_backend(|r| async move {
-        let t = tenant("a");
-        r.tenants
-            .create_with_application(&t, &[7, 7, 7], &app(t.id, now()), &hash(1))
-            .await
-            .unwrap();
-        assert!(r.tenants.delete(t.id, now()).await.unwrap());
+        let t = deleted_tenant(&r).await;
         while r.tenants.purge_deleted(100).await.unwrap() > 0 {}
         // A request past its key check before the delete, whose insert comes after the purge:
         // the tenant row is gone, and the port says so (the use case answers 404, not 500).

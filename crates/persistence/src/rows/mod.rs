@@ -34,20 +34,20 @@ fn time_of(index: usize, text: &str) -> rusqlite::Result<OffsetDateTime> {
         .map_err(|_| corrupt(index, "stored timestamp is unreadable"))
 }
 
-pub(crate) fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
+fn uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Uuid> {
     uuid_of(index, &row.get::<_, Vec<u8>>(index)?)
 }
 
-pub(crate) fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
+fn opt_uuid_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Uuid>> {
     let bytes: Option<Vec<u8>> = row.get(index)?;
     bytes.map(|b| uuid_of(index, &b)).transpose()
 }
 
-pub(crate) fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
+fn time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<OffsetDateTime> {
     time_of(index, &row.get::<_, String>(index)?)
 }
 
-pub(crate) fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
+fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDateTime>> {
     let text: Option<String> = row.get(index)?;
     text.map(|t| time_of(index, &t)).transpose()
 }
@@ -70,6 +70,14 @@ pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[C]) -> St
 /// How many columns [`columns`] lists for an entity, less `skip`.
 pub(crate) fn column_count<C: Iterable + Iden>(skip: &[C]) -> usize {
     C::iter().count() - skip.len()
+}
+
+/// A row that holds one table's columns alone, read with that table's `codec`.
+pub(crate) fn whole<T>(
+    row: &Row<'_>,
+    codec: impl FnOnce(&mut Fields<'_, '_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    codec(&mut Fields::new(row, 0))
 }
 
 /// A rusqlite row read column after column from `next` on, in the order of [`columns`].

@@ -152,34 +152,39 @@ pub(crate) fn to_sqlite(t: StoredToken) -> Result<Vec<SqlValue>, RepoError> {
     ])
 }
 
+/// A new token of tenant 1 with the least set (unit tests).
+#[cfg(test)]
+pub(crate) fn sample(id: &str) -> StoredToken {
+    StoredToken {
+        id: id.into(),
+        tenant_id: uuid::Uuid::from_u128(1),
+        token_type: "token".into(),
+        container: "/".into(),
+        metadata: BTreeMap::new(),
+        data: vec![1],
+        mask: None,
+        fingerprint: None,
+        dedup_key: None,
+        fingerprint_expression: None,
+        created_by: None,
+        created_at: OffsetDateTime::UNIX_EPOCH,
+        modified_by: None,
+        modified_at: None,
+        expires_at: None,
+        deduplicate: None,
+        version: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::rows::column_count;
 
     #[test]
     fn a_new_rows_values_are_one_per_inserted_column() {
-        let row = StoredToken {
-            id: "t".into(),
-            tenant_id: uuid::Uuid::nil(),
-            token_type: "token".into(),
-            container: "/".into(),
-            metadata: BTreeMap::new(),
-            data: vec![1],
-            mask: None,
-            fingerprint: None,
-            dedup_key: None,
-            fingerprint_expression: None,
-            created_by: None,
-            created_at: OffsetDateTime::UNIX_EPOCH,
-            modified_by: None,
-            modified_at: None,
-            expires_at: None,
-            deduplicate: Some(true),
-            version: 0,
-        };
+        let mut row = sample("t");
+        row.deduplicate = Some(true);
         let values = to_sqlite(row).unwrap();
         assert_eq!(values.len(), column_count::<token::Column>(NOT_INSERTED));
         assert_eq!(values[15], SqlValue::Integer(1), "deduplicate, last");

@@ -24,18 +24,9 @@ fn audit_vault() -> (Vault, Arc<NoAudit>) {
 
 fn vault_over(audit: Arc<dyn AuditRepository>) -> Vault {
     let mut tenants = MockTenants::new();
-    tenants.expect_get().returning(|id| {
-        Ok(Some(Tenant {
-            id,
-            owner_id: id,
-            name: "t".into(),
-            settings: TenantSettings::default(),
-            created_by: None,
-            created_at: now(),
-            modified_by: None,
-            modified_at: None,
-        }))
-    });
+    tenants
+        .expect_get()
+        .returning(|id| Ok(Some(super::tenant_row(id))));
     let mut p = ports(tenants, MockApplications::new());
     p.cipher = Arc::new(mac_cipher());
     p.audit = audit;

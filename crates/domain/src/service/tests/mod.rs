@@ -448,6 +448,20 @@ fn keys() -> MockKeys {
     keys
 }
 
+/// A live tenant `id` as its repository returns it.
+fn tenant_row(id: Uuid) -> Tenant {
+    Tenant {
+        id,
+        owner_id: id,
+        name: "t".into(),
+        settings: TenantSettings::default(),
+        created_by: None,
+        created_at: now(),
+        modified_by: None,
+        modified_at: None,
+    }
+}
+
 fn vault(tenants: MockTenants, applications: MockApplications) -> Vault {
     Vault::new(ports(tenants, applications))
 }

@@ -3,10 +3,9 @@
 use mockall::predicate::eq;
 use uuid::Uuid;
 
-use super::{MockApplications, MockTenants, now, principal, vault};
+use super::{MockApplications, MockTenants, now, principal, tenant_row, vault};
 use crate::error::Error;
 use crate::permission::Permission;
-use crate::tenant::{Tenant, TenantSettings};
 
 #[tokio::test]
 async fn deleting_the_tenant_retires_it_now_and_leaves_its_rows_to_the_purge() {
@@ -88,19 +87,6 @@ async fn a_create_that_meets_its_tenants_deletion_is_unauthenticated() {
         } else {
             assert!(matches!(err, Error::Internal { .. }), "{err:?}");
         }
-    }
-}
-
-fn tenant_row(id: Uuid) -> Tenant {
-    Tenant {
-        id,
-        owner_id: id,
-        name: "t".into(),
-        settings: TenantSettings::default(),
-        created_by: None,
-        created_at: now(),
-        modified_by: None,
-        modified_at: None,
     }
 }
 
