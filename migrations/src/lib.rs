@@ -18,6 +18,7 @@ mod m20261202_000012_token_counts;
 mod m20261203_000013_token_version_and_dedup_choice;
 mod m20261204_000014_tenant_keys;
 mod m20261205_000015_tenant_tombstones;
+mod m20261206_000016_token_months;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000013_token_version_and_dedup_choice::Migration),
             Box::new(m20261204_000014_tenant_keys::Migration),
             Box::new(m20261205_000015_tenant_tombstones::Migration),
+            Box::new(m20261206_000016_token_months::Migration),
         ]
     }
 }

@@ -20,11 +20,13 @@ use rusqlite::{Connection, ErrorCode, params_from_iter};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
 use tokio::sync::oneshot;
+use uuid::Uuid;
 
 use crate::entity::token;
 use crate::rows::token::NOT_INSERTED;
 use crate::rows::{column_count, columns};
 use crate::sqlite_tx::transaction;
+use crate::token_months::Created;
 
 /// The insert, its columns those of the entity that a new row is written with (`rows/token.rs`).
 static INSERT: LazyLock<String> = LazyLock::new(|| {
@@ -40,9 +42,12 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
 
 pub(crate) type Answer = Result<TokenWrite, RepoError>;
 
-/// A token row (its values, `rows::token::to_sqlite`) and the caller waiting for its answer.
+/// A token row (its values, `rows::token::to_sqlite`; its tenant and UTC month of creation, for
+/// `token_months`) and the caller waiting for its answer.
 pub(crate) struct Pending {
     pub(crate) values: Vec<SqlValue>,
+    pub(crate) tenant_id: Uuid,
+    pub(crate) month: String,
     pub(crate) reply: oneshot::Sender<Answer>,
 }
 
@@ -76,13 +81,22 @@ pub(crate) fn write(conn: &Connection, rows: &mut Vec<Pending>) {
     }
 }
 
-/// The batch in one transaction: each row's answer, or the error that rolled it all back.
+/// The batch in one transaction, with the monthly creation counts of the rows it wrote
+/// (`token_months.rs`): each row's answer, or the error that rolled it all back.
 fn write_batch(conn: &Connection, batch: &[Pending]) -> Result<Vec<Answer>, CommitFailed> {
     transaction(conn, |conn| {
-        batch
+        let answers = batch
             .iter()
             .map(|pending| insert_one(conn, &pending.values))
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut created = Created::default();
+        for (pending, answer) in batch.iter().zip(&answers) {
+            if matches!(answer, Ok(TokenWrite::Done)) {
+                created.add(pending.tenant_id, &pending.month);
+            }
+        }
+        created.write(conn)?;
+        Ok(answers)
     })
     .map_err(|e: rusqlite::Error| CommitFailed(e.to_string()))
 }

@@ -34,6 +34,7 @@ mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod token_count;
+mod token_months;
 mod token_queries;
 mod tokens;
 mod writer;

@@ -29,8 +29,8 @@ use crate::stamp::stamp;
 /// The tenant-owned tables, in the order their rows are purged: the tables holding its keys
 /// first (a key inserted by a request that raced the delete works nowhere, as every key lookup
 /// leaves deleted tenants out, and it goes before anything else), children before parents,
-/// the token counts after the tokens (whose deletes update them).
-const PURGE_ORDER: [&str; 12] = [
+/// the token counts after the tokens (whose deletes update them), and their monthly creations.
+const PURGE_ORDER: [&str; 13] = [
     "sessions",
     "applications",
     "proxies",
@@ -38,6 +38,7 @@ const PURGE_ORDER: [&str; 12] = [
     "token_activity",
     "tokens",
     "token_counts",
+    "token_months",
     "idempotency_keys",
     "audit_log",
     "audit_heads",

@@ -19,12 +19,13 @@ use uuid::Uuid;
 use crate::activity_rows;
 use crate::direct::DirectReads;
 use crate::engine::{Database, Engine};
-use crate::entity::{activity, association, token};
+use crate::entity::{activity, association, token, token_month};
 use crate::reads::Reads;
 use crate::repo_err;
 use crate::rows::token::{live, metadata_json, to_active, to_domain, write_conflict};
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};
+use crate::token_months::{Created, month_of};
 use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
 use crate::token_queries::{live_token, live_tokens};
 
@@ -119,6 +120,14 @@ impl TokenRepository for SeaOrmTokenRepository {
                 txn.rollback().await.map_err(repo_err)?;
                 return outcome;
             }
+        }
+        if matches!(self.engine, Engine::Sqlite(_)) {
+            // PostgreSQL's trigger counts them; SQLite's adapter does (`token_months.rs`).
+            let mut created = Created::default();
+            for t in tokens {
+                created.add(t.tenant_id, &month_of(t.created_at));
+            }
+            created.write_seaorm(&txn).await.map_err(repo_err)?;
         }
         txn.commit().await.map_err(repo_err)?;
         Ok(TokenWrite::Done)
@@ -390,12 +399,23 @@ impl TokenRepository for SeaOrmTokenRepository {
     }
 
     async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError> {
-        activity::Entity::find()
+        // Created in the month (a few counter rows, `token_months`), and recorded active in it.
+        let created: i64 = token_month::Entity::find()
+            .filter(token_month::Column::TenantId.eq(tenant_id))
+            .filter(token_month::Column::Month.eq(month))
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .iter()
+            .map(|m| m.created)
+            .sum();
+        let recorded = activity::Entity::find()
             .filter(activity::Column::TenantId.eq(tenant_id))
             .filter(activity::Column::Month.eq(month))
             .count(&self.db)
             .await
-            .map_err(repo_err)
+            .map_err(repo_err)?;
+        Ok(u64::try_from(created).unwrap_or(0) + recorded)
     }
 }
 

@@ -26,6 +26,7 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::group_commit::{self, Pending};
+use crate::token_months::month_of;
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
 /// transaction.
@@ -91,10 +92,17 @@ impl Writer {
     /// Writes `row` with whatever other rows are waiting; returns after the commit.
     pub(crate) async fn insert_token(&self, row: StoredToken) -> Result<TokenWrite, RepoError> {
         // Encoded here, on the caller's thread: the writer thread only binds and steps.
+        let (tenant_id, month) = (row.tenant_id, month_of(row.created_at));
         let values = crate::rows::token::to_sqlite(row)?;
         let (reply, answer) = oneshot::channel();
+        let pending = Pending {
+            values,
+            tenant_id,
+            month,
+            reply,
+        };
         self.queue
-            .send(Message::Token(Pending { values, reply }))
+            .send(Message::Token(pending))
             .await
             .map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?

@@ -370,7 +370,10 @@ pub trait TokenRepository: Send + Sync {
     /// Records tokens as active in a month (`YYYY-MM`); one upsert per (tenant, month, token).
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
 
-    /// Distinct active tokens of the tenant in the month.
+    /// Distinct active tokens of the tenant in the month: the tokens created in it, counted
+    /// by the store as they are written (a deleted one keeps its count), and the tokens
+    /// recorded by [`Self::record_activity`] in it (the domain records only tokens created in
+    /// an earlier month, so none is counted twice).
     async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError>;
 }
 

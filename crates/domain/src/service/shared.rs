@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
 use super::usage::month_of;
@@ -159,14 +160,30 @@ impl Shared {
         self.audit_trail.record(tenant_id, events);
     }
 
-    /// Notes that tokens `ids` of `tenant_id` were used now (the monthly active count).
+    /// Notes that tokens of `tenant_id`, given as (id, creation time), were used now (the
+    /// monthly active count). A token created this UTC month is left out: the store counts it
+    /// from its creation (`TokenRepository::count_active`), so an activity row for it would
+    /// count it twice, and tokenizing writes no activity row at all.
     pub(in crate::service) fn record_active<'a>(
         &self,
         tenant_id: Uuid,
-        ids: impl IntoIterator<Item = &'a str>,
+        tokens: impl IntoIterator<Item = (&'a str, OffsetDateTime)>,
     ) {
-        let month = month_of(self.clock.now());
-        self.activity_trail
-            .record(tenant_id, &month, &mut ids.into_iter());
+        let now = self.clock.now();
+        let month = month_of(now);
+        let mut older = tokens
+            .into_iter()
+            .filter(|(_, created)| !same_month(*created, now))
+            .map(|(id, _)| id)
+            .peekable();
+        if older.peek().is_some() {
+            self.activity_trail.record(tenant_id, &month, &mut older);
+        }
     }
+}
+
+/// Whether `a` and `b` fall in the same UTC calendar month.
+fn same_month(a: OffsetDateTime, b: OffsetDateTime) -> bool {
+    let (a, b) = (a.to_offset(UtcOffset::UTC), b.to_offset(UtcOffset::UTC));
+    (a.year(), a.month()) == (b.year(), b.month())
 }

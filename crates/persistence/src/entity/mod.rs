@@ -12,3 +12,4 @@ pub mod reactor;
 pub mod session;
 pub mod tenant;
 pub mod token;
+pub mod token_month;

@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::forward::{ForwardError, OutboundRequest};
 use crate::permission::Permission;
 use crate::proxy::{Proxy, ProxyKey, ProxyTail, destination_of, forwardable};
-use crate::service::tokens::{DetokenizeAs, ReadAhead};
+use crate::service::tokens::{DetokenizeAs, ReadAhead, Used, active};
 use crate::service::{Proxies, Vault};
 use crate::template::ids_in_text;
 
@@ -251,7 +251,7 @@ impl Proxies {
         // The body goes out byte for byte unless an expression was replaced or a transform
         // rewrote it.
         let mut body: Option<Value> = None;
-        let mut used_tokens = std::collections::BTreeSet::new();
+        let mut used_tokens = Used::new();
         if let Some(acting) = &detokenizer
             && let Some(value) = parsed.take()
         {
@@ -265,8 +265,7 @@ impl Proxies {
                 .detokenize_value(acting, value, how, ahead)
                 .await?;
             if !used.is_empty() {
-                self.shared
-                    .record_active(acting.tenant_id, used.iter().map(String::as_str));
+                self.shared.record_active(acting.tenant_id, active(&used));
                 used_tokens = used;
                 body = Some(replaced);
             }
@@ -376,20 +375,14 @@ impl Proxies {
     /// The audit of one call: `invoke` of the proxy when the request was sent, and `use` of each
     /// token handed on. A call without a key is `anonymous`, even when the proxy's application
     /// detokenized for it.
-    fn audit_proxy_use(
-        &self,
-        proxy: &Proxy,
-        caller: Option<&Principal>,
-        used: &std::collections::BTreeSet<String>,
-        sent: bool,
-    ) {
+    fn audit_proxy_use(&self, proxy: &Proxy, caller: Option<&Principal>, used: &Used, sent: bool) {
         let proxy_id = proxy.id.to_string();
         if let Some(caller) = caller {
             if sent {
                 self.shared.audit(caller, "invoke", "proxy", [proxy_id]);
             }
             self.shared
-                .audit(caller, "use", "token", used.iter().map(String::as_str));
+                .audit(caller, "use", "token", used.keys().map(String::as_str));
             return;
         }
         let anonymous = ActorType::Anonymous;
@@ -397,7 +390,7 @@ impl Proxies {
             self.shared
                 .audit_unkeyed(proxy.tenant_id, anonymous, "invoke", "proxy", proxy_id);
         }
-        for id in used {
+        for id in used.keys() {
             self.shared
                 .audit_unkeyed(proxy.tenant_id, anonymous, "use", "token", id.clone());
         }

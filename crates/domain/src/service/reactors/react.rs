@@ -15,7 +15,7 @@ use crate::code::{CodeCall, CodeError};
 use crate::error::Error;
 use crate::permission::Permission;
 use crate::reactor::{Reactor, bind_arguments};
-use crate::service::tokens::{DetokenizeAs, Tokenized};
+use crate::service::tokens::{DetokenizeAs, Tokenized, active};
 use crate::service::{PrefetchedReactor, Reactors, Vault};
 
 /// What an invocation returns.
@@ -98,10 +98,9 @@ impl Reactors {
         // The code has seen the data unless it never started (every worker busy): recorded
         // whatever it did then, a throw or a limit included.
         if !matches!(returned, Err(CodeError::Busy)) {
+            self.shared.record_active(caller.tenant_id, active(&used));
             self.shared
-                .record_active(caller.tenant_id, used.iter().map(String::as_str));
-            self.shared
-                .audit(caller, "use", "token", used.iter().map(String::as_str));
+                .audit(caller, "use", "token", used.keys().map(String::as_str));
         }
         let returned = returned.map_err(code_error::<ReactorError>)?;
         // An object's `raw` and `tokenize`; anything else the code returns (a string, a number,

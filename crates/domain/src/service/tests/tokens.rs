@@ -265,9 +265,12 @@ async fn a_report_waits_for_the_flush_in_flight() {
     let entered_tx = std::sync::Mutex::new(Some(entered_tx));
     let go_rx = std::sync::Mutex::new(go_rx);
     let mut tokens = MockTokens::new();
-    tokens
-        .expect_get()
-        .returning(|_, id, _| Ok(Some(stored(id, "/pci/high/", &json!("4242424242424242")))));
+    tokens.expect_get().returning(|_, id, _| {
+        // Made last month: a read this month is recorded as activity.
+        let mut token = stored(id, "/pci/high/", &json!("4242424242424242"));
+        token.created_at = now() - Duration::days(40);
+        Ok(Some(token))
+    });
     let w = written.clone();
     tokens.expect_record_activity().returning(move |entries| {
         if let Some(tx) = entered_tx.lock().unwrap().take() {

@@ -15,6 +15,7 @@ use crate::template::{collect_all, substitute_all};
 use crate::token::StoredToken;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// Tokens read beside another read (a proxy reads them beside its application, each read being
@@ -83,6 +84,14 @@ fn lone_json_path(filter: &str) -> Option<&str> {
     (!inner.contains(quote)).then_some(inner)
 }
 
+/// The tokens a detokenization used: id → creation time.
+pub(crate) type Used = BTreeMap<String, OffsetDateTime>;
+
+/// `used` as the monthly activity takes it.
+pub(crate) fn active(used: &Used) -> impl Iterator<Item = (&str, OffsetDateTime)> {
+    used.iter().map(|(id, created)| (id.as_str(), *created))
+}
+
 impl Tokens {
     /// A filtered expression's value: a lone `json: '$.path'` keeps the selected JSON (a
     /// number stays a number); any other filter chain renders to text.
@@ -107,10 +116,9 @@ impl Tokens {
             with_filters: false,
         };
         let (body, used) = self.detokenize_value(caller, body, how, None).await?;
+        self.shared.record_active(caller.tenant_id, active(&used));
         self.shared
-            .record_active(caller.tenant_id, used.iter().map(String::as_str));
-        self.shared
-            .audit(caller, "use", "token", used.iter().map(String::as_str));
+            .audit(caller, "use", "token", used.keys().map(String::as_str));
         Ok(body)
     }
 
@@ -138,7 +146,8 @@ impl Tokens {
 
     /// Replaces the expressions in `body`: at most [`MAX_DETOKENIZE`] distinct tokens, every one
     /// authorized for `how.permission` before any is decrypted, the answer bounded by
-    /// [`MAX_DETOKENIZED_BYTES`]. Returns the body and the ids of the tokens used. `ahead` is
+    /// [`MAX_DETOKENIZED_BYTES`]. Returns the body and the tokens used (id → creation time, for
+    /// the monthly activity). `ahead` is
     /// used only when it was read for the caller's tenant and these very ids.
     pub(crate) async fn detokenize_value(
         &self,
@@ -146,7 +155,7 @@ impl Tokens {
         body: Value,
         how: DetokenizeAs<'_>,
         ahead: Option<ReadAhead>,
-    ) -> Result<(Value, BTreeSet<String>), Error> {
+    ) -> Result<(Value, Used), Error> {
         let mut expressions = Vec::new();
         collect_all(&body, how.with_filters, &mut expressions);
         let unique: BTreeSet<String> = expressions.iter().map(|e| e.id.clone()).collect();
@@ -157,7 +166,7 @@ impl Tokens {
             ));
         }
         if unique.is_empty() {
-            return Ok((body, unique));
+            return Ok((body, Used::new()));
         }
         let wanted: Vec<String> = unique.iter().cloned().collect();
         let found = match ahead {
@@ -199,6 +208,7 @@ impl Tokens {
             ));
         }
         self.shared.ensure_key(caller.tenant_id).await?;
+        let used: Used = found.iter().map(|t| (t.id.clone(), t.created_at)).collect();
         let mut shown = BTreeMap::new();
         let mut masks = RESPONSE_RENDER_STEPS;
         for (stored, transform) in found.into_iter().zip(transforms) {
@@ -271,7 +281,7 @@ impl Tokens {
                 format!("the detokenized {} would exceed 10 MiB", how.field),
             ));
         }
-        Ok((substitute_all(body, how.with_filters, &values), unique))
+        Ok((substitute_all(body, how.with_filters, &values), used))
     }
 }
 

@@ -61,5 +61,5 @@ mod sealing;
 mod tokenize;
 mod update;
 
-pub(crate) use detokenize::{DetokenizeAs, ReadAhead};
+pub(crate) use detokenize::{DetokenizeAs, ReadAhead, Used, active};
 pub use read::MAX_ID_FILTERS;

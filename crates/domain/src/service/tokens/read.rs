@@ -80,7 +80,7 @@ impl Tokens {
         let token = self.decrypt_token(stored)?;
         let transform = caller.require_on(token.reference(), Permission::TokenRead)?;
         self.shared
-            .record_active(caller.tenant_id, [token.id.as_str()]);
+            .record_active(caller.tenant_id, [(token.id.as_str(), token.created_at)]);
         self.shared
             .audit(caller, "read", "token", [token.id.as_str()]);
         Ok(self.token_view(token, transform))
@@ -125,8 +125,12 @@ impl Tokens {
             };
             items.push(self.token_view_sharing(token, transform, &mut steps));
         }
-        self.shared
-            .record_active(caller.tenant_id, items.iter().map(|v| v.token.id.as_str()));
+        self.shared.record_active(
+            caller.tenant_id,
+            items
+                .iter()
+                .map(|v| (v.token.id.as_str(), v.token.created_at)),
+        );
         self.shared.audit(
             caller,
             "read",

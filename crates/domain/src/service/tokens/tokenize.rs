@@ -67,10 +67,10 @@ impl Tokens {
                 }
             }
         }
-        let active = fresh
-            .iter()
-            .map(|(t, _)| t.id.as_str())
-            .chain(existing.values().map(|v| v.token.id.as_str()));
+        // The fresh tokens are counted by the store from their creation.
+        let active = existing
+            .values()
+            .map(|v| (v.token.id.as_str(), v.token.created_at));
         self.shared.record_active(caller.tenant_id, active);
         self.shared.audit(
             caller,

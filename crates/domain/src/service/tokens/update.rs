@@ -141,7 +141,7 @@ impl Tokens {
         }
         token.version += 1;
         self.shared
-            .record_active(caller.tenant_id, [token.id.as_str()]);
+            .record_active(caller.tenant_id, [(token.id.as_str(), token.created_at)]);
         self.shared
             .audit(caller, "update", "token", [token.id.as_str()]);
         // The response shows data under the transform that decided the update access.
