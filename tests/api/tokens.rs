@@ -657,6 +657,12 @@ async fn usage_report_counts_types_and_monthly_active_tokens() {
             r["monthly_active_tokens"], 2,
             "a deleted token keeps its count"
         );
+        // A batch's new tokens count once each (`/tokenize` writes no activity row for them).
+        let batch = c
+            .post("/tokenize", &json!([{"type": "token", "data": "b"}, "c"]))
+            .await;
+        assert_eq!(batch.status(), 200);
+        assert_eq!(report().await["monthly_active_tokens"], 4);
         let reader = with(app, &["token:read"], json!([])).await;
         assert_problem(reader.get("/tenants/self/reports/usage").await, 403).await;
     })
