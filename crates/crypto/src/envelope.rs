@@ -136,6 +136,15 @@ impl Cipher for EnvelopeCipher {
             .remove(&tenant_id);
     }
 
+    fn cached_tenant_keys(&self) -> Vec<Uuid> {
+        self.cache
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .copied()
+            .collect()
+    }
+
     fn encrypt(
         &self,
         tenant_id: Uuid,
@@ -228,6 +237,26 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         assert!(c.decrypt(t1, b"ctx", &bad).is_err());
+    }
+
+    #[test]
+    fn the_cached_keys_are_those_loaded_and_not_forgotten() {
+        let c = EnvelopeCipher::new(master(1), vec![]);
+        let (t1, t2) = (Uuid::new_v4(), Uuid::new_v4());
+        assert!(c.cached_tenant_keys().is_empty());
+        now(c.load_tenant_key(t1, &now(c.new_tenant_key(t1)).unwrap())).unwrap();
+        now(c.load_tenant_key(t2, &now(c.new_tenant_key(t2)).unwrap())).unwrap();
+        let mut cached = c.cached_tenant_keys();
+        cached.sort();
+        let mut both = vec![t1, t2];
+        both.sort();
+        assert_eq!(cached, both);
+        c.forget_tenant_key(t1);
+        assert_eq!(c.cached_tenant_keys(), [t2]);
+        assert!(matches!(
+            c.encrypt(t1, b"ctx", b"x"),
+            Err(CipherError::KeyNotLoaded)
+        ));
     }
 
     #[test]

@@ -73,6 +73,14 @@ pub(crate) async fn purge_deleted_tenants(vault: Vault, mut stop: watch::Receive
         if purged > 0 {
             tracing::info!(rows = purged, "deleted tenants' rows purged");
         }
+        match vault.tenants.forget_deleted_tenant_keys().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                tenants = n,
+                "data keys of deleted tenants dropped from memory"
+            ),
+            Err(e) => tracing::warn!(error = %e, "checking the cached data keys failed"),
+        }
     }
 }
 

@@ -423,6 +423,8 @@ pub trait Cipher: Send + Sync {
     async fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
     /// Drops the tenant's key from the cache.
     fn forget_tenant_key(&self, tenant_id: Uuid);
+    /// The tenants whose keys are cached.
+    fn cached_tenant_keys(&self) -> Vec<Uuid>;
     /// Encrypts under the tenant's key, bound to `context` (AAD).
     fn encrypt(
         &self,

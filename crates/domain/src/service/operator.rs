@@ -56,6 +56,24 @@ impl Tenants {
         Ok(())
     }
 
+    /// Drops from this instance's memory the data keys of tenants deleted since they were
+    /// loaded, by another instance too (`DELETE /tenants/self` forgets the key only on the
+    /// instance that served it); how many. Run with the purge job.
+    ///
+    /// # Errors
+    /// A storage failure (the keys checked before it are forgotten).
+    pub async fn forget_deleted_tenant_keys(&self) -> Result<usize, Error> {
+        let mut forgotten = 0;
+        for tenant_id in self.cipher.cached_tenant_keys() {
+            // `get` leaves deleted tenants (tombstones) out, as every lookup does.
+            if self.store.get(tenant_id).await?.is_none() {
+                self.cipher.forget_tenant_key(tenant_id);
+                forgotten += 1;
+            }
+        }
+        Ok(forgotten)
+    }
+
     /// Removes at most `batch` rows of deleted tenants (the second step of a tenant's
     /// deletion, run by a background job until it returns 0); how many rows went.
     ///

@@ -96,6 +96,7 @@ mock! {
         fn has_tenant_key(&self, tenant_id: Uuid) -> bool;
         async fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError>;
         fn forget_tenant_key(&self, tenant_id: Uuid);
+        fn cached_tenant_keys(&self) -> Vec<Uuid>;
         fn encrypt(&self, tenant_id: Uuid, context: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CipherError>;
         fn decrypt(&self, tenant_id: Uuid, context: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>, CipherError>;
         fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;

@@ -146,3 +146,30 @@ async fn an_idempotency_claim_that_meets_its_tenants_deletion_is_unauthenticated
         .unwrap_err();
     assert!(matches!(err, Error::Unauthenticated), "{err:?}");
 }
+
+/// Another instance deleted a tenant whose data key this one still holds in memory: the purge
+/// job's check drops that key and keeps the keys of live tenants.
+#[tokio::test]
+async fn the_keys_of_tenants_deleted_elsewhere_are_dropped_from_memory() {
+    let (live, gone) = (Uuid::from_u128(100), Uuid::from_u128(200));
+    let mut tenants = MockTenants::new();
+    tenants
+        .expect_get()
+        .with(eq(live))
+        .returning(|id| Ok(Some(tenant_row(id))));
+    tenants.expect_get().with(eq(gone)).returning(|_| Ok(None));
+    let mut cipher = super::MockCiph::new();
+    cipher
+        .expect_cached_tenant_keys()
+        .return_const(vec![live, gone]);
+    // Forgetting `live` would find no expectation and fail the test.
+    cipher
+        .expect_forget_tenant_key()
+        .with(eq(gone))
+        .times(1)
+        .return_const(());
+    let mut ports = super::ports(tenants, MockApplications::new());
+    ports.cipher = std::sync::Arc::new(cipher);
+    let v = super::Vault::new(ports);
+    assert_eq!(v.tenants.forget_deleted_tenant_keys().await.unwrap(), 1);
+}
