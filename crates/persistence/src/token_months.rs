@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, Statement};
-use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
 /// The counter `UPSERT` (SQLite keeps one shard, 0), in the text both drivers bind.
@@ -16,25 +15,14 @@ const ADD: &str = "INSERT INTO token_months (tenant_id, month, shard, created) \
      VALUES (?1, ?2, 0, ?3) \
      ON CONFLICT (tenant_id, month, shard) DO UPDATE SET created = created + excluded.created";
 
-/// The UTC month (`YYYY-MM`) of `t`, as the monthly active count keys it.
-pub(crate) fn month_of(t: OffsetDateTime) -> String {
-    let t = t.to_offset(UtcOffset::UTC);
-    format!("{:04}-{:02}", t.year(), u8::from(t.month()))
-}
-
 /// Tokens inserted per (tenant, month), to be added in the inserting transaction.
 #[derive(Debug, Default)]
 pub(crate) struct Created(BTreeMap<(Uuid, String), i64>);
 
 impl Created {
-    /// One more token of `tenant_id` created at `at`.
+    /// One more token of `tenant_id` created in `month` (`month_of` its creation).
     pub(crate) fn add(&mut self, tenant_id: Uuid, month: &str) {
-        match self.0.get_mut(&(tenant_id, month.to_owned())) {
-            Some(n) => *n += 1,
-            None => {
-                self.0.insert((tenant_id, month.to_owned()), 1);
-            }
-        }
+        *self.0.entry((tenant_id, month.to_owned())).or_insert(0) += 1;
     }
 
     /// Adds the counts on the writer's connection.
@@ -62,16 +50,7 @@ impl Created {
 
 #[cfg(test)]
 mod tests {
-    use time::macros::datetime;
-
     use super::*;
-
-    #[test]
-    fn the_month_is_the_utc_one() {
-        assert_eq!(month_of(datetime!(2026-11-30 23:30 -01:00)), "2026-12");
-        assert_eq!(month_of(datetime!(2026-12-01 00:30 +01:00)), "2026-11");
-        assert_eq!(month_of(datetime!(0999-01-01 00:00 UTC)), "0999-01");
-    }
 
     #[test]
     fn counts_add_up_per_tenant_and_month() {

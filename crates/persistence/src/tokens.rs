@@ -12,7 +12,7 @@ use sea_orm::{
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCount};
+use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCount, month_of};
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
@@ -25,7 +25,7 @@ use crate::repo_err;
 use crate::rows::token::{live, metadata_json, to_active, to_domain, write_conflict};
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};
-use crate::token_months::{Created, month_of};
+use crate::token_months::Created;
 use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
 use crate::token_queries::{live_token, live_tokens};
 

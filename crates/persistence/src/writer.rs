@@ -21,12 +21,11 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use tokenvault_domain::RepoError;
-use tokenvault_domain::ports::TokenWrite;
+use tokenvault_domain::ports::{TokenWrite, month_of};
 use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::group_commit::{self, Pending};
-use crate::token_months::month_of;
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
 /// transaction.

@@ -46,10 +46,16 @@ const PURGE_BATCH: u64 = 500;
 /// turns at the one write lock, and a purge that never paused could keep it from the writer.
 const PURGE_PAUSE: Duration = Duration::from_millis(5);
 
+/// Rounds of the purge job between two checks of the cached data keys: each check looks up
+/// the tenant of every key this instance holds, so it runs every 30 s, not every second.
+const KEY_CHECK_ROUNDS: u64 = 30;
+
 /// Removes the rows of deleted tenants (the second step of a tenant's deletion) in short
-/// statements, checking for work once a second; stops between two statements.
+/// statements, checking for work once a second; stops between two statements. Every
+/// [`KEY_CHECK_ROUNDS`] rounds it also drops the data keys of tenants deleted meanwhile.
 pub(crate) async fn purge_deleted_tenants(vault: Vault, mut stop: watch::Receiver<bool>) {
     let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    let mut rounds = 0u64;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
@@ -72,6 +78,10 @@ pub(crate) async fn purge_deleted_tenants(vault: Vault, mut stop: watch::Receive
         }
         if purged > 0 {
             tracing::info!(rows = purged, "deleted tenants' rows purged");
+        }
+        rounds += 1;
+        if !rounds.is_multiple_of(KEY_CHECK_ROUNDS) {
+            continue;
         }
         match vault.tenants.forget_deleted_tenant_keys().await {
             Ok(0) => {}

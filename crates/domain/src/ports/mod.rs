@@ -367,7 +367,7 @@ pub trait TokenRepository: Send + Sync {
         child: &str,
     ) -> Result<bool, RepoError>;
 
-    /// Records tokens as active in a month (`YYYY-MM`); one upsert per (tenant, month, token).
+    /// Records tokens as active in a month ([`month_of`]); one upsert per (tenant, month, token).
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
 
     /// Distinct active tokens of the tenant in the month: the tokens created in it, counted
@@ -409,6 +409,14 @@ pub trait KeyWrapping: Send + Sync + std::fmt::Debug {
 
     /// Whether `wrapped` is under the current master key (version): rotation leaves it.
     async fn is_current(&self, wrapped: &[u8]) -> Result<bool, CipherError>;
+}
+
+/// The UTC calendar month of `t` as the monthly active count keys it (`YYYY-MM`): the month of
+/// [`TokenRepository::record_activity`] and [`TokenRepository::count_active`], and the month a
+/// store counts a new token in.
+pub fn month_of(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!("{:04}-{:02}", t.year(), u8::from(t.month()))
 }
 
 /// Envelope encryption of token data: per-tenant data keys wrapped by the master key, cached

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use time::{OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
-use super::usage::month_of;
 use crate::audit::{ActorType, AuditEvent};
 use crate::auth::Principal;
 use crate::error::{Error, RepoError};
-use crate::ports::{ActivityTrail, AuditTrail, Cipher, Clock, TenantRepository};
+use crate::ports::{ActivityTrail, AuditTrail, Cipher, Clock, TenantRepository, month_of};
 
 /// The clock, the data keys and the two trails.
 #[derive(Clone)]

@@ -3,14 +3,13 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::Usage;
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
-use crate::ports::{ActivityTrail, TypeCount};
+use crate::ports::{ActivityTrail, TypeCount, month_of};
 
 /// Activity entries remembered as written, to skip re-writing them within a month.
 const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
@@ -70,10 +69,6 @@ pub struct UsageReport {
     pub by_type: Vec<TypeCount>,
     /// Distinct tokens active this UTC month.
     pub monthly_active_tokens: u64,
-}
-
-pub(super) fn month_of(t: OffsetDateTime) -> String {
-    format!("{:04}-{:02}", t.year(), u8::from(t.month()))
 }
 
 impl ActivityTrail for ActivityBuffer {
@@ -174,11 +169,17 @@ impl Usage {
 
 #[cfg(test)]
 mod tests {
+    use time::OffsetDateTime;
+    use time::macros::datetime;
+
     use super::*;
 
     #[test]
     pub(super) fn months_are_utc_calendar_months() {
         let t = OffsetDateTime::from_unix_timestamp(1_801_000_000).unwrap();
         assert_eq!(month_of(t), "2027-01");
+        assert_eq!(month_of(datetime!(2026-11-30 23:30 -01:00)), "2026-12");
+        assert_eq!(month_of(datetime!(2026-12-01 00:30 +01:00)), "2026-11");
+        assert_eq!(month_of(datetime!(0999-01-01 00:00 UTC)), "0999-01");
     }
 }

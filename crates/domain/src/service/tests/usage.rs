@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::FutureExt;
 
 use super::*;
-use crate::service::usage::month_of;
+use crate::ports::month_of;
 
 /// Token storage that only records activity, and can hang while doing so.
 #[derive(Default)]
