@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    Iterable, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -96,6 +96,24 @@ impl SeaOrmTokenRepository {
     }
 }
 
+impl SeaOrmTokenRepository {
+    /// How many rows one insert statement of [`TokenRepository::insert_all`] carries.
+    ///
+    /// PostgreSQL: the whole batch (`POST /tokenize` sends at most 1,000; the bound is the
+    /// protocol's 65,535 parameters). Its count triggers take a statement's counter rows in key
+    /// order, so two single-statement batches never wait on each other's rows in opposite
+    /// orders; a batch split over statements in one transaction held the first statement's
+    /// counters while waiting for the next's, and two batches over the same containers in
+    /// opposite orders deadlocked (`concurrent_batches_over_the_same_containers_never_deadlock`).
+    /// SQLite has one writer at a time: statements of 100 rows stay far below its variable limit.
+    fn rows_per_statement(&self) -> usize {
+        match self.engine {
+            Engine::Sqlite(_) => 100,
+            Engine::Postgres(_) => usize::from(u16::MAX) / token::Column::iter().count(),
+        }
+    }
+}
+
 #[async_trait]
 impl TokenRepository for SeaOrmTokenRepository {
     async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
@@ -111,7 +129,7 @@ impl TokenRepository for SeaOrmTokenRepository {
             return Ok(TokenWrite::Done);
         }
         let txn = self.db.begin().await.map_err(repo_err)?;
-        for chunk in tokens.chunks(100) {
+        for chunk in tokens.chunks(self.rows_per_statement()) {
             let result = token::Entity::insert_many(chunk.iter().map(to_active))
                 .exec_without_returning(&txn)
                 .await;
