@@ -43,6 +43,16 @@ impl fmt::Debug for EnvelopeCipher {
     }
 }
 
+/// Base58 (Bitcoin alphabet) of a 32-byte tag: fingerprints and the audit chain's MACs.
+/// `five8` rather than `bs58`: the general encoder is quadratic in the input and cost ~1 µs a
+/// tag, 2 % of a detokenize's CPU (each read writes an audit entry); `five8`'s fixed-size one
+/// takes ~80 ns and writes the same text (the test below compares them).
+fn base58_32(tag: &[u8; 32]) -> String {
+    let mut out = [0u8; five8::BASE58_ENCODED_32_MAX_LEN];
+    let len = usize::from(five8::encode_32(tag, &mut out));
+    out[..len].iter().map(|&b| char::from(b)).collect()
+}
+
 fn wrap_context(tenant_id: Uuid) -> Vec<u8> {
     format!("tokenvault:tenant-key:v1:{tenant_id}").into_bytes()
 }
@@ -170,13 +180,14 @@ impl Cipher for EnvelopeCipher {
 
     fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError> {
         let key = self.key(tenant_id)?;
-        let tag = key
+        let tag: [u8; 32] = key
             .fingerprint
             .clone()
             .chain_update(input)
             .finalize()
-            .into_bytes();
-        Ok(bs58::encode(tag).into_string())
+            .into_bytes()
+            .into();
+        Ok(base58_32(&tag))
     }
 
     async fn rewrap(
@@ -270,6 +281,19 @@ mod tests {
         assert_ne!(a, c.fingerprint(t2, b"card\x004242").unwrap());
         assert_ne!(a, c.fingerprint(t1, b"card\x004243").unwrap());
         assert!(bs58::decode(&a).into_vec().is_ok());
+    }
+
+    proptest::proptest! {
+        /// `five8` writes exactly what the general base58 encoder does (the stored fingerprints
+        /// and audit MACs were written by `bs58`), leading zero bytes included.
+        #[test]
+        fn base58_of_32_bytes_is_the_general_encoding(
+            mut bytes in proptest::array::uniform32(proptest::num::u8::ANY),
+            zeros in 0usize..33,
+        ) {
+            bytes[..zeros].fill(0);
+            proptest::prop_assert_eq!(base58_32(&bytes), bs58::encode(bytes).into_string());
+        }
     }
 
     #[test]
