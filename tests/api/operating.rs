@@ -140,6 +140,9 @@ async fn files_the_server_creates_are_owner_only() {
         assert_eq!(mode(&path), 0o600, "{name}");
     }
     app.shutdown().await.unwrap();
+    // A stopped server has copied its log back into the database file (`Database::close`).
+    let wal = std::fs::metadata(dir.join("tokenvault.db-wal")).map_or(0, |m| m.len());
+    assert_eq!(wal, 0, "the log is empty once the server has stopped");
     // A database left world-readable (by an earlier version) is narrowed at start.
     std::fs::set_permissions(
         dir.join("tokenvault.db"),

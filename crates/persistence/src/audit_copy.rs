@@ -17,7 +17,7 @@
 //! committed: it is the caller's error, and the domain looks in the chain before writing those
 //! entries again (`settle` in `domain/service/audit.rs`).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
@@ -25,7 +25,7 @@ use sea_orm::sqlx::{self, Connection};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros};
@@ -33,6 +33,7 @@ use crate::entity::audit_entry;
 use crate::rows::columns;
 use crate::supervise::answered as database_answered;
 use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, timed_out, within};
+use crate::threads::Joinable;
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
      ON CONFLICT (tenant_id) DO NOTHING";
@@ -78,6 +79,8 @@ enum Message {
 #[derive(Debug)]
 pub(crate) struct AuditWriter {
     queue: mpsc::UnboundedSender<Message>,
+    stop: Arc<Notify>,
+    thread: Joinable,
 }
 
 fn stopped() -> RepoError {
@@ -88,10 +91,22 @@ impl AuditWriter {
     /// Starts the thread, which connects with `options` on its first append.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let (queue, mut rx) = mpsc::unbounded_channel();
-        supervise::spawn("pg-audit", move |rt| {
-            rt.block_on(run(&options, &mut rx));
+        let stop = Arc::new(Notify::new());
+        let stopping = stop.clone();
+        let thread = supervise::spawn("pg-audit", move |rt| {
+            rt.block_on(run(&options, &mut rx, &stopping));
         })?;
-        Ok(Self { queue })
+        Ok(Self {
+            queue,
+            stop,
+            thread: Joinable::new("pg-audit", thread),
+        })
+    }
+
+    /// Stops the thread once the appends queued before have run; later appends fail.
+    pub(crate) async fn stop(&self) {
+        self.stop.notify_one();
+        self.thread.join().await;
     }
 
     /// Appends `entries` (checked by the caller) after `expected`; whatever else it answers,
@@ -131,10 +146,14 @@ impl AuditWriter {
     }
 }
 
-async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Message>) {
+async fn run(
+    options: &PgConnectOptions,
+    queue: &mut mpsc::UnboundedReceiver<Message>,
+    stop: &Notify,
+) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
-    while let Some(message) = queue.recv().await {
+    while let Some(message) = supervise::next(queue, stop).await {
         let append = match message {
             Message::Settled(reply) => {
                 let _ = reply.send(());

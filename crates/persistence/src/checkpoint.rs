@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::threads::Joinable;
 use crate::writer::Writer;
 
 /// How often the log is copied back.
@@ -29,19 +30,43 @@ const EVERY: Duration = Duration::from_millis(20);
 /// Log pages at which the log is finished on the writer thread and starts over.
 const RESTART_AT: i64 = 1_000;
 
-/// Starts the checkpoint thread of `path`, which ends once the file's `writer` is dropped. The
-/// one thread whose failure to start does not fail `connect`: the writer's own
-/// `wal_autocheckpoint` then keeps the log bounded (logged).
-pub(crate) fn start(path: PathBuf, writer: Weak<Writer>) {
-    let spawned = std::thread::Builder::new()
-        .name("sqlite-checkpoint".into())
-        .spawn(move || run(&path, &writer));
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "no checkpoint thread: SQLite checkpoints in the writers");
+/// The running checkpoint thread of a file.
+#[derive(Debug)]
+pub(crate) struct Checkpointer {
+    stop: Arc<AtomicBool>,
+    thread: Joinable,
+}
+
+impl Checkpointer {
+    /// Ends the thread at its next turn (within [`EVERY`]) and waits for it.
+    pub(crate) async fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.thread.join().await;
     }
 }
 
-fn run(path: &Path, writer: &Weak<Writer>) {
+/// Starts the checkpoint thread of `path`, which ends when stopped or once the file's `writer`
+/// is dropped. The one thread whose failure to start does not fail `connect`: the writer's own
+/// `wal_autocheckpoint` then keeps the log bounded (logged).
+pub(crate) fn start(path: PathBuf, writer: Weak<Writer>) -> Option<Checkpointer> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = stop.clone();
+    let spawned = std::thread::Builder::new()
+        .name("sqlite-checkpoint".into())
+        .spawn(move || run(&path, &writer, &stopping));
+    match spawned {
+        Ok(thread) => Some(Checkpointer {
+            stop,
+            thread: Joinable::new("sqlite-checkpoint", thread),
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "no checkpoint thread: SQLite checkpoints in the writers");
+            None
+        }
+    }
+}
+
+fn run(path: &Path, writer: &Weak<Writer>, stop: &AtomicBool) {
     let conn = match Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -60,6 +85,9 @@ fn run(path: &Path, writer: &Weak<Writer>) {
     let mut last_queued = None;
     loop {
         std::thread::sleep(EVERY);
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
         let Some(writer) = writer.upgrade() else {
             return;
         };

@@ -14,6 +14,7 @@
 //! key regenerated or deleted through SeaORM is refused by the next request (decisions §4).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::checkpoint;
+use crate::checkpoint::{self, Checkpointer};
 use crate::entity::{application, tenant, token};
 use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
@@ -43,6 +44,10 @@ pub(crate) struct DirectReads {
     idle: Mutex<Vec<Connection>>,
     /// The file's writer thread (`writer.rs`): token inserts, audit and activity flushes.
     writer: Arc<Writer>,
+    /// Its checkpoint thread (`checkpoint.rs`), if it could start.
+    checkpointer: Option<Checkpointer>,
+    /// Set by [`Self::stop`]: no read opens a connection after it.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for DirectReads {
@@ -135,12 +140,28 @@ impl DirectReads {
     /// The writer thread could not start.
     pub(crate) fn open_file(file: &OnDisk) -> std::io::Result<Arc<Self>> {
         let writer = Arc::new(Writer::start(file)?);
-        checkpoint::start(file.path.clone(), Arc::downgrade(&writer));
+        let checkpointer = checkpoint::start(file.path.clone(), Arc::downgrade(&writer));
         Ok(Arc::new(Self {
             path: file.path.clone(),
             idle: Mutex::new(Vec::new()),
             writer,
+            checkpointer,
+            closed: AtomicBool::new(false),
         }))
+    }
+
+    /// Stops the file's threads: the checkpointer, then the writer once what was queued is
+    /// written (it copies the log back last); closes the idle read connections. Reads and
+    /// writes after it fail or open a connection of their own.
+    pub(crate) async fn stop(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.stop().await;
+        }
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.clear();
+        }
+        self.writer.stop().await;
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {
@@ -159,6 +180,9 @@ impl DirectReads {
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Option<Result<T, RepoError>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Some(Err(RepoError::Backend("the database is closed".into())));
+        }
         let idle = self.idle.lock().map_or(None, |mut idle| idle.pop());
         let conn = match idle {
             Some(conn) => conn,
@@ -169,7 +193,8 @@ impl DirectReads {
             },
         };
         let result = read(&conn);
-        if let Ok(mut idle) = self.idle.lock()
+        if !self.closed.load(Ordering::Acquire)
+            && let Ok(mut idle) = self.idle.lock()
             && idle.len() < MAX_IDLE
         {
             idle.push(conn);

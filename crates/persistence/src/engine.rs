@@ -9,8 +9,9 @@
 //! - PostgreSQL: the adapter's own connections for point reads (`pg_direct.rs`), the token
 //!   group writer thread (`pg_group.rs`) and the audit appender thread (`audit_copy.rs`).
 //!
-//! Every repository is made from a [`Database`] and shares its engine; the threads end once
-//! the last clone of it is dropped, after the work queued before.
+//! Every repository is made from a [`Database`] and shares its engine; its owner stops the
+//! threads with [`Database::close`] (the server does, last, `crates/server/src/lib.rs`), and
+//! they also end once the last clone is dropped, after the work queued before.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -74,12 +75,20 @@ impl Database {
         Reads::new(self.db.clone(), self.postgres())
     }
 
-    /// Closes the pool; the engine's threads end when the last clone is dropped.
+    /// Closes the database for every clone of it: the pool, then the engine's threads, each
+    /// once the work queued before is done (a SQLite file's log is then copied back into it).
+    /// Returns after the threads have ended (each waited for at most 35 s, logged past it).
+    /// Later calls of a repository made from it fail.
     ///
     /// # Errors
-    /// The pool failed to close.
+    /// The pool failed to close (the threads are stopped all the same).
     pub async fn close(self) -> Result<(), sea_orm::DbErr> {
-        self.db.close().await
+        let closed = self.db.close().await;
+        match &self.engine {
+            Engine::Sqlite(file) => file.stop().await,
+            Engine::Postgres(pg) => pg.stop().await,
+        }
+        closed
     }
 }
 

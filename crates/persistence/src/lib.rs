@@ -33,6 +33,7 @@ mod tenant_purge;
 mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
+mod threads;
 mod token_count;
 mod token_months;
 mod token_queries;

@@ -74,6 +74,7 @@ impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take()
             && self.finished
+            && !self.home.permits.is_closed()
         {
             self.home
                 .idle
@@ -119,6 +120,16 @@ impl PgDirect {
     /// The audit appender of this database (`audit_copy.rs`).
     pub(crate) fn audit(&self) -> &AuditWriter {
         &self.audit
+    }
+
+    /// Stops the group writer and the audit appender once what was queued is written, and
+    /// closes the idle connections.
+    pub(crate) async fn stop(&self) {
+        // No statement gets a connection after this (`PoolClosed`).
+        self.permits.close();
+        self.writer.stop().await;
+        self.audit.stop().await;
+        self.forget_idle();
     }
 
     /// Drops every idle connection (after one failed outside the database's answer).

@@ -29,13 +29,14 @@ use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::rows;
 use crate::rows::token::{NOT_INSERTED, write_conflict};
 use crate::stamp::stamp;
 use crate::supervise::{self, CHECK_AFTER_IDLE, answered, within};
+use crate::threads::Joinable;
 
 /// How long the writer's statements wait for a row lock.
 const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
@@ -82,16 +83,30 @@ struct Pending {
 #[derive(Debug)]
 pub(crate) struct PgWriter {
     rows: mpsc::UnboundedSender<Pending>,
+    stop: Arc<Notify>,
+    thread: Joinable,
 }
 
 impl PgWriter {
-    /// Starts the thread; it ends when the writer is dropped (every sender gone).
+    /// Starts the thread; it ends when the writer is dropped (every sender gone) or stopped.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let (rows, mut queue) = mpsc::unbounded_channel();
-        supervise::spawn("pg-writer", move |rt| {
-            rt.block_on(run(&options, &mut queue));
+        let stop = Arc::new(Notify::new());
+        let stopping = stop.clone();
+        let thread = supervise::spawn("pg-writer", move |rt| {
+            rt.block_on(run(&options, &mut queue, &stopping));
         })?;
-        Ok(Self { rows })
+        Ok(Self {
+            rows,
+            stop,
+            thread: Joinable::new("pg-writer", thread),
+        })
+    }
+
+    /// Stops the thread once the rows queued before are written; later inserts fail.
+    pub(crate) async fn stop(&self) {
+        self.stop.notify_one();
+        self.thread.join().await;
     }
 
     /// Inserts `row` with the rows waiting beside it; its own outcome, after the commit.
@@ -114,10 +129,14 @@ impl PgWriter {
     }
 }
 
-async fn run(options: &PgConnectOptions, queue: &mut mpsc::UnboundedReceiver<Pending>) {
+async fn run(
+    options: &PgConnectOptions,
+    queue: &mut mpsc::UnboundedReceiver<Pending>,
+    stop: &Notify,
+) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
-    while let Some(first) = queue.recv().await {
+    while let Some(first) = supervise::next(queue, stop).await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match queue.try_recv() {

@@ -4,11 +4,14 @@
 //! append, or a whole group of token inserts): its callers learn it from their dropped replies.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sea_orm::sqlx;
 use sea_orm::sqlx::postgres::{PgDatabaseError, PgSeverity};
 use tokio::runtime::{Builder, Runtime};
+use tokio::sync::Notify;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// A connection of such a thread idle longer is pinged before its next write: a server
 /// restart or an administrator may have closed it.
@@ -46,12 +49,12 @@ fn runtime() -> std::io::Result<Runtime> {
 pub(crate) fn spawn(
     name: &str,
     mut body: impl FnMut(&Runtime) + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<JoinHandle<()>> {
     let what = name.to_owned();
     // The first runtime is made on the thread itself and its outcome sent back: one made here
     // and dropped when the spawn fails would be dropped inside the caller's runtime (a panic).
     let (started, outcome) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
+    let handle = std::thread::Builder::new()
         .name(what.clone())
         .spawn(move || {
             let mut current = match runtime() {
@@ -85,7 +88,22 @@ pub(crate) fn spawn(
         })?;
     outcome
         .recv()
-        .map_err(|_| std::io::Error::other("the thread ended before it started"))?
+        .map_err(|_| std::io::Error::other("the thread ended before it started"))??;
+    Ok(handle)
+}
+
+/// The next message of such a thread's `queue`. Once `stop` is notified the queue takes no
+/// new message and what it holds is still handed out, then `None`: the thread ends after the
+/// work queued before its owner closed the database (`threads.rs`).
+pub(crate) async fn next<T>(queue: &mut UnboundedReceiver<T>, stop: &Notify) -> Option<T> {
+    tokio::select! {
+        biased;
+        message = queue.recv() => message,
+        () = stop.notified() => {
+            queue.close();
+            queue.recv().await
+        }
+    }
 }
 
 /// Whether the connection is still in step after `e`: the database answered the statement (a

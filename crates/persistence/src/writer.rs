@@ -13,8 +13,9 @@
 //!
 //! Token inserts are committed in groups (`group_commit.rs`); any other write is a job run on
 //! the connection in the order it arrived. The thread belongs to no HTTP worker's runtime, so it
-//! neither stops with one nor competes with its requests. It ends when its queue's last sender
-//! (with the file's `DirectReads`, `direct.rs`) is dropped.
+//! neither stops with one nor competes with its requests. It ends when the database is closed
+//! (`Writer::stop`) or its queue's last sender (with the file's `DirectReads`, `direct.rs`) is
+//! dropped.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +27,7 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::group_commit::{self, Pending};
+use crate::threads::Joinable;
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
 /// transaction.
@@ -50,6 +52,8 @@ pub(crate) type Job = Box<dyn FnOnce(&Connection) + Send>;
 enum Message {
     Token(Pending),
     Job(Job),
+    /// Take nothing new; end once what is queued is written.
+    Stop,
 }
 
 /// A SQLite database file on disk, as `connect` opened it.
@@ -65,6 +69,7 @@ pub(crate) struct OnDisk {
 #[derive(Debug)]
 pub(crate) struct Writer {
     queue: mpsc::Sender<Message>,
+    thread: Joinable,
 }
 
 /// The writer is gone (it could not open the database, or the process is stopping).
@@ -82,10 +87,24 @@ impl Writer {
     pub(crate) fn start(file: &OnDisk) -> std::io::Result<Self> {
         let conn = open(file).map_err(std::io::Error::other)?;
         let (queue, rx) = mpsc::channel(QUEUE);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || run(&conn, rx))?;
-        Ok(Self { queue })
+            .spawn(move || {
+                run(&conn, rx);
+                truncate_log(&conn);
+            })?;
+        Ok(Self {
+            queue,
+            thread: Joinable::new("sqlite-writer", thread),
+        })
+    }
+
+    /// Stops the thread once what was queued before is written, and copies the log back into
+    /// the database file; later writes fail.
+    pub(crate) async fn stop(&self) {
+        // Fails only when the thread has ended already.
+        let _ = self.queue.send(Message::Stop).await;
+        self.thread.join().await;
     }
 
     /// Writes `row` with whatever other rows are waiting; returns after the commit.
@@ -164,6 +183,8 @@ fn run(conn: &Connection, mut rx: mpsc::Receiver<Message>) {
             match message {
                 Message::Token(pending) => rows.push(pending),
                 Message::Job(job) => jobs.push(job),
+                // What is queued still comes, then the loop ends.
+                Message::Stop => rx.close(),
             }
         }
         if !rows.is_empty() {
@@ -176,6 +197,21 @@ fn run(conn: &Connection, mut rx: mpsc::Receiver<Message>) {
             guarded(conn, || job(conn));
             tracing::debug!(elapsed_us = started.elapsed().as_micros(), "writer job");
         }
+    }
+}
+
+/// At the writer's end: copies the whole log back into the database file and empties it, so a
+/// stopped server leaves one self-contained file (as a backup or `sqlite3` reads it) and the
+/// next start has no log to go through. Readers still open may keep it from finishing: the log
+/// then stays, as after a crash, and is no less durable.
+fn truncate_log(conn: &Connection) {
+    let done = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+        row.get::<_, i64>(0)
+    });
+    match done {
+        Ok(0) => tracing::debug!("the SQLite log is copied back"),
+        Ok(_) => tracing::info!("the SQLite log could not be copied back at stop (readers)"),
+        Err(e) => tracing::warn!(error = %e, "the last SQLite checkpoint failed"),
     }
 }
 

@@ -341,6 +341,11 @@ pub async fn run(
     let _ = audit_flusher.await;
     let _ = purger.await;
     let _ = statistics.await;
+    // Last, after the final flushes: the engine's threads end once their queues are written,
+    // and a SQLite file's log is copied back into it.
+    if let Err(e) = db.close().await {
+        tracing::warn!(error = %e, "closing the database pool failed");
+    }
     tracing::info!("stopped");
     Ok(())
 }
