@@ -136,7 +136,15 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         if let Some(pg) = self.reads.pg() {
             return keyed_reactor::key_and_reactor_postgres(pg, hash_hex(hash), reactor_id).await;
         }
-        // SQLite: point reads, on the calling thread when the file allows (`direct.rs`).
+        // SQLite: the same join on the calling thread (`direct.rs`); point reads through the
+        // pool when the file was locked.
+        if let Some(found) = self
+            .direct
+            .as_deref()
+            .and_then(|d| keyed_reactor::key_and_reactor_sqlite(d, &hash_hex(hash), reactor_id))
+        {
+            return found;
+        }
         let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
             return Ok(None);
         };

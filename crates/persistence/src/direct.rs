@@ -98,7 +98,7 @@ static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The tenant settings selected after an application's columns.
-fn settings(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
+pub(crate) fn settings(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
     Ok(TenantSettings {
         fingerprint_tokens: f.get(tenant::Column::FingerprintTokens)?,
         deduplicate_tokens: f.get(tenant::Column::DeduplicateTokens)?,
