@@ -99,7 +99,7 @@ impl AuditWriter {
         Ok(Self {
             queue,
             stop,
-            thread: Joinable::new("pg-audit", thread),
+            thread,
         })
     }
 

@@ -51,14 +51,9 @@ impl Checkpointer {
 pub(crate) fn start(path: PathBuf, writer: Weak<Writer>) -> Option<Checkpointer> {
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
-    let spawned = std::thread::Builder::new()
-        .name("sqlite-checkpoint".into())
-        .spawn(move || run(&path, &writer, &stopping));
+    let spawned = Joinable::spawn("sqlite-checkpoint", move || run(&path, &writer, &stopping));
     match spawned {
-        Ok(thread) => Some(Checkpointer {
-            stop,
-            thread: Joinable::new("sqlite-checkpoint", thread),
-        }),
+        Ok(thread) => Some(Checkpointer { stop, thread }),
         Err(e) => {
             tracing::warn!(error = %e, "no checkpoint thread: SQLite checkpoints in the writers");
             None

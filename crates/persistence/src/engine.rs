@@ -83,7 +83,14 @@ impl Database {
     /// # Errors
     /// The pool failed to close (the threads are stopped all the same).
     pub async fn close(self) -> Result<(), sea_orm::DbErr> {
-        let closed = self.db.close().await;
+        // The pool waits for its connections in use to come back: as long as for a thread.
+        let closed = tokio::time::timeout(crate::threads::STOP_WAIT, self.db.close())
+            .await
+            .unwrap_or_else(|_| {
+                Err(sea_orm::DbErr::Custom(
+                    "the pool's connections were not given back in time".into(),
+                ))
+            });
         match &self.engine {
             Engine::Sqlite(file) => file.stop().await,
             Engine::Postgres(pg) => pg.stop().await,

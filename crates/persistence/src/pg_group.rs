@@ -96,11 +96,7 @@ impl PgWriter {
         let thread = supervise::spawn("pg-writer", move |rt| {
             rt.block_on(run(&options, &mut queue, &stopping));
         })?;
-        Ok(Self {
-            rows,
-            stop,
-            thread: Joinable::new("pg-writer", thread),
-        })
+        Ok(Self { rows, stop, thread })
     }
 
     /// Stops the thread once the rows queued before are written; later inserts fail.

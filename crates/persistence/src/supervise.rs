@@ -4,7 +4,6 @@
 //! append, or a whole group of token inserts): its callers learn it from their dropped replies.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sea_orm::sqlx;
@@ -12,6 +11,8 @@ use sea_orm::sqlx::postgres::{PgDatabaseError, PgSeverity};
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::threads::Joinable;
 
 /// A connection of such a thread idle longer is pinged before its next write: a server
 /// restart or an administrator may have closed it.
@@ -47,62 +48,62 @@ fn runtime() -> std::io::Result<Runtime> {
 /// on a fresh runtime each time it panics; the error when the thread or its first runtime
 /// cannot be made.
 pub(crate) fn spawn(
-    name: &str,
+    name: &'static str,
     mut body: impl FnMut(&Runtime) + Send + 'static,
-) -> std::io::Result<JoinHandle<()>> {
-    let what = name.to_owned();
+) -> std::io::Result<Joinable> {
+    let what = name;
     // The first runtime is made on the thread itself and its outcome sent back: one made here
     // and dropped when the spawn fails would be dropped inside the caller's runtime (a panic).
     let (started, outcome) = std::sync::mpsc::channel();
-    let handle = std::thread::Builder::new()
-        .name(what.clone())
-        .spawn(move || {
-            let mut current = match runtime() {
-                Ok(rt) => {
-                    let _ = started.send(Ok(()));
-                    Some(rt)
-                }
+    let thread = Joinable::spawn(name, move || {
+        let mut current = match runtime() {
+            Ok(rt) => {
+                let _ = started.send(Ok(()));
+                Some(rt)
+            }
+            Err(e) => {
+                let _ = started.send(Err(e));
+                return;
+            }
+        };
+        loop {
+            let rt = match current.take().map_or_else(runtime, Ok) {
+                Ok(rt) => rt,
                 Err(e) => {
-                    let _ = started.send(Err(e));
+                    tracing::error!(thread = %what, error = %e, "no runtime to start again on; the thread ends");
                     return;
                 }
             };
-            loop {
-                let rt = match current.take().map_or_else(runtime, Ok) {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        tracing::error!(thread = %what, error = %e, "no runtime to start again on; the thread ends");
-                        return;
-                    }
-                };
-                let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&rt))) else {
-                    return;
-                };
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|m| (*m).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                tracing::error!(thread = %what, panic = %message, "a PostgreSQL writer thread panicked; it starts again");
-            }
-        })?;
+            let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&rt))) else {
+                return;
+            };
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|m| (*m).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(thread = %what, panic = %message, "a PostgreSQL writer thread panicked; it starts again");
+        }
+    })?;
     outcome
         .recv()
         .map_err(|_| std::io::Error::other("the thread ended before it started"))??;
-    Ok(handle)
+    Ok(thread)
 }
 
 /// The next message of such a thread's `queue`. Once `stop` is notified the queue takes no
 /// new message and what it holds is still handed out, then `None`: the thread ends after the
 /// work queued before its owner closed the database (`threads.rs`).
 pub(crate) async fn next<T>(queue: &mut UnboundedReceiver<T>, stop: &Notify) -> Option<T> {
+    // The stop first: a queue that is never empty must not keep it unseen. Nothing is lost
+    // by it, the closed queue still hands out what it holds.
     tokio::select! {
         biased;
-        message = queue.recv() => message,
         () = stop.notified() => {
             queue.close();
             queue.recv().await
         }
+        message = queue.recv() => message,
     }
 }
 

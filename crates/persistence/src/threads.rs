@@ -3,52 +3,78 @@
 //! a queue then takes nothing new and is worked off, a timer loop ends at its next turn — and
 //! waits here until the thread has ended, so the process exits only after the last write is
 //! committed and a SQLite log is copied back.
+//!
+//! The wait is on a signal the thread drops as it ends, never on `JoinHandle::join` in a
+//! blocking task: a runtime waits for its blocking tasks when it shuts down, so a thread stuck
+//! past the wait would still have held the process.
 
 use std::sync::{Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The longest a close waits for one thread: longer than a write of a PostgreSQL thread may
-/// take (`supervise::DEADLINE`, 30 s) and than SQLite waits for a lock (10 s), so a thread
-/// still running past it is stuck, and the close goes on without it (logged).
-const STOP_WAIT: Duration = Duration::from_secs(35);
+use tokio::sync::watch;
 
-/// A running thread, joined once.
+/// The longest a close waits for one thread: longer than one write of a PostgreSQL thread may
+/// take (`supervise::DEADLINE`, 30 s) and than SQLite waits for a lock (10 s). A thread still
+/// running past it is stuck on a database that does not answer, and the close goes on
+/// without it (logged); the process may then exit with that thread's queued work unwritten.
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(35);
+
+/// A running thread, waited for by any number of closes.
 #[derive(Debug)]
 pub(crate) struct Joinable {
     name: &'static str,
+    ended: watch::Receiver<()>,
     handle: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Joinable {
-    pub(crate) fn new(name: &'static str, handle: JoinHandle<()>) -> Self {
-        Self {
+    /// Spawns the thread `name` running `body`.
+    pub(crate) fn spawn(
+        name: &'static str,
+        body: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<Self> {
+        let (running, ended) = watch::channel(());
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                // Dropped however the thread ends, a panic included: that ends the wait.
+                let _running = running;
+                body();
+            })?;
+        Ok(Self {
             name,
+            ended,
             handle: Mutex::new(Some(handle)),
-        }
+        })
     }
 
-    /// Waits until the thread has ended (it must have been asked to), at most [`STOP_WAIT`];
-    /// at once when it was joined before.
+    /// Waits until the thread has ended (it must have been asked to), at most [`STOP_WAIT`].
     pub(crate) async fn join(&self) {
+        let mut ended = self.ended.clone();
+        // `Err` once the thread's `Running` is dropped.
+        let waited =
+            tokio::time::timeout(STOP_WAIT, async { while ended.changed().await.is_ok() {} }).await;
+        if waited.is_err() {
+            tracing::warn!(
+                thread = self.name,
+                "still running after {} s; the close goes on without it",
+                STOP_WAIT.as_secs()
+            );
+            return;
+        }
         let handle = self
             .handle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(handle) = handle else {
-            return;
-        };
-        let joined = tokio::task::spawn_blocking(move || handle.join());
-        match tokio::time::timeout(STOP_WAIT, joined).await {
-            Ok(Ok(Ok(()))) => tracing::debug!(thread = self.name, "stopped"),
-            Ok(Ok(Err(_))) => tracing::error!(thread = self.name, "ended in a panic"),
-            Ok(Err(e)) => tracing::warn!(thread = self.name, error = %e, "could not be joined"),
-            Err(_) => tracing::warn!(
-                thread = self.name,
-                "still running after {} s; the close goes on without it",
-                STOP_WAIT.as_secs()
-            ),
+        // Ended: joining only collects how (at once).
+        if let Some(handle) = handle {
+            if handle.join().is_ok() {
+                tracing::debug!(thread = self.name, "stopped");
+            } else {
+                tracing::error!(thread = self.name, "ended in a panic");
+            }
         }
     }
 }

@@ -76,10 +76,22 @@ pub async fn counted_total(
 /// Drops the counter rows that count nothing (a container emptied, or on PostgreSQL a shard
 /// whose inserts and deletes cancel out): a sum without them is the same, and a tenant that
 /// cycles through containers leaves no row behind for each. Returns how many were dropped.
+///
+/// On PostgreSQL the rows are locked in key order, as the count triggers lock theirs, and a row
+/// a writer holds is left for the next time: a plain `DELETE … WHERE live = 0` locked them in
+/// the order it found them, and could deadlock with an insert that held one and waited for
+/// another.
 pub(crate) async fn drop_empty(db: &impl ConnectionTrait) -> Result<u64, RepoError> {
-    let result = db
-        .execute_unprepared("DELETE FROM token_counts WHERE live = 0")
-        .await
-        .map_err(repo_err)?;
+    let sql = match db.get_database_backend() {
+        DatabaseBackend::Postgres => DROP_EMPTY_POSTGRES,
+        _ => "DELETE FROM token_counts WHERE live = 0",
+    };
+    let result = db.execute_unprepared(sql).await.map_err(repo_err)?;
     Ok(result.rows_affected())
 }
+
+const DROP_EMPTY_POSTGRES: &str = "DELETE FROM token_counts c USING ( \
+     SELECT tenant_id, container, token_type, shard FROM token_counts WHERE live = 0 \
+     ORDER BY tenant_id, container, token_type, shard FOR UPDATE SKIP LOCKED) e \
+     WHERE c.tenant_id = e.tenant_id AND c.container = e.container \
+     AND c.token_type = e.token_type AND c.shard = e.shard AND c.live = 0";

@@ -27,7 +27,7 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::group_commit::{self, Pending};
-use crate::threads::Joinable;
+use crate::threads::{Joinable, STOP_WAIT};
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
 /// transaction.
@@ -87,23 +87,19 @@ impl Writer {
     pub(crate) fn start(file: &OnDisk) -> std::io::Result<Self> {
         let conn = open(file).map_err(std::io::Error::other)?;
         let (queue, rx) = mpsc::channel(QUEUE);
-        let thread = std::thread::Builder::new()
-            .name("sqlite-writer".into())
-            .spawn(move || {
-                run(&conn, rx);
-                truncate_log(&conn);
-            })?;
-        Ok(Self {
-            queue,
-            thread: Joinable::new("sqlite-writer", thread),
-        })
+        let thread = Joinable::spawn("sqlite-writer", move || {
+            run(&conn, rx);
+            truncate_log(&conn);
+        })?;
+        Ok(Self { queue, thread })
     }
 
     /// Stops the thread once what was queued before is written, and copies the log back into
     /// the database file; later writes fail.
     pub(crate) async fn stop(&self) {
-        // Fails only when the thread has ended already.
-        let _ = self.queue.send(Message::Stop).await;
+        // Fails only when the thread has ended already; waits while the queue is full, as long
+        // as a close waits for the thread.
+        let _ = tokio::time::timeout(STOP_WAIT, self.queue.send(Message::Stop)).await;
         self.thread.join().await;
     }
 

@@ -61,15 +61,48 @@ async fn close_stops_the_engine_after_its_queued_work() {
             Backend::Postgres => vec!["pg-audit", "pg-writer"],
         };
         assert_eq!(engine_threads(), expected, "{backend:?}: running");
+        // An outside connection stays open, so SQLite does not delete the log when the engine's
+        // last connection closes: its size then shows the checkpoint at close.
+        let outside = (backend == Backend::Sqlite).then(|| {
+            let file =
+                tokenvault_persistence::sqlite_backup::sqlite_file(&db.url).expect("a SQLite URL");
+            rusqlite::Connection::open(file).expect("an outside connection")
+        });
         if backend == Backend::Sqlite {
             assert!(wal_bytes(&db.url) > 0, "the writes are in the log");
         }
+        // More inserts, still in flight when the close begins.
+        let in_flight: Vec<_> = (50..250)
+            .map(|i| {
+                let tokens = tokens.clone();
+                tokio::spawn(async move {
+                    let id = format!("t-{i}");
+                    (
+                        id.clone(),
+                        tokens.insert(&token(tenant_id, &id, "/", now())).await,
+                    )
+                })
+            })
+            .collect();
+        tokio::task::yield_now().await;
 
         db.db.clone().close().await.unwrap();
 
         assert!(engine_threads().is_empty(), "{backend:?}: ended");
         if backend == Backend::Sqlite {
             assert_eq!(wal_bytes(&db.url), 0, "the log is copied back at close");
+        }
+        drop(outside);
+        // Each answered at once, and none acknowledged is lost (checked below).
+        let mut acknowledged = Vec::new();
+        for task in in_flight {
+            let (id, outcome) = tokio::time::timeout(Duration::from_secs(5), task)
+                .await
+                .expect("an insert in flight at the close is answered")
+                .expect("the insert task");
+            if outcome.is_ok() {
+                acknowledged.push(id);
+            }
         }
         // Every clone is closed: a write fails, and at once.
         let late = tokio::time::timeout(
@@ -88,8 +121,7 @@ async fn close_stops_the_engine_after_its_queued_work() {
         // What was written before the close is there when the database is opened again.
         let again = connect(&db.url, DbOptions::new(2)).await.unwrap();
         let reopened = SeaOrmTokenRepository::new(again.clone());
-        for i in 0..50 {
-            let id = format!("t-{i}");
+        for id in (0..50).map(|i| format!("t-{i}")).chain(acknowledged) {
             assert!(
                 reopened.get(tenant_id, &id, now()).await.unwrap().is_some(),
                 "{backend:?}: {id} kept"

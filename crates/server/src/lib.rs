@@ -334,7 +334,7 @@ pub async fn run(
         }
         handle.stop(true).await;
     });
-    server.await?;
+    let serving = server.await;
     let _ = stop_jobs.send(true);
     let _ = sweeper.await;
     let _ = flusher.await;
@@ -346,6 +346,7 @@ pub async fn run(
     if let Err(e) = db.close().await {
         tracing::warn!(error = %e, "closing the database pool failed");
     }
+    serving?;
     tracing::info!("stopped");
     Ok(())
 }
