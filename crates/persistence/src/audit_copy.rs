@@ -104,9 +104,9 @@ impl AuditWriter {
     }
 
     /// Stops the thread once the appends queued before have run; later appends fail.
-    pub(crate) async fn stop(&self) {
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
         self.stop.notify_one();
-        self.thread.join().await;
+        self.thread.join(until).await;
     }
 
     /// Appends `entries` (checked by the caller) after `expected`; whatever else it answers,

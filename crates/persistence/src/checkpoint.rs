@@ -39,9 +39,9 @@ pub(crate) struct Checkpointer {
 
 impl Checkpointer {
     /// Ends the thread at its next turn (within [`EVERY`]) and waits for it.
-    pub(crate) async fn stop(&self) {
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
         self.stop.store(true, Ordering::Release);
-        self.thread.join().await;
+        self.thread.join(until).await;
     }
 }
 

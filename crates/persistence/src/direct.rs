@@ -153,15 +153,15 @@ impl DirectReads {
     /// Stops the file's threads: the checkpointer, then the writer once what was queued is
     /// written (it copies the log back last); closes the idle read connections. Reads and
     /// writes after it fail or open a connection of their own.
-    pub(crate) async fn stop(&self) {
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
         self.closed.store(true, Ordering::Release);
         if let Some(checkpointer) = &self.checkpointer {
-            checkpointer.stop().await;
+            checkpointer.stop(until).await;
         }
         if let Ok(mut idle) = self.idle.lock() {
             idle.clear();
         }
-        self.writer.stop().await;
+        self.writer.stop(until).await;
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {

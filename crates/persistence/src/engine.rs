@@ -77,14 +77,15 @@ impl Database {
 
     /// Closes the database for every clone of it: the pool, then the engine's threads, each
     /// once the work queued before is done (a SQLite file's log is then copied back into it).
-    /// Returns after the threads have ended (each waited for at most 35 s, logged past it).
+    /// Returns after the threads have ended, or 35 s after it began (logged).
     /// Later calls of a repository made from it fail.
     ///
     /// # Errors
     /// The pool failed to close (the threads are stopped all the same).
     pub async fn close(self) -> Result<(), sea_orm::DbErr> {
-        // The pool waits for its connections in use to come back: as long as for a thread.
-        let closed = tokio::time::timeout(crate::threads::STOP_WAIT, self.db.close())
+        // One deadline for the whole close; the pool waits for its connections in use.
+        let until = tokio::time::Instant::now() + crate::threads::STOP_WAIT;
+        let closed = tokio::time::timeout_at(until, self.db.close())
             .await
             .unwrap_or_else(|_| {
                 Err(sea_orm::DbErr::Custom(
@@ -92,8 +93,8 @@ impl Database {
                 ))
             });
         match &self.engine {
-            Engine::Sqlite(file) => file.stop().await,
-            Engine::Postgres(pg) => pg.stop().await,
+            Engine::Sqlite(file) => file.stop(until).await,
+            Engine::Postgres(pg) => pg.stop(until).await,
         }
         closed
     }

@@ -124,11 +124,11 @@ impl PgDirect {
 
     /// Stops the group writer and the audit appender once what was queued is written, and
     /// closes the idle connections.
-    pub(crate) async fn stop(&self) {
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
         // No statement gets a connection after this (`PoolClosed`).
         self.permits.close();
-        self.writer.stop().await;
-        self.audit.stop().await;
+        self.writer.stop(until).await;
+        self.audit.stop(until).await;
         self.forget_idle();
     }
 

@@ -100,9 +100,9 @@ impl PgWriter {
     }
 
     /// Stops the thread once the rows queued before are written; later inserts fail.
-    pub(crate) async fn stop(&self) {
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
         self.stop.notify_one();
-        self.thread.join().await;
+        self.thread.join(until).await;
     }
 
     /// Inserts `row` with the rows waiting beside it; its own outcome, after the commit.
@@ -219,10 +219,23 @@ async fn write_group(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(),
 }
 
 /// Writes `group`, whose (tenant, id) pairs are distinct.
-async fn write_unique(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
+async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Result<(), sqlx::Error> {
     if group.len() <= 1 {
         return write_each(conn, group).await;
     }
+    // In the order of the unique indexes' keys, as `/tokenize` batches are (`tokens.rs`
+    // `insert_all`): `ON CONFLICT DO NOTHING` still waits for another transaction's
+    // uncommitted entry while holding the ones it made, and two writers taking the same keys
+    // in opposite orders deadlock (docs/persistence.md, "Lock order on PostgreSQL").
+    group.sort_unstable_by(|a, b| {
+        let (a, b) = (&a.row, &b.row);
+        (a.tenant_id, &a.container, &a.dedup_key, &a.id).cmp(&(
+            b.tenant_id,
+            &b.container,
+            &b.dedup_key,
+            &b.id,
+        ))
+    });
     let rows: Vec<&StoredToken> = group.iter().map(|p| &p.row).collect();
     let stamped = |f: fn(&StoredToken) -> Option<OffsetDateTime>| -> Vec<Option<OffsetDateTime>> {
         rows.iter().map(|t| f(t).map(stamp)).collect()

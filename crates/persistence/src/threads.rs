@@ -13,11 +13,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-/// The longest a close waits for one thread: longer than one write of a PostgreSQL thread may
-/// take (`supervise::DEADLINE`, 30 s) and than SQLite waits for a lock (10 s). A thread still
-/// running past it is stuck on a database that does not answer, and the close goes on
-/// without it (logged); the process may then exit with that thread's queued work unwritten.
+/// The longest a whole close waits (the pool and every thread together): longer than one
+/// write of a PostgreSQL thread may take (`supervise::DEADLINE`, 30 s) and than SQLite waits
+/// for a lock (10 s), shorter than the 40 s a container manager gives a stop (`compose.yaml`).
+/// A thread still running past it is stuck on a database that does not answer, and the close
+/// goes on without it (logged); the process may then exit with that thread's queued work
+/// unwritten (never acknowledged).
 pub(crate) const STOP_WAIT: Duration = Duration::from_secs(35);
 
 /// A running thread, waited for by any number of closes.
@@ -49,17 +52,17 @@ impl Joinable {
         })
     }
 
-    /// Waits until the thread has ended (it must have been asked to), at most [`STOP_WAIT`].
-    pub(crate) async fn join(&self) {
+    /// Waits until the thread has ended (it must have been asked to), at most until `until`
+    /// (the close's deadline, [`STOP_WAIT`] after it began).
+    pub(crate) async fn join(&self, until: Instant) {
         let mut ended = self.ended.clone();
-        // `Err` once the thread's `Running` is dropped.
+        // `Err` once the thread's sender is dropped.
         let waited =
-            tokio::time::timeout(STOP_WAIT, async { while ended.changed().await.is_ok() {} }).await;
+            tokio::time::timeout_at(until, async { while ended.changed().await.is_ok() {} }).await;
         if waited.is_err() {
             tracing::warn!(
                 thread = self.name,
-                "still running after {} s; the close goes on without it",
-                STOP_WAIT.as_secs()
+                "still running at the close's deadline; the close goes on without it"
             );
             return;
         }

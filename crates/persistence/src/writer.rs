@@ -25,9 +25,10 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{TokenWrite, month_of};
 use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::group_commit::{self, Pending};
-use crate::threads::{Joinable, STOP_WAIT};
+use crate::threads::Joinable;
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
 /// transaction.
@@ -96,11 +97,11 @@ impl Writer {
 
     /// Stops the thread once what was queued before is written, and copies the log back into
     /// the database file; later writes fail.
-    pub(crate) async fn stop(&self) {
+    pub(crate) async fn stop(&self, until: Instant) {
         // Fails only when the thread has ended already; waits while the queue is full, as long
         // as a close waits for the thread.
-        let _ = tokio::time::timeout(STOP_WAIT, self.queue.send(Message::Stop)).await;
-        self.thread.join().await;
+        let _ = tokio::time::timeout_at(until, self.queue.send(Message::Stop)).await;
+        self.thread.join(until).await;
     }
 
     /// Writes `row` with whatever other rows are waiting; returns after the commit.

@@ -355,3 +355,44 @@ async fn batches_with_the_same_dedup_keys_in_opposite_orders_never_deadlock() {
     })
     .await;
 }
+
+/// Single inserts (committed together by the group writer) and a batch that hold the same
+/// dedup keys in opposite orders, at once: either the batch is stored and every single is told
+/// of the duplicate, or the batch is refused and every single is stored — never a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_inserts_and_a_batch_over_the_same_dedup_keys_never_deadlock() {
+    each_backend(|r| async move {
+        for round in 0..5 {
+            let make = |side: &str, k: usize| {
+                let mut t = token(r.tenant, &format!("{side}-{round}-{k}"), "/", now());
+                t.fingerprint = Some(format!("FP-{round}-{k}"));
+                t.dedup_key = t.fingerprint.clone();
+                t
+            };
+            let singles: Vec<_> = (0..100)
+                .rev()
+                .map(|k| {
+                    let tokens = r.tokens.clone();
+                    let single = make("s", k);
+                    tokio::spawn(async move { tokens.insert(&single).await })
+                })
+                .collect();
+            let batch: Vec<_> = (0..100).map(|k| make("b", k)).collect();
+            let whole = r.tokens.insert_all(&batch).await.unwrap();
+            let mut stored = 0;
+            for single in singles {
+                match single.await.unwrap().unwrap() {
+                    TokenWrite::Done => stored += 1,
+                    TokenWrite::DuplicateFingerprint => {}
+                    other => panic!("round {round}: {other:?}"),
+                }
+            }
+            match whole {
+                TokenWrite::Done => assert_eq!(stored, 0, "round {round}"),
+                TokenWrite::DuplicateFingerprint => assert_eq!(stored, 100, "round {round}"),
+                other => panic!("round {round}: {other:?}"),
+            }
+        }
+    })
+    .await;
+}

@@ -281,7 +281,8 @@ pub trait TokenRepository: Send + Sync {
     /// Stores a new token.
     async fn insert(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
 
-    /// Stores several tokens atomically: all or none (`Done` or the first conflict).
+    /// Stores several tokens atomically: all or none (`Done` or a conflict one of them hit; an
+    /// adapter may write them in an order of its own, so not necessarily the first given).
     async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError>;
 
     /// The live token `id` of the tenant.
