@@ -17,7 +17,7 @@
 //! committed: it is the caller's error, and the domain looks in the chain before writing those
 //! entries again (`settle` in `domain/service/audit.rs`).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
@@ -32,8 +32,7 @@ use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros};
 use crate::entity::audit_entry;
 use crate::rows::columns;
 use crate::supervise::answered as database_answered;
-use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, timed_out, within};
-use crate::threads::Joinable;
+use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, Supervised, timed_out, within};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
      ON CONFLICT (tenant_id) DO NOTHING";
@@ -79,8 +78,7 @@ enum Message {
 #[derive(Debug)]
 pub(crate) struct AuditWriter {
     queue: mpsc::UnboundedSender<Message>,
-    stop: Arc<Notify>,
-    thread: Joinable,
+    thread: Supervised,
 }
 
 fn stopped() -> RepoError {
@@ -91,22 +89,15 @@ impl AuditWriter {
     /// Starts the thread, which connects with `options` on its first append.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let (queue, mut rx) = mpsc::unbounded_channel();
-        let stop = Arc::new(Notify::new());
-        let stopping = stop.clone();
-        let thread = supervise::spawn("pg-audit", move |rt| {
-            rt.block_on(run(&options, &mut rx, &stopping));
+        let thread = supervise::spawn("pg-audit", move |rt, stop| {
+            rt.block_on(run(&options, &mut rx, stop));
         })?;
-        Ok(Self {
-            queue,
-            stop,
-            thread,
-        })
+        Ok(Self { queue, thread })
     }
 
     /// Stops the thread once the appends queued before have run; later appends fail.
     pub(crate) async fn stop(&self, until: tokio::time::Instant) {
-        self.stop.notify_one();
-        self.thread.join(until).await;
+        self.thread.stop(until).await;
     }
 
     /// Appends `entries` (checked by the caller) after `expected`; whatever else it answers,

@@ -152,7 +152,7 @@ impl DirectReads {
 
     /// Stops the file's threads: the checkpointer, then the writer once what was queued is
     /// written (it copies the log back last); closes the idle read connections. Reads and
-    /// writes after it fail or open a connection of their own.
+    /// writes after it fail.
     pub(crate) async fn stop(&self, until: tokio::time::Instant) {
         self.closed.store(true, Ordering::Release);
         if let Some(checkpointer) = &self.checkpointer {

@@ -33,10 +33,9 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::rows;
-use crate::rows::token::{NOT_INSERTED, write_conflict};
+use crate::rows::token::{NOT_INSERTED, insert_order, write_conflict};
 use crate::stamp::stamp;
-use crate::supervise::{self, CHECK_AFTER_IDLE, answered, within};
-use crate::threads::Joinable;
+use crate::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
 
 /// How long the writer's statements wait for a row lock.
 const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
@@ -83,26 +82,22 @@ struct Pending {
 #[derive(Debug)]
 pub(crate) struct PgWriter {
     rows: mpsc::UnboundedSender<Pending>,
-    stop: Arc<Notify>,
-    thread: Joinable,
+    thread: Supervised,
 }
 
 impl PgWriter {
     /// Starts the thread; it ends when the writer is dropped (every sender gone) or stopped.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let (rows, mut queue) = mpsc::unbounded_channel();
-        let stop = Arc::new(Notify::new());
-        let stopping = stop.clone();
-        let thread = supervise::spawn("pg-writer", move |rt| {
-            rt.block_on(run(&options, &mut queue, &stopping));
+        let thread = supervise::spawn("pg-writer", move |rt, stop| {
+            rt.block_on(run(&options, &mut queue, stop));
         })?;
-        Ok(Self { rows, stop, thread })
+        Ok(Self { rows, thread })
     }
 
     /// Stops the thread once the rows queued before are written; later inserts fail.
     pub(crate) async fn stop(&self, until: tokio::time::Instant) {
-        self.stop.notify_one();
-        self.thread.join(until).await;
+        self.thread.stop(until).await;
     }
 
     /// Inserts `row` with the rows waiting beside it; its own outcome, after the commit.
@@ -223,19 +218,9 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
     if group.len() <= 1 {
         return write_each(conn, group).await;
     }
-    // In the order of the unique indexes' keys, as `/tokenize` batches are (`tokens.rs`
-    // `insert_all`): `ON CONFLICT DO NOTHING` still waits for another transaction's
-    // uncommitted entry while holding the ones it made, and two writers taking the same keys
-    // in opposite orders deadlock (docs/persistence.md, "Lock order on PostgreSQL").
-    group.sort_unstable_by(|a, b| {
-        let (a, b) = (&a.row, &b.row);
-        (a.tenant_id, &a.container, &a.dedup_key, &a.id).cmp(&(
-            b.tenant_id,
-            &b.container,
-            &b.dedup_key,
-            &b.id,
-        ))
-    });
+    // As `/tokenize` batches are: `ON CONFLICT DO NOTHING` still waits for another
+    // transaction's uncommitted entry while holding the ones it made.
+    group.sort_unstable_by(|a, b| insert_order(&a.row, &b.row));
     let rows: Vec<&StoredToken> = group.iter().map(|p| &p.row).collect();
     let stamped = |f: fn(&StoredToken) -> Option<OffsetDateTime>| -> Vec<Option<OffsetDateTime>> {
         rows.iter().map(|t| f(t).map(stamp)).collect()

@@ -4,6 +4,7 @@
 //! append, or a whole group of token inserts): its callers learn it from their dropped replies.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::sqlx;
@@ -49,9 +50,10 @@ fn runtime() -> std::io::Result<Runtime> {
 /// cannot be made.
 pub(crate) fn spawn(
     name: &'static str,
-    mut body: impl FnMut(&Runtime) + Send + 'static,
-) -> std::io::Result<Joinable> {
-    let what = name;
+    mut body: impl FnMut(&Runtime, &Notify) + Send + 'static,
+) -> std::io::Result<Supervised> {
+    let stop = Arc::new(Notify::new());
+    let stopping = stop.clone();
     // The first runtime is made on the thread itself and its outcome sent back: one made here
     // and dropped when the spawn fails would be dropped inside the caller's runtime (a panic).
     let (started, outcome) = std::sync::mpsc::channel();
@@ -70,11 +72,11 @@ pub(crate) fn spawn(
             let rt = match current.take().map_or_else(runtime, Ok) {
                 Ok(rt) => rt,
                 Err(e) => {
-                    tracing::error!(thread = %what, error = %e, "no runtime to start again on; the thread ends");
+                    tracing::error!(thread = %name, error = %e, "no runtime to start again on; the thread ends");
                     return;
                 }
             };
-            let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&rt))) else {
+            let Err(panic) = catch_unwind(AssertUnwindSafe(|| body(&rt, &stopping))) else {
                 return;
             };
             let message = panic
@@ -82,13 +84,29 @@ pub(crate) fn spawn(
                 .map(|m| (*m).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            tracing::error!(thread = %what, panic = %message, "a PostgreSQL writer thread panicked; it starts again");
+            tracing::error!(thread = %name, panic = %message, "a PostgreSQL writer thread panicked; it starts again");
         }
     })?;
     outcome
         .recv()
         .map_err(|_| std::io::Error::other("the thread ended before it started"))??;
-    Ok(thread)
+    Ok(Supervised { stop, thread })
+}
+
+/// A thread of [`spawn`], which its owner stops.
+#[derive(Debug)]
+pub(crate) struct Supervised {
+    stop: Arc<Notify>,
+    thread: Joinable,
+}
+
+impl Supervised {
+    /// Tells the thread's loop to stop (its queue ends after what it holds, [`next`]) and
+    /// waits for the thread until `until`.
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
+        self.stop.notify_one();
+        self.thread.join(until).await;
+    }
 }
 
 /// The next message of such a thread's `queue`. Once `stop` is notified the queue takes no
@@ -131,7 +149,7 @@ mod tests {
         let runs = Arc::new(AtomicUsize::new(0));
         let (done, finished) = std::sync::mpsc::channel();
         let counted = runs.clone();
-        spawn("supervised-test", move |rt| {
+        spawn("supervised-test", move |rt, _stop| {
             let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
             // The runtime works on every run, the ones after a panic included.
             assert_eq!(rt.block_on(async { n }), n);

@@ -22,7 +22,7 @@ use crate::engine::{Database, Engine};
 use crate::entity::{activity, association, token, token_month};
 use crate::reads::Reads;
 use crate::repo_err;
-use crate::rows::token::{live, metadata_json, to_active, to_domain, write_conflict};
+use crate::rows::token::{insert_order, live, metadata_json, to_active, to_domain, write_conflict};
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};
 use crate::token_months::Created;
@@ -129,13 +129,8 @@ impl TokenRepository for SeaOrmTokenRepository {
         if tokens.is_empty() {
             return Ok(TokenWrite::Done);
         }
-        // In the order of the unique indexes' keys (dedup key, then id): two batches that
-        // hold the same values wait on each other's rows in one order, never in opposite ones
-        // (a deadlock on PostgreSQL).
         let mut ordered: Vec<&StoredToken> = tokens.iter().collect();
-        ordered.sort_unstable_by(|a, b| {
-            (&a.container, &a.dedup_key, &a.id).cmp(&(&b.container, &b.dedup_key, &b.id))
-        });
+        ordered.sort_unstable_by(|a, b| insert_order(a, b));
         let txn = self.db.begin().await.map_err(repo_err)?;
         for chunk in ordered.chunks(self.rows_per_statement()) {
             let result = token::Entity::insert_many(chunk.iter().map(|t| to_active(t)))

@@ -1,6 +1,7 @@
 //! The `tokens` rows: the domain's [`StoredToken`], what a failed write means, and which rows
 //! are live.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use rusqlite::types::Value as SqlValue;
@@ -31,6 +32,19 @@ pub(crate) fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
 
 pub(crate) fn metadata_json(t: &StoredToken) -> String {
     serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())
+}
+
+/// The order rows are inserted in on PostgreSQL: the unique indexes' keys (tenant, container,
+/// dedup key, then id). Writers that insert several rows take their index entries in it, so
+/// two never wait on each other's uncommitted entries in opposite orders (a deadlock;
+/// docs/persistence.md, "Lock order on PostgreSQL").
+pub(crate) fn insert_order(a: &StoredToken, b: &StoredToken) -> Ordering {
+    (a.tenant_id, &a.container, &a.dedup_key, &a.id).cmp(&(
+        b.tenant_id,
+        &b.container,
+        &b.dedup_key,
+        &b.id,
+    ))
 }
 
 pub(crate) fn to_active(t: &StoredToken) -> token::ActiveModel {
