@@ -145,7 +145,8 @@ async fn formulas_and_reactors_are_managed_per_tenant() {
         assert_eq!(r["formula"]["code"], ECHO);
         let rid = r["id"].as_str().unwrap();
         // A formula in use cannot be deleted.
-        assert_problem(app.delete(&format!("/reactor-formulas/{fid}")).await, 409).await;
+        let in_use = assert_problem(app.delete(&format!("/reactor-formulas/{fid}")).await, 409).await;
+        assert!(in_use["detail"].as_str().unwrap().starts_with("A reactor uses the formula"), "{in_use}");
         // Lists filter by id and by name (contains, any case).
         let listed: Value = app
             .get(&format!(

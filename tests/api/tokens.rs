@@ -195,8 +195,22 @@ async fn invalid_creates_name_the_field_and_store_nothing() {
         let id = unique("custom");
         let created = c.create(&json!({"type": "token", "data": "x", "id": id})).await;
         assert_eq!(created["id"], id);
-        assert_problem(c.post("/tokens", &json!({"type": "token", "data": "y", "id": id})).await, 409).await;
+        let taken = assert_problem(c.post("/tokens", &json!({"type": "token", "data": "y", "id": id})).await, 409).await;
+        assert_eq!(taken["detail"], "A token with this id already exists.");
         assert_eq!(c.read(&id).await["data"], "x", "the first token is intact");
+        // One tokenize naming an id twice says so, and stores neither.
+        let twice = unique("twice");
+        let repeated = assert_problem(
+            c.post(
+                "/tokenize",
+                &json!([{"type": "token", "data": "a", "id": twice}, {"type": "token", "data": "b", "id": twice}]),
+            )
+            .await,
+            409,
+        )
+        .await;
+        assert_eq!(repeated["detail"], "The request gives the same token id more than once.");
+        assert_eq!(c.get(&format!("/tokens/{twice}")).await.status(), 404);
     })
     .await;
 }
@@ -553,7 +567,8 @@ async fn associations_and_children() {
             .to_string();
         let link = format!("/tokens/{parent}/children/{child}");
         assert_eq!(c.post(&link, &json!(null)).await.status(), 204);
-        assert_problem(c.post(&link, &json!(null)).await, 409).await;
+        let again = assert_problem(c.post(&link, &json!(null)).await, 409).await;
+        assert_eq!(again["detail"], "The tokens are already associated.");
         assert_problem(
             c.post(&format!("/tokens/{parent}/children/nope-1"), &json!(null))
                 .await,

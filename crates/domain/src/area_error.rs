@@ -1,7 +1,9 @@
-//! The errors of the two areas that fail in ways of their own, beyond the failures every use
-//! case shares ([`Error`]): reactors run tenant code, proxies run it and call out. Each
-//! area's use cases that can fail so return its enum; the inbound adapter alone decides what
-//! each becomes on the wire.
+//! The errors of the areas that fail in ways of their own, beyond the failures every use case
+//! shares ([`Error`]): token writes meet stored tokens (an id taken, an identical token, an
+//! association), reactors run tenant code, proxies run it and call out. Each area's use cases
+//! that can fail so return its enum; the others (applications, sessions, tenants, the audit
+//! log, usage) fail only in the shared ways and return [`Error`]. The inbound adapter alone
+//! decides what each becomes on the wire.
 
 use serde_json::Value;
 
@@ -52,7 +54,30 @@ pub enum DestinationFailure {
     TimedOut,
 }
 
-/// The error of `POST /reactors/{id}/react`.
+/// The error of the token writes: create, update, tokenize, associations and child tokens.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// A failure every use case can have.
+    #[error(transparent)]
+    Failed(#[from] Error),
+    /// A token with the id asked for exists (for an alias: with every id drawn).
+    #[error("a token with this id exists")]
+    IdTaken,
+    /// One tokenize request names the same id twice.
+    #[error("the request names one token id twice")]
+    IdRepeated,
+    /// A token with the same deduplication key exists and cannot be returned instead.
+    #[error("an identical token exists")]
+    IdenticalExists,
+    /// Another writer changed the token under every attempt of an update.
+    #[error("the token changed while it was being updated")]
+    Changed,
+    /// The two tokens are associated already.
+    #[error("the tokens are associated already")]
+    AssociationExists,
+}
+
+/// The error of the reactor area: a reactor's invocation, and a formula's delete.
 #[derive(Debug, thiserror::Error)]
 pub enum ReactorError {
     /// A failure every use case can have.
@@ -61,6 +86,12 @@ pub enum ReactorError {
     /// The reactor's code failed.
     #[error("reactor code failed")]
     Code(CodeFailure),
+    /// What the reactor returned under `tokenize` could not be stored.
+    #[error("the reactor's tokens could not be stored")]
+    Tokenize(TokenError),
+    /// A reactor still uses the formula being deleted.
+    #[error("a reactor uses the formula")]
+    FormulaInUse,
 }
 
 /// The error of a proxy invocation.
@@ -86,6 +117,21 @@ impl From<CodeFailure> for ReactorError {
 impl From<CodeFailure> for ProxyError {
     fn from(failure: CodeFailure) -> Self {
         Self::Code(failure)
+    }
+}
+
+impl From<TokenError> for ReactorError {
+    fn from(err: TokenError) -> Self {
+        match err {
+            TokenError::Failed(e) => Self::Failed(e),
+            conflict => Self::Tokenize(conflict),
+        }
+    }
+}
+
+impl From<crate::RepoError> for TokenError {
+    fn from(err: crate::RepoError) -> Self {
+        Self::Failed(err.into())
     }
 }
 

@@ -28,6 +28,6 @@ pub mod token;
 pub mod token_patch;
 pub mod token_type;
 
-pub use area_error::{CodeFailure, DestinationFailure, ProxyError, ReactorError};
+pub use area_error::{CodeFailure, DestinationFailure, ProxyError, ReactorError, TokenError};
 pub use error::{Error, RepoError, ValidationErrors};
 pub use service::Vault;

@@ -8,7 +8,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use tokenvault_domain::{
-    CodeFailure, DestinationFailure, Error, ProxyError, ReactorError, ValidationErrors,
+    CodeFailure, DestinationFailure, Error, ProxyError, ReactorError, TokenError, ValidationErrors,
 };
 use utoipa::ToSchema;
 
@@ -160,11 +160,32 @@ impl From<Error> for ApiError {
     }
 }
 
+impl From<TokenError> for ApiError {
+    fn from(err: TokenError) -> Self {
+        let detail = match err {
+            TokenError::Failed(e) => return e.into(),
+            TokenError::IdTaken => "A token with this id already exists.",
+            TokenError::IdRepeated => "The request gives the same token id more than once.",
+            TokenError::IdenticalExists => "A token with the same data already exists.",
+            TokenError::Changed => {
+                "The token changed while it was being updated; send the update again."
+            }
+            TokenError::AssociationExists => "The tokens are already associated.",
+        };
+        Self::new(StatusCode::CONFLICT, detail)
+    }
+}
+
 impl From<ReactorError> for ApiError {
     fn from(err: ReactorError) -> Self {
         match err {
             ReactorError::Failed(e) => e.into(),
             ReactorError::Code(failure) => code_problem(failure),
+            ReactorError::Tokenize(e) => e.into(),
+            ReactorError::FormulaInUse => Self::new(
+                StatusCode::CONFLICT,
+                "A reactor uses the formula; delete or change the reactor first.",
+            ),
         }
     }
 }
@@ -375,6 +396,31 @@ impl ResponseError for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_token_conflict_is_a_409_saying_which_and_the_shared_failures_keep_theirs() {
+        let conflicts = [
+            TokenError::IdTaken,
+            TokenError::IdRepeated,
+            TokenError::IdenticalExists,
+            TokenError::Changed,
+            TokenError::AssociationExists,
+        ];
+        let mut details = std::collections::HashSet::new();
+        for conflict in conflicts {
+            let err = ApiError::from(conflict);
+            assert_eq!(err.status(), StatusCode::CONFLICT);
+            assert!(details.insert(err.detail), "each detail names its conflict");
+        }
+        let missing = ApiError::from(TokenError::Failed(Error::NotFound));
+        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+        let from_reactor = ApiError::from(ReactorError::from(TokenError::IdTaken));
+        assert_eq!(from_reactor.status(), StatusCode::CONFLICT);
+        assert_eq!(
+            ApiError::from(ReactorError::FormulaInUse).status(),
+            StatusCode::CONFLICT
+        );
+    }
 
     fn thrown(status: u16) -> ApiError {
         ReactorError::Code(CodeFailure::Thrown {

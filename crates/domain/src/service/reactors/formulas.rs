@@ -3,6 +3,7 @@
 
 use uuid::Uuid;
 
+use crate::area_error::ReactorError;
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::page::{Page, PageRequest};
@@ -108,8 +109,8 @@ impl Reactors {
         Ok(formula)
     }
 
-    /// `DELETE /reactor-formulas/{id}`: 409 while a reactor uses it.
-    pub async fn delete_formula(&self, caller: &Principal, id: Uuid) -> Result<(), Error> {
+    /// `DELETE /reactor-formulas/{id}`: refused while a reactor uses it.
+    pub async fn delete_formula(&self, caller: &Principal, id: Uuid) -> Result<(), ReactorError> {
         caller.require(Permission::ReactorDelete)?;
         match self.formulas.delete(caller.tenant_id, id).await? {
             FormulaDelete::Deleted => {
@@ -117,8 +118,8 @@ impl Reactors {
                     .audit(caller, "delete", "formula", [id.to_string()]);
                 Ok(())
             }
-            FormulaDelete::Missing => Err(Error::NotFound),
-            FormulaDelete::InUse => Err(Error::Conflict("a reactor uses the formula".into())),
+            FormulaDelete::Missing => Err(Error::NotFound.into()),
+            FormulaDelete::InUse => Err(ReactorError::FormulaInUse),
         }
     }
 

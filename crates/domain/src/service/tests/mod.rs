@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::{Ports, Vault};
 use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, RawNewApplication};
+use crate::area_error::TokenError;
 use crate::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead};
 use crate::auth::Principal;
 use crate::code::{CodeCall, CodeError, CodeRunner, Svc};

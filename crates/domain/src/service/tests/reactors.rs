@@ -237,8 +237,13 @@ impl FormulaRepository for OneFormula {
     async fn lent(&self, _: Uuid, _: Uuid) -> Result<bool, RepoError> {
         Ok(self.lent.load(std::sync::atomic::Ordering::Relaxed))
     }
+    /// In use while lent (a reactor with an application uses it); else never stored.
     async fn delete(&self, _: Uuid, _: Uuid) -> Result<FormulaDelete, RepoError> {
-        Ok(FormulaDelete::Missing)
+        Ok(if self.lent.load(std::sync::atomic::Ordering::Relaxed) {
+            FormulaDelete::InUse
+        } else {
+            FormulaDelete::Missing
+        })
     }
 }
 
@@ -346,4 +351,27 @@ async fn new_code_is_refused_when_the_formula_is_lent_between_check_and_write() 
         .await
         .unwrap();
     assert_eq!(updates(&formulas), 1);
+}
+
+#[tokio::test]
+async fn a_formula_a_reactor_uses_is_not_deleted() {
+    let id = Uuid::from_u128(302);
+    let caller = principal(&[Permission::ReactorDelete]);
+    let (vault, _) = formula_vault(true);
+    let err = vault
+        .reactors
+        .delete_formula(&caller, id)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ReactorError::FormulaInUse), "{err:?}");
+    let (vault, _) = formula_vault(false);
+    let err = vault
+        .reactors
+        .delete_formula(&caller, id)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ReactorError::Failed(Error::NotFound)),
+        "{err:?}"
+    );
 }

@@ -127,7 +127,7 @@ async fn create_outside_the_rule_container_is_forbidden_before_any_write() {
         .create_token(&who, raw("card_number", json!("4242424242424242")))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Forbidden));
+    assert!(matches!(err, TokenError::Failed(Error::Forbidden)));
 }
 
 #[tokio::test]
@@ -177,14 +177,17 @@ async fn a_create_of_a_tenant_deleted_meanwhile_is_unauthenticated() {
         .create_token(&who, raw("token", json!("v")))
         .await;
     assert!(
-        matches!(created, Err(Error::Unauthenticated)),
+        matches!(created, Err(TokenError::Failed(Error::Unauthenticated))),
         "{created:?}"
     );
     let batch = vault
         .tokens
         .tokenize(&who, json!([{"type": "token", "data": "v"}]))
         .await;
-    assert!(matches!(batch, Err(Error::Unauthenticated)), "{batch:?}");
+    assert!(
+        matches!(batch, Err(TokenError::Failed(Error::Unauthenticated))),
+        "{batch:?}"
+    );
 }
 
 #[tokio::test]
@@ -250,6 +253,78 @@ async fn an_expired_duplicate_in_the_index_is_purged_not_a_conflict() {
         .await
         .unwrap();
     assert!(created);
+}
+
+#[tokio::test]
+async fn a_taken_literal_id_is_a_conflict_of_its_own() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_insert()
+        .times(1)
+        .returning(|_| Ok(TokenWrite::DuplicateId));
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[Permission::TokenCreate],
+        vec![],
+        TenantSettings::default(),
+    );
+    let mut new = raw("token", json!("v"));
+    new.id = Some("my-id".into());
+    let err = vault.tokens.create_token(&who, new).await.unwrap_err();
+    assert!(matches!(err, TokenError::IdTaken), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_tokenize_naming_one_id_twice_is_refused_before_any_write() {
+    let mut tokens = MockTokens::new();
+    tokens.expect_insert_all().never();
+    let vault = token_vault(tokens);
+    let who = caller(
+        &[Permission::TokenCreate],
+        vec![],
+        TenantSettings::default(),
+    );
+    let err = vault
+        .tokens
+        .tokenize(
+            &who,
+            json!([
+                {"type": "token", "id": "same", "data": "a"},
+                {"type": "token", "id": "same", "data": "b"}
+            ]),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TokenError::IdRepeated), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_identical_token_that_cannot_be_returned_is_a_conflict_of_its_own() {
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_find_by_fingerprint()
+        .returning(|_, _, _, _, _, _| Ok(None));
+    tokens
+        .expect_insert()
+        .times(1)
+        .returning(|_| Ok(TokenWrite::DuplicateFingerprint));
+    // No expired token holds the key either: nothing to purge and try again.
+    tokens
+        .expect_delete_expired_holders()
+        .times(1)
+        .returning(|_, _, _| Ok(0));
+    let vault = token_vault(tokens);
+    let settings = TenantSettings {
+        fingerprint_tokens: false,
+        deduplicate_tokens: true,
+    };
+    let who = caller(&[Permission::TokenCreate], vec![], settings);
+    let err = vault
+        .tokens
+        .create_token(&who, raw("card_number", json!("4242424242424242")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TokenError::IdenticalExists), "{err:?}");
 }
 
 /// A report must see every activity recorded before it started, even while the background

@@ -1,6 +1,7 @@
 //! Parent/child associations and child tokens.
 
 use super::TokenView;
+use crate::area_error::TokenError;
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
@@ -15,7 +16,7 @@ impl Tokens {
         caller: &Principal,
         parent: &str,
         child: &str,
-    ) -> Result<(), Error> {
+    ) -> Result<(), TokenError> {
         caller.require(Permission::TokenRead)?;
         for id in [parent, child] {
             self.authorize_stored(caller, id, Permission::TokenRead)
@@ -31,8 +32,8 @@ impl Tokens {
                     .audit(caller, "associate", "token", [parent, child]);
                 Ok(())
             }
-            TokenWrite::Missing => Err(Error::NotFound),
-            _ => Err(Error::Conflict("association exists".into())),
+            TokenWrite::Missing => Err(Error::NotFound.into()),
+            _ => Err(TokenError::AssociationExists),
         }
     }
 
@@ -65,7 +66,7 @@ impl Tokens {
         caller: &Principal,
         parent: &str,
         raw: RawNewToken,
-    ) -> Result<TokenView, Error> {
+    ) -> Result<TokenView, TokenError> {
         caller.require(Permission::TokenCreate)?;
         caller.require(Permission::TokenRead)?;
         self.authorize_stored(caller, parent, Permission::TokenRead)
@@ -91,9 +92,9 @@ impl Tokens {
                 Ok(child)
             }
             TokenWrite::DuplicateId => Ok(child),
-            TokenWrite::Missing => Err(Error::NotFound),
+            TokenWrite::Missing => Err(Error::NotFound.into()),
             TokenWrite::DuplicateFingerprint => {
-                Err(Error::internal("unexpected association result"))
+                Err(Error::internal("unexpected association result").into())
             }
         }
     }

@@ -2,6 +2,7 @@
 //! container).
 
 use super::{ALIAS_ATTEMPTS, TokenView};
+use crate::area_error::TokenError;
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
@@ -110,7 +111,7 @@ impl Tokens {
         &self,
         caller: &Principal,
         raw: RawNewToken,
-    ) -> Result<(TokenView, bool), Error> {
+    ) -> Result<(TokenView, bool), TokenError> {
         caller.require(Permission::TokenCreate)?;
         let now = self.clock.now();
         let new = NewToken::parse(raw, now).map_err(Error::Validation)?;
@@ -140,7 +141,7 @@ impl Tokens {
                     token.id = self.render_id(&spec, &token.data, &mut steps)?;
                     caller.require_on(token.reference(), Permission::TokenCreate)?;
                 }
-                TokenWrite::DuplicateId => return Err(Error::Conflict("token id exists".into())),
+                TokenWrite::DuplicateId => return Err(TokenError::IdTaken),
                 TokenWrite::DuplicateFingerprint => {
                     // Lost a race with an identical create: return the winner.
                     if let Some(existing) = self.existing_duplicate(&token, now).await? {
@@ -152,12 +153,12 @@ impl Tokens {
                     // The index still holds an expired token the sweep has not deleted yet:
                     // expired tokens are gone at once, so delete that one now and try again.
                     if purged || !self.purge_expired_holders([&token], now).await? {
-                        return Err(Error::Conflict("duplicate token".into()));
+                        return Err(TokenError::IdenticalExists);
                     }
                     purged = true;
                 }
                 // The tenant was deleted since the caller was authenticated: its key is gone.
-                TokenWrite::Missing => return Err(Error::Unauthenticated),
+                TokenWrite::Missing => return Err(Error::Unauthenticated.into()),
             }
         }
         // No activity to note: the store counts a token in the month it is created.

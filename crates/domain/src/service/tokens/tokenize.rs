@@ -2,6 +2,7 @@
 //! [`MAX_TOKENIZE`] tokens.
 
 use super::{MAX_TOKENIZE, TokenView, Tokenized};
+use crate::area_error::TokenError;
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
@@ -16,7 +17,7 @@ use time::OffsetDateTime;
 impl Tokens {
     /// `POST /tokenize`: every object with `type` and `data` becomes a token, every other scalar
     /// leaf a `token`-type token; all or nothing.
-    pub async fn tokenize(&self, caller: &Principal, body: Value) -> Result<Tokenized, Error> {
+    pub async fn tokenize(&self, caller: &Principal, body: Value) -> Result<Tokenized, TokenError> {
         caller.require(Permission::TokenCreate)?;
         self.shared.ensure_key(caller.tenant_id).await?;
         let now = self.clock.now();
@@ -30,7 +31,7 @@ impl Tokens {
         errors.into_result(())?;
         let ids: HashSet<&str> = batch.iter().map(|(t, _)| t.id.as_str()).collect();
         if ids.len() != batch.len() {
-            return Err(Error::Conflict("duplicate token id in the request".into()));
+            return Err(TokenError::IdRepeated);
         }
         let (fresh, existing) = self.deduplicate(batch, now).await?;
         for view in existing.values() {
@@ -45,10 +46,10 @@ impl Tokens {
             match self.store.insert_all(&stored).await? {
                 TokenWrite::Done => break,
                 TokenWrite::DuplicateId => {
-                    return Err(Error::Conflict("token id exists".into()));
+                    return Err(TokenError::IdTaken);
                 }
                 // The tenant was deleted since the caller was authenticated: its key is gone.
-                TokenWrite::Missing => return Err(Error::Unauthenticated),
+                TokenWrite::Missing => return Err(Error::Unauthenticated.into()),
                 // An expired token still in the index (the sweep has not run): it is gone
                 // already, so it is deleted and the request tried again, once.
                 TokenWrite::DuplicateFingerprint
@@ -63,7 +64,7 @@ impl Tokens {
                     purged = true;
                 }
                 TokenWrite::DuplicateFingerprint => {
-                    return Err(Error::Conflict("an identical token exists".into()));
+                    return Err(TokenError::IdenticalExists);
                 }
             }
         }

@@ -3,6 +3,7 @@
 
 use super::TokenView;
 use crate::access::{TokenRef, Transform};
+use crate::area_error::TokenError;
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
@@ -32,7 +33,7 @@ impl Tokens {
         caller: &Principal,
         id: &str,
         patch: RawTokenPatch,
-    ) -> Result<TokenView, Error> {
+    ) -> Result<TokenView, TokenError> {
         caller.require(Permission::TokenUpdate)?;
         for _ in 0..ATTEMPTS {
             let stored = self
@@ -50,9 +51,7 @@ impl Tokens {
         // Lost every time: a 409, or the 404 of a token deleted meanwhile.
         self.authorize_stored(caller, id, Permission::TokenUpdate)
             .await?;
-        Err(Error::Conflict(
-            "the token changed while it was being updated; try again".into(),
-        ))
+        Err(TokenError::Changed)
     }
 
     /// One read-modify-write; `None` when the row changed (or went) after it was read.
@@ -62,7 +61,7 @@ impl Tokens {
         stored: crate::token::StoredToken,
         patch: TokenPatch,
         now: time::OffsetDateTime,
-    ) -> Result<Option<TokenView>, Error> {
+    ) -> Result<Option<TokenView>, TokenError> {
         // The token's own choice, made at create, stays; without one, a token that was
         // deduplicated stays so, and the tenant's setting decides the rest.
         let dedup = stored
@@ -90,7 +89,7 @@ impl Tokens {
                 Permission::TokenRead,
             ) != Some(Transform::Reveal)
         {
-            return Err(Error::Forbidden);
+            return Err(Error::Forbidden.into());
         }
         let transform = caller.require_on(token.reference(), Permission::TokenUpdate)?;
         let mut steps = RESPONSE_RENDER_STEPS;
@@ -135,7 +134,7 @@ impl Tokens {
                     purged = true;
                 }
                 TokenWrite::DuplicateFingerprint | TokenWrite::DuplicateId => {
-                    return Err(Error::Conflict("an identical token exists".into()));
+                    return Err(TokenError::IdenticalExists);
                 }
             }
         }
