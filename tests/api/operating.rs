@@ -180,6 +180,12 @@ async fn metrics_count_requests_by_route_template_never_by_path() {
             "{text}"
         );
         assert!(text.contains("# TYPE tokenvault_http_request_duration_seconds histogram"));
+        // The audit backlog, a gauge: a whole number of events.
+        let waiting = text
+            .lines()
+            .find_map(|l| l.strip_prefix("tokenvault_audit_events_waiting "))
+            .unwrap_or_else(|| panic!("no audit gauge in {text}"));
+        assert!(waiting.parse::<u64>().is_ok(), "{waiting}");
         assert!(!text.contains("some-alias-that-shows-data"));
         assert!(!text.contains(&key));
     })

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use actix_web::http::Method;
 use actix_web::{HttpRequest, HttpResponse, web};
+use tokenvault_domain::Vault;
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -191,10 +192,18 @@ fn escape(value: &str) -> String {
 /// `GET /metrics`.
 #[utoipa::path(get, path = "/metrics", tag = "meta",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
-pub async fn metrics(metrics: web::Data<Metrics>) -> HttpResponse {
+pub async fn metrics(metrics: web::Data<Metrics>, vault: web::Data<Vault>) -> HttpResponse {
+    let mut out = metrics.render();
+    out.push_str("# HELP tokenvault_audit_events_waiting Audit events held in memory until the next flush writes them.\n");
+    out.push_str("# TYPE tokenvault_audit_events_waiting gauge\n");
+    let _ = writeln!(
+        out,
+        "tokenvault_audit_events_waiting {}",
+        vault.audit.audit_waiting()
+    );
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(metrics.render())
+        .body(out)
 }
 
 #[cfg(test)]

@@ -255,6 +255,11 @@ impl std::fmt::Debug for AuditBuffer {
 }
 
 impl AuditLog {
+    /// How many events wait in memory for a flush, all tenants (`GET /metrics`).
+    pub fn audit_waiting(&self) -> usize {
+        self.audit_buffer.pending().len
+    }
+
     /// How many events wait for the next flush, leaving out those of tenants whose chain is
     /// blocked (they cannot be written; counting them would have the flusher run at once,
     /// again and again).

@@ -405,6 +405,7 @@ const HANG_BEFORE_WRITING: u8 = 1;
 const HANG_AFTER_WRITING: u8 = 2;
 const FAIL_AFTER_WRITING: u8 = 3;
 const FAIL_BEFORE_WRITING: u8 = 4;
+const FAIL_LATER: u8 = 5;
 
 /// The in-memory log whose `append` can hang (a database that never answers), before or after
 /// it committed.
@@ -412,6 +413,8 @@ const FAIL_BEFORE_WRITING: u8 = 4;
 struct Stuck {
     store: NoAudit,
     mode: std::sync::atomic::AtomicU8,
+    /// Under `FAIL_LATER`: appends written before every next one fails.
+    good_appends: std::sync::atomic::AtomicUsize,
 }
 
 impl Stuck {
@@ -443,6 +446,21 @@ impl AuditRepository for Stuck {
     ) -> Result<AppendOutcome, RepoError> {
         match self.mode.load(std::sync::atomic::Ordering::SeqCst) {
             HANG_BEFORE_WRITING => std::future::pending().await,
+            FAIL_LATER => {
+                let left = self
+                    .good_appends
+                    .fetch_update(
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::SeqCst,
+                        |n| n.checked_sub(1),
+                    )
+                    .is_ok();
+                if left {
+                    self.store.append(tenant_id, expected, entries).await
+                } else {
+                    Err(RepoError::Backend("the database is gone".into()))
+                }
+            }
             FAIL_BEFORE_WRITING => Err(RepoError::Backend("the database is gone".into())),
             HANG_AFTER_WRITING => {
                 self.store.append(tenant_id, expected, entries).await?;
@@ -578,4 +596,44 @@ async fn an_append_that_failed_after_it_committed_writes_nothing_twice() {
     let report = vault.audit.verify_audit(Some(a)).await.unwrap();
     assert_eq!(report[0].broken, None);
     assert_eq!(report[0].entries, 4);
+}
+
+/// A backlog goes in appends of at most 512 events, in the order recorded; when one of them
+/// fails, the tenant's later events wait behind it and the next flush writes them in order.
+#[tokio::test]
+async fn a_backlog_goes_in_bounded_appends_and_a_failed_one_keeps_the_rest_behind_it() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let store = Arc::new(Stuck::default());
+    let vault = vault_over(store.clone());
+    let recorded: Vec<String> = (0..1_200).map(|i| format!("a{i}")).collect();
+    for id in &recorded {
+        record(&vault, 100, id);
+    }
+    record(&vault, 200, "b0");
+    store.good_appends.store(1, SeqCst);
+    store.set(FAIL_LATER);
+    assert!(vault.audit.flush_audit().await.is_err());
+    assert_eq!(
+        store.written().len(),
+        512,
+        "the first append alone was written"
+    );
+    record(&vault, 100, "late");
+    store.set(APPEND);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 1_200 - 512 + 2);
+    let a = Uuid::from_u128(100);
+    let ids: Vec<String> = store
+        .written()
+        .into_iter()
+        .filter(|(tenant, _, _)| *tenant == a)
+        .map(|(_, _, id)| id)
+        .collect();
+    let mut expected = recorded.clone();
+    expected.push("late".into());
+    assert_eq!(ids, expected, "every event once, in the order recorded");
+    // 1,201 events of tenant 100 in appends of 512, 512 and 177; one for tenant 200.
+    assert_eq!(store.store.appends.load(SeqCst), 4);
+    let report = vault.audit.verify_audit(Some(a)).await.unwrap();
+    assert_eq!(report[0].broken, None);
+    assert_eq!(report[0].entries, 1_201);
 }
