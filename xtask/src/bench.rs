@@ -473,6 +473,33 @@ fn run_wrk(server: &Server, target: &Target, o: &Options) -> anyhow::Result<Meas
     run_wrk_at(&server.base, target, o.connections, o.duration)
 }
 
+/// Waits until the server has written every audit entry the last load left in memory
+/// (`tokenvault_audit_events_waiting` at 0, at most 60 s), so that the next path's load does not
+/// pay for this one's deferred writes. Returns how long that took, in ms: it is reported beside
+/// the path whose entries they were.
+fn audit_drained(server: &Server) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    loop {
+        let out = Command::new("curl")
+            .args(["-s", &format!("{}/metrics", server.base)])
+            .output()
+            .context("curl /metrics")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let waiting = text
+            .lines()
+            .find_map(|l| l.strip_prefix("tokenvault_audit_events_waiting "))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        match waiting {
+            // An older build without the gauge: nothing to wait for.
+            Some(0) | None => return Ok(started.elapsed().as_secs_f64() * 1000.0),
+            Some(n) if started.elapsed() > Duration::from_mins(1) => {
+                bail!("{n} audit entries still waiting after 60 s")
+            }
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
 fn peak_rss_mib(server: &Server) -> f64 {
     let status =
         std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap_or_default();
@@ -501,37 +528,39 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
         let mut ceiling = 0.0;
         for target in &targets {
             let m = run_wrk(&server, target, &o)?;
+            let drain = audit_drained(&server)?;
             if target.path == "/health" {
                 ceiling = m.rps;
             }
-            rows.push((target.name, m));
+            rows.push((target.name, m, drain));
         }
         println!(
             "\n{db}: wrk -t2 -c{} -d{}s, loopback, release",
             o.connections, o.duration
         );
         println!(
-            "{:<40} {:>10} {:>9} {:>9} {:>7} {:>9}",
-            "path", "req/s", "p50 ms", "p99 ms", "errors", "of /health"
+            "{:<40} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9}",
+            "path", "req/s", "p50 ms", "p99 ms", "errors", "of /health", "audit ms"
         );
         let mut json_rows = Vec::new();
-        for (name, m) in &rows {
+        for (name, m, drain) in &rows {
             let ratio = if ceiling > 0.0 {
                 m.rps / ceiling
             } else {
                 f64::NAN
             };
             println!(
-                "{name:<40} {:>10.0} {:>9.2} {:>9.2} {:>7} {:>8.1}%",
+                "{name:<40} {:>10.0} {:>9.2} {:>9.2} {:>7} {:>8.1}% {:>9.0}",
                 m.rps,
                 m.p50_ms,
                 m.p99_ms,
                 m.errors,
-                ratio * 100.0
+                ratio * 100.0,
+                drain
             );
             json_rows.push(
                 json!({"path": name, "rps": m.rps, "p50_ms": m.p50_ms, "p99_ms": m.p99_ms,
-                                  "errors": m.errors, "ratio_to_health": ratio}),
+                       "errors": m.errors, "ratio_to_health": ratio, "audit_drain_ms": drain}),
             );
         }
         let rss = peak_rss_mib(&server);
@@ -551,13 +580,13 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
         let rate = |field: &str| ceiling[field].as_f64().unwrap_or(f64::NAN);
         let rps = |name: &str| {
             rows.iter()
-                .find(|(n, _)| *n == name)
-                .map_or(f64::NAN, |(_, m)| m.rps)
+                .find(|(n, _, _)| *n == name)
+                .map_or(f64::NAN, |(_, m, _)| m.rps)
         };
         let p50 = |name: &str| {
             rows.iter()
-                .find(|(n, _)| *n == name)
-                .map_or(f64::NAN, |(_, m)| m.p50_ms)
+                .find(|(n, _, _)| *n == name)
+                .map_or(f64::NAN, |(_, m, _)| m.p50_ms)
         };
         println!(
             "ceilings without HTTP (tokenvault ceilings, {} tasks):",

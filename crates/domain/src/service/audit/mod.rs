@@ -157,6 +157,8 @@ pub struct AuditBuffer {
     /// Their events wait without making the flusher hurry (`audit_backlog`), and each flush
     /// looks whether the row is still there before building their entries again.
     blocked: Mutex<HashMap<Uuid, u64>>,
+    /// Events the flush in progress took and has not written yet (for `audit_waiting`).
+    in_flight: std::sync::atomic::AtomicUsize,
 }
 
 /// Events put back by a flush dropped during their append, which may have committed.
@@ -237,6 +239,9 @@ impl Drop for Unwritten<'_> {
             );
         }
         self.buffer.requeue(back);
+        self.buffer
+            .in_flight
+            .store(0, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -255,9 +260,14 @@ impl std::fmt::Debug for AuditBuffer {
 }
 
 impl AuditLog {
-    /// How many events wait in memory for a flush, all tenants (`GET /metrics`).
+    /// How many events are in memory and not yet written, all tenants (`GET /metrics`):
+    /// those waiting for a flush and those the flush in progress has not written yet.
     pub fn audit_waiting(&self) -> usize {
-        self.audit_buffer.pending().len
+        let in_flight = self
+            .audit_buffer
+            .in_flight
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.audit_buffer.pending().len + in_flight
     }
 
     /// How many events wait for the next flush, leaving out those of tenants whose chain is
@@ -286,5 +296,5 @@ impl AuditLog {
     }
 }
 
-mod flush;
+pub(crate) mod flush;
 mod log;

@@ -598,29 +598,35 @@ async fn an_append_that_failed_after_it_committed_writes_nothing_twice() {
     assert_eq!(report[0].entries, 4);
 }
 
-/// A backlog goes in appends of at most 512 events, in the order recorded; when one of them
-/// fails, the tenant's later events wait behind it and the next flush writes them in order.
+/// A backlog goes in appends of at most `APPEND_CHUNK` events, in the order recorded; when one
+/// of them fails, the tenant's later events wait behind it and the next flush writes them in
+/// order.
 #[tokio::test]
 async fn a_backlog_goes_in_bounded_appends_and_a_failed_one_keeps_the_rest_behind_it() {
+    use crate::service::audit::flush::APPEND_CHUNK as CHUNK;
     use std::sync::atomic::Ordering::SeqCst;
     let store = Arc::new(Stuck::default());
     let vault = vault_over(store.clone());
-    let recorded: Vec<String> = (0..1_200).map(|i| format!("a{i}")).collect();
+    let total = 2 * CHUNK + 176;
+    let recorded: Vec<String> = (0..total).map(|i| format!("a{i}")).collect();
     for id in &recorded {
         record(&vault, 100, id);
     }
     record(&vault, 200, "b0");
+    assert_eq!(vault.audit.audit_waiting(), total + 1);
     store.good_appends.store(1, SeqCst);
     store.set(FAIL_LATER);
     assert!(vault.audit.flush_audit().await.is_err());
     assert_eq!(
         store.written().len(),
-        512,
+        CHUNK,
         "the first append alone was written"
     );
+    assert_eq!(vault.audit.audit_waiting(), total + 1 - CHUNK);
     record(&vault, 100, "late");
     store.set(APPEND);
-    assert_eq!(vault.audit.flush_audit().await.unwrap(), 1_200 - 512 + 2);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), total - CHUNK + 2);
+    assert_eq!(vault.audit.audit_waiting(), 0);
     let a = Uuid::from_u128(100);
     let ids: Vec<String> = store
         .written()
@@ -631,9 +637,9 @@ async fn a_backlog_goes_in_bounded_appends_and_a_failed_one_keeps_the_rest_behin
     let mut expected = recorded.clone();
     expected.push("late".into());
     assert_eq!(ids, expected, "every event once, in the order recorded");
-    // 1,201 events of tenant 100 in appends of 512, 512 and 177; one for tenant 200.
+    // Tenant 100's events in appends of CHUNK, CHUNK and 177; one for tenant 200.
     assert_eq!(store.store.appends.load(SeqCst), 4);
     let report = vault.audit.verify_audit(Some(a)).await.unwrap();
     assert_eq!(report[0].broken, None);
-    assert_eq!(report[0].entries, 1_201);
+    assert_eq!(report[0].entries, u64::try_from(total + 1).unwrap());
 }
