@@ -476,24 +476,34 @@ fn run_wrk(server: &Server, target: &Target, o: &Options) -> anyhow::Result<Meas
 /// Waits until the server has written every audit entry the last load left in memory
 /// (`tokenvault_audit_events_waiting` at 0, at most 60 s), so that the next path's load does not
 /// pay for this one's deferred writes. Returns how long that took, in ms: it is reported beside
-/// the path whose entries they were.
+/// the path whose entries they were. An older build without the gauge is not waited for; a
+/// backlog still there after a minute is reported and the bench goes on.
 fn audit_drained(server: &Server) -> anyhow::Result<f64> {
     let started = Instant::now();
     loop {
         let out = Command::new("curl")
-            .args(["-s", &format!("{}/metrics", server.base)])
+            .args([
+                "-sf",
+                "--max-time",
+                "5",
+                &format!("{}/metrics", server.base),
+            ])
             .output()
             .context("curl /metrics")?;
+        if !out.status.success() {
+            bail!("GET /metrics failed: {}", out.status);
+        }
         let text = String::from_utf8_lossy(&out.stdout);
         let waiting = text
             .lines()
             .find_map(|l| l.strip_prefix("tokenvault_audit_events_waiting "))
             .and_then(|v| v.trim().parse::<u64>().ok());
+        let elapsed = started.elapsed();
         match waiting {
-            // An older build without the gauge: nothing to wait for.
-            Some(0) | None => return Ok(started.elapsed().as_secs_f64() * 1000.0),
-            Some(n) if started.elapsed() > Duration::from_mins(1) => {
-                bail!("{n} audit entries still waiting after 60 s")
+            Some(0) | None => return Ok(elapsed.as_secs_f64() * 1000.0),
+            Some(n) if elapsed > Duration::from_mins(1) => {
+                eprintln!("bench: {n} audit entries still waiting after a minute; going on");
+                return Ok(elapsed.as_secs_f64() * 1000.0);
             }
             Some(_) => std::thread::sleep(Duration::from_millis(20)),
         }

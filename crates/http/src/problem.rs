@@ -162,6 +162,10 @@ impl From<Error> for ApiError {
 
 impl From<TokenError> for ApiError {
     fn from(err: TokenError) -> Self {
+        if !matches!(err, TokenError::Failed(_)) {
+            // Its message names the conflict, never a value.
+            tracing::info!(conflict = %err, "conflict");
+        }
         let detail = match err {
             TokenError::Failed(e) => return e.into(),
             TokenError::IdTaken => "A token with this id already exists.",

@@ -3,6 +3,7 @@
 //! keeps its events and is reported.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::Ordering::Relaxed;
 
 use uuid::Uuid;
 
@@ -33,7 +34,15 @@ impl AuditLog {
     /// of the buffer (`Unwritten`).
     pub async fn flush_audit(&self) -> Result<usize, Error> {
         let one_at_a_time = self.audit_buffer.flushing.lock().await;
-        let (batch, dropped) = self.audit_buffer.pending().take();
+        let (batch, dropped) = {
+            // Counted in flight under the same lock that empties the buffer, so that
+            // `audit_waiting` never sees them in neither place.
+            let mut pending = self.audit_buffer.pending();
+            let taken = pending.take();
+            let total: usize = taken.0.iter().map(|(_, events)| events.len()).sum();
+            self.audit_buffer.in_flight.store(total, Relaxed);
+            taken
+        };
         for (tenant_id, dropped) in dropped {
             tracing::error!(
                 %tenant_id,
@@ -59,28 +68,33 @@ impl AuditLog {
         let mut failure = None;
         // Each tenant on its own: one tenant's broken chain never stops another's log. A
         // tenant's events go in appends of at most `APPEND_CHUNK`, the rest waiting in front.
+        let in_flight = |n: usize| {
+            self.audit_buffer.in_flight.fetch_sub(n, Relaxed);
+        };
         while let Some((tenant_id, mut events)) = unwritten.waiting.pop_front() {
-            let left: usize = unwritten.waiting.iter().map(|(_, e)| e.len()).sum();
-            self.audit_buffer
-                .in_flight
-                .store(left + events.len(), std::sync::atomic::Ordering::Relaxed);
             if events.len() > APPEND_CHUNK {
                 let rest = events.split_off(APPEND_CHUNK);
                 unwritten.waiting.push_front((tenant_id, rest));
             }
+            let chunk = events.len();
             unwritten.current = Some((tenant_id, events));
             match self.append_chain(tenant_id, &mut unwritten).await {
                 Ok(n) => {
                     unwritten.current = None;
+                    in_flight(chunk);
                     written += n;
                 }
                 Err(e) => {
+                    let gone = matches!(self.tenants.get(tenant_id).await, Ok(None));
+                    // No `await` from here to the end of this turn: what is taken out of
+                    // `unwritten` below is put back or dropped before the future can be.
                     // The tenant's later chunks wait behind this one (or go with it).
                     let rest = match unwritten.waiting.front() {
                         Some((next, _)) if *next == tenant_id => unwritten.waiting.pop_front(),
                         _ => None,
                     };
-                    if matches!(self.tenants.get(tenant_id).await, Ok(None)) {
+                    in_flight(chunk + rest.as_ref().map_or(0, |(_, r)| r.len()));
+                    if gone {
                         // The tenant is gone, and its log with it.
                         unwritten.current = None;
                         self.audit_buffer.unsure().remove(&tenant_id);

@@ -263,11 +263,13 @@ impl AuditLog {
     /// How many events are in memory and not yet written, all tenants (`GET /metrics`):
     /// those waiting for a flush and those the flush in progress has not written yet.
     pub fn audit_waiting(&self) -> usize {
-        let in_flight = self
-            .audit_buffer
-            .in_flight
-            .load(std::sync::atomic::Ordering::Relaxed);
-        self.audit_buffer.pending().len + in_flight
+        // Read under the lock the flush takes its events with (and counts them in flight).
+        let pending = self.audit_buffer.pending();
+        pending.len
+            + self
+                .audit_buffer
+                .in_flight
+                .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many events wait for the next flush, leaving out those of tenants whose chain is

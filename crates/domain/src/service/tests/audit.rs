@@ -643,3 +643,88 @@ async fn a_backlog_goes_in_bounded_appends_and_a_failed_one_keeps_the_rest_behin
     assert_eq!(report[0].broken, None);
     assert_eq!(report[0].entries, u64::try_from(total + 1).unwrap());
 }
+
+/// Tenants that exist, whose lookup hangs while `hang` is set (a database that stopped
+/// answering): the flush looks a tenant up after one of its appends failed.
+#[derive(Default)]
+struct SlowTenants {
+    hang: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl TenantRepository for SlowTenants {
+    async fn create_with_application(
+        &self,
+        _: &Tenant,
+        _: &[u8],
+        _: &Application,
+        _: &KeyHash,
+    ) -> Result<(), RepoError> {
+        Ok(())
+    }
+    async fn data_key(&self, _: Uuid) -> Result<Option<Vec<u8>>, RepoError> {
+        Ok(None)
+    }
+    async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError> {
+        Ok(Vec::new())
+    }
+    async fn replace_data_key(&self, _: Uuid, _: &[u8], _: &[u8]) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
+        if self.hang.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        Ok(Some(super::tenant_row(id)))
+    }
+    async fn update(&self, _: &Tenant) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn delete(&self, _: Uuid, _: OffsetDateTime) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn purge_deleted(&self, _: u64) -> Result<u64, RepoError> {
+        Ok(0)
+    }
+    async fn any(&self) -> Result<bool, RepoError> {
+        Ok(true)
+    }
+    async fn list(&self) -> Result<Vec<Tenant>, RepoError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A flush dropped while it looks up a tenant whose append failed (the client of `GET /logs`
+/// left) keeps every event of that tenant: the failed piece and the pieces behind it.
+#[tokio::test]
+async fn a_flush_dropped_after_a_failed_piece_keeps_the_pieces_behind_it() {
+    use crate::service::audit::flush::APPEND_CHUNK as CHUNK;
+    use futures_util::FutureExt;
+    use std::sync::atomic::Ordering::SeqCst;
+    let store = Arc::new(Stuck::default());
+    let tenants = Arc::new(SlowTenants::default());
+    let mut p = ports(MockTenants::new(), MockApplications::new());
+    p.cipher = Arc::new(mac_cipher());
+    p.audit = store.clone();
+    p.tenants = tenants.clone();
+    let vault = Vault::new(p);
+    let total = 2 * CHUNK + 10;
+    let recorded: Vec<String> = (0..total).map(|i| format!("a{i}")).collect();
+    for id in &recorded {
+        record(&vault, 100, id);
+    }
+    store.good_appends.store(1, SeqCst);
+    store.set(FAIL_LATER);
+    tenants.hang.store(true, SeqCst);
+    assert!(
+        vault.audit.flush_audit().now_or_never().is_none(),
+        "the lookup after the failed piece hangs, and the flush is dropped there"
+    );
+    assert_eq!(store.written().len(), CHUNK);
+    assert_eq!(vault.audit.audit_waiting(), total - CHUNK);
+    tenants.hang.store(false, SeqCst);
+    store.set(APPEND);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), total - CHUNK);
+    let ids: Vec<String> = store.written().into_iter().map(|(_, _, id)| id).collect();
+    assert_eq!(ids, recorded, "every event once, in the order recorded");
+}
