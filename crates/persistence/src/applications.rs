@@ -60,6 +60,9 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         &self,
         hash: &KeyHash,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+        if let Some(pg) = self.reads.pg() {
+            return keyed_read::key_postgres(pg, hash_hex(hash)).await;
+        }
         if let Some(found) = self
             .direct
             .as_ref()

@@ -48,6 +48,11 @@ pub(crate) struct DirectReads {
     checkpointer: Option<Checkpointer>,
     /// Set by [`Self::stop`]: no read opens a connection after it.
     closed: AtomicBool,
+    /// Tests only: every read answers as a locked file does, so that each caller's read
+    /// through the pool runs (`Database::refuse_direct_reads`). While the engine runs, every
+    /// connection on the file holds a shared lock, so no test can lock it against readers.
+    #[cfg(feature = "test-support")]
+    refused: AtomicBool,
 }
 
 impl std::fmt::Debug for DirectReads {
@@ -147,6 +152,8 @@ impl DirectReads {
             writer,
             checkpointer,
             closed: AtomicBool::new(false),
+            #[cfg(feature = "test-support")]
+            refused: AtomicBool::new(false),
         }))
     }
 
@@ -183,6 +190,10 @@ impl DirectReads {
         if self.closed.load(Ordering::Acquire) {
             return Some(Err(RepoError::Backend("the database is closed".into())));
         }
+        #[cfg(feature = "test-support")]
+        if self.refused.load(Ordering::Acquire) {
+            return None;
+        }
         let idle = self.idle.lock().map_or(None, |mut idle| idle.pop());
         let conn = match idle {
             Some(conn) => conn,
@@ -203,6 +214,12 @@ impl DirectReads {
             Err(e) if is_busy(&e) => None,
             other => Some(other.map_err(backend)),
         }
+    }
+
+    /// Tests only: whether every read answers as a locked file does.
+    #[cfg(feature = "test-support")]
+    pub(crate) fn refuse(&self, refused: bool) {
+        self.refused.store(refused, Ordering::Release);
     }
 
     /// The file's writer thread (`writer.rs`).

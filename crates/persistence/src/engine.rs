@@ -70,6 +70,16 @@ impl Database {
         }
     }
 
+    /// Tests only: on a SQLite file, every read on the calling thread answers as a locked file
+    /// does (or again as usual), so that the reads through the pool that stand in for them
+    /// run. Nothing on PostgreSQL.
+    #[cfg(feature = "test-support")]
+    pub fn refuse_direct_reads(&self, refused: bool) {
+        if let Engine::Sqlite(file) = &self.engine {
+            file.refuse(refused);
+        }
+    }
+
     /// Where the repositories' point reads run.
     pub(crate) fn reads(&self) -> Reads {
         Reads::new(self.db.clone(), self.postgres())

@@ -36,6 +36,17 @@ static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The key's application and its tenant's settings alone: every request's authentication on
+/// PostgreSQL. Fixed text (SeaORM's builder made this statement anew per request, and its
+/// `find_also_related` selected every column of the tenant, its wrapped data key included).
+static KEY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {} FROM applications a JOIN tenants s ON s.id = a.tenant_id \
+         WHERE a.key_hash = $1 AND s.deleted_at IS NULL",
+        application_and_settings(),
+    )
+});
+
 /// The key's application's columns and its tenant's settings, as the keyed reads select them:
 /// the application under `a_`, the settings under `s_`.
 pub(crate) fn application_and_settings() -> String {
@@ -64,6 +75,27 @@ pub(crate) fn prefixed<C: Iterable + Iden>(alias: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The application holding `key_hash` (hex) and its tenant's settings, in one PostgreSQL
+/// statement; `None` for an unknown key or a deleted tenant's.
+pub(crate) async fn key_postgres(
+    pg: &PgDirect,
+    key_hash: String,
+) -> Result<Option<(tokenvault_domain::application::Application, TenantSettings)>, RepoError> {
+    let statement = Statement::from_sql_and_values(
+        DatabaseBackend::Postgres,
+        KEY.as_str(),
+        [Value::from(key_hash)],
+    );
+    let Some(row) = pg.query_one(&statement).await.map_err(repo_err)? else {
+        return Ok(None);
+    };
+    let app = application::Model::from_query_result(&row, "a_").map_err(repo_err)?;
+    Ok(Some((
+        crate::rows::application::to_domain(app)?,
+        settings_of(&row)?,
+    )))
 }
 
 /// The application holding `key_hash` (hex), its tenant's settings and that tenant's live token
@@ -104,7 +136,22 @@ pub(crate) async fn key_and_token_postgres(
 
 #[cfg(test)]
 mod tests {
-    use super::KEY_AND_TOKEN;
+    use super::{KEY, KEY_AND_TOKEN};
+
+    #[test]
+    fn the_key_read_selects_the_application_and_settings_only() {
+        let sql = KEY.as_str();
+        assert_eq!(sql.matches("\"a_key_hash\"").count(), 1, "{sql}");
+        assert!(sql.contains("s_deduplicate_tokens"), "{sql}");
+        assert!(
+            !sql.contains("data_key"),
+            "never the tenant's wrapped key: {sql}"
+        );
+        assert!(
+            sql.contains("s.deleted_at IS NULL"),
+            "a deleted tenant's keys stop"
+        );
+    }
 
     #[test]
     fn the_statement_names_every_column_once_under_its_prefix() {

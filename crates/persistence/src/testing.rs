@@ -19,6 +19,20 @@ pub enum Backend {
     Postgres,
 }
 
+/// Each backend of [`backends`], and SQLite once more with its reads on the calling thread
+/// refused (`Database::refuse_direct_reads`): a test that loops over these runs every read
+/// through the pool that stands in for a direct read when the file is locked.
+pub fn read_paths() -> Vec<(Backend, bool)> {
+    let mut out = vec![(Backend::Sqlite, false), (Backend::Sqlite, true)];
+    out.extend(
+        backends()
+            .into_iter()
+            .filter(|b| *b == Backend::Postgres)
+            .map(|b| (b, false)),
+    );
+    out
+}
+
 /// SQLite always; PostgreSQL too when [`POSTGRES_ENV`] is set (an unreachable server then
 /// fails the test, it is never skipped).
 pub fn backends() -> Vec<Backend> {

@@ -12,7 +12,7 @@ use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{ApplicationRepository, TenantRepository};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
-use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
 use uuid::Uuid;
 
@@ -74,8 +74,9 @@ where
     F: Fn(Repos) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         story(Repos {
             tenants: SeaOrmTenantRepository::new(db.db.clone()),
             apps: SeaOrmApplicationRepository::new(db.db.clone()),
@@ -325,8 +326,9 @@ async fn expired_applications_are_deleted() {
 #[tokio::test]
 async fn migrations_go_down_and_up_again() {
     use tokenvault_migrations::{Migrator, MigratorTrait};
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let applied = Migrator::get_applied_migrations(db.db.connection())
             .await
             .unwrap()

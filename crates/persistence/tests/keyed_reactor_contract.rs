@@ -9,7 +9,7 @@ use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{ApplicationRepository, FormulaRepository, ReactorRepository};
 use tokenvault_domain::reactor::{Formula, ParamType, Reactor, RequestParameter};
 use tokenvault_domain::tenant::TenantSettings;
-use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
     SeaOrmTenantRepository,
@@ -59,8 +59,9 @@ fn reactor(tenant_id: Uuid, formula_id: Uuid) -> Reactor {
 
 #[tokio::test]
 async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let apps = SeaOrmApplicationRepository::new(db.db.clone());
         let formulas = SeaOrmFormulaRepository::new(db.db.clone());

@@ -8,7 +8,7 @@ use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{ApplicationRepository, TenantRepository, TokenRepository};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
-use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
@@ -70,8 +70,9 @@ async fn tenant_with(
 
 #[tokio::test]
 async fn the_key_and_its_tenants_token_in_one_read() {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let apps = SeaOrmApplicationRepository::new(db.db.clone());
         let tokens = SeaOrmTokenRepository::new(db.db.clone());
@@ -149,8 +150,9 @@ async fn the_key_and_its_tenants_token_in_one_read() {
 /// Only a private application may read tokens: another type's key never reads one.
 #[tokio::test]
 async fn a_public_key_reads_no_token() {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let apps = SeaOrmApplicationRepository::new(db.db.clone());
         let tokens = SeaOrmTokenRepository::new(db.db.clone());

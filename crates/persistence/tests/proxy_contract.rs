@@ -10,7 +10,7 @@ use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{ProxyRepository, StoredProxy, TokenRepository};
 use tokenvault_domain::proxy::Proxy;
-use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
     SeaOrmProxyRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
@@ -31,8 +31,9 @@ where
     F: Fn(Repos) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let tenant = tenant(&tenants).await;
         story(Repos {
@@ -581,8 +582,9 @@ async fn a_proxy_needs_an_existing_tenant() {
 async fn the_key_finds_its_proxy_with_the_tokens_its_caller_may_use_of_its_own_tenant() {
     use tokenvault_domain::permission::{ApplicationType, Permission};
     use tokenvault_domain::tenant::TenantSettings;
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let proxies = SeaOrmProxyRepository::new(db.db.clone());
         let tokens = SeaOrmTokenRepository::new(db.db.clone());

@@ -11,7 +11,7 @@ use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{TenantRepository, TokenFilter, Visibility};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use tokenvault_domain::token::StoredToken;
-use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
 use uuid::Uuid;
 
@@ -149,8 +149,9 @@ where
     F: Fn(Repos) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let tenant = tenant(&tenants).await;
         story(Repos {

@@ -9,7 +9,7 @@ use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::reactor::{
     ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
 };
-use tokenvault_persistence::testing::{TestDatabase, backends};
+use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
     SeaOrmFormulaRepository, SeaOrmReactorRepository, SeaOrmTenantRepository,
 };
@@ -94,8 +94,9 @@ where
     F: Fn(Repos) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    for backend in backends() {
+    for (backend, refused) in read_paths() {
         let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let tenant = tenant(&tenants).await;
         story(Repos {
