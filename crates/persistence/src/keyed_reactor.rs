@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::direct::{DirectReads, settings};
 use crate::entity::{application, formula, reactor};
-use crate::keyed_read::{application_and_settings, prefixed, settings_of};
+use crate::keyed_read::{application_and_settings, application_and_settings_of, prefixed};
 use crate::pg_direct::PgDirect;
 use crate::reactors::{formula_by_id, formula_to_domain, reactor_by_id, reactor_to_domain};
 use crate::reads::Reads;
@@ -121,8 +121,7 @@ pub(crate) async fn key_and_reactor_postgres(
     let Some(row) = pg.query_one(&statement).await.map_err(repo_err)? else {
         return Ok(None);
     };
-    let app = application::Model::from_query_result(&row, "a_").map_err(repo_err)?;
-    let settings = settings_of(&row)?;
+    let (application, settings) = application_and_settings_of(&row)?;
     // Nothing joined: the primary key's columns are NULL.
     let reactor_found: Option<Uuid> = row.try_get("r_", "id").map_err(repo_err)?;
     let formula_found: Option<Uuid> = row.try_get("f_", "id").map_err(repo_err)?;
@@ -141,7 +140,7 @@ pub(crate) async fn key_and_reactor_postgres(
         None
     };
     Ok(Some(KeyedReactor {
-        application: crate::rows::application::to_domain(app)?,
+        application,
         settings,
         reactor,
     }))

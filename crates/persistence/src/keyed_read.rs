@@ -14,6 +14,7 @@ use sea_orm::sea_query::Value;
 use sea_orm::{DatabaseBackend, FromQueryResult, Iden, Iterable, QueryResult, Statement};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
+use tokenvault_domain::application::Application;
 use tokenvault_domain::ports::KeyedToken;
 use tokenvault_domain::tenant::TenantSettings;
 
@@ -57,12 +58,17 @@ pub(crate) fn application_and_settings() -> String {
     )
 }
 
-/// The tenant's settings a keyed read selected ([`application_and_settings`]).
-pub(crate) fn settings_of(row: &QueryResult) -> Result<TenantSettings, RepoError> {
-    Ok(TenantSettings {
+/// The key's application and its tenant's settings, as [`application_and_settings`] selected
+/// them.
+pub(crate) fn application_and_settings_of(
+    row: &QueryResult,
+) -> Result<(Application, TenantSettings), RepoError> {
+    let app = application::Model::from_query_result(row, "a_").map_err(repo_err)?;
+    let settings = TenantSettings {
         fingerprint_tokens: row.try_get("s_", "fingerprint_tokens").map_err(repo_err)?,
         deduplicate_tokens: row.try_get("s_", "deduplicate_tokens").map_err(repo_err)?,
-    })
+    };
+    Ok((crate::rows::application::to_domain(app)?, settings))
 }
 
 /// Every column of an entity as `alias."c" AS "alias_c"`, which SeaORM's `FromQueryResult`
@@ -82,7 +88,7 @@ pub(crate) fn prefixed<C: Iterable + Iden>(alias: &str) -> String {
 pub(crate) async fn key_postgres(
     pg: &PgDirect,
     key_hash: String,
-) -> Result<Option<(tokenvault_domain::application::Application, TenantSettings)>, RepoError> {
+) -> Result<Option<(Application, TenantSettings)>, RepoError> {
     let statement = Statement::from_sql_and_values(
         DatabaseBackend::Postgres,
         KEY.as_str(),
@@ -91,11 +97,7 @@ pub(crate) async fn key_postgres(
     let Some(row) = pg.query_one(&statement).await.map_err(repo_err)? else {
         return Ok(None);
     };
-    let app = application::Model::from_query_result(&row, "a_").map_err(repo_err)?;
-    Ok(Some((
-        crate::rows::application::to_domain(app)?,
-        settings_of(&row)?,
-    )))
+    application_and_settings_of(&row).map(Some)
 }
 
 /// The application holding `key_hash` (hex), its tenant's settings and that tenant's live token
@@ -118,8 +120,7 @@ pub(crate) async fn key_and_token_postgres(
     let Some(row) = pg.query_one(&statement).await.map_err(repo_err)? else {
         return Ok(None);
     };
-    let app = application::Model::from_query_result(&row, "a_").map_err(repo_err)?;
-    let settings = settings_of(&row)?;
+    let (application, settings) = application_and_settings_of(&row)?;
     let token_id: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
     let token = match token_id {
         Some(_) => Some(crate::rows::token::to_domain(
@@ -128,7 +129,7 @@ pub(crate) async fn key_and_token_postgres(
         None => None,
     };
     Ok(Some(KeyedToken {
-        application: crate::rows::application::to_domain(app)?,
+        application,
         settings,
         token,
     }))
