@@ -186,6 +186,11 @@ async fn metrics_count_requests_by_route_template_never_by_path() {
             .find_map(|l| l.strip_prefix("tokenvault_audit_events_waiting "))
             .unwrap_or_else(|| panic!("no audit gauge in {text}"));
         assert!(waiting.parse::<u64>().is_ok(), "{waiting}");
+        // Requests refused while their tenant's log was behind: none here.
+        assert!(
+            text.contains("tokenvault_audit_refusals_total 0\n"),
+            "{text}"
+        );
         assert!(!text.contains("some-alias-that-shows-data"));
         assert!(!text.contains(&key));
     })

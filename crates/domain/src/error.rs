@@ -81,6 +81,10 @@ pub enum Error {
     /// Well-formed but unusable input (code that does not compile), naming the field.
     #[error("unprocessable: {0}")]
     Unprocessable(ValidationErrors),
+    /// The request was not run because the vault is behind on its tenant's behalf (its audit
+    /// log waits to be written); it may be retried shortly. What is behind, for the log.
+    #[error("overloaded: {0}")]
+    Overloaded(&'static str),
     /// Anything unexpected: what failed and, when there is one, its cause. Both go to the
     /// log only (the whole chain), never to a client.
     #[error("internal error: {context}")]

@@ -140,6 +140,7 @@ impl Areas {
             sessions: p.sessions.clone(),
             keys: p.keys.clone(),
             clock: p.clock.clone(),
+            audit: audit_buffer.clone(),
         };
         Self {
             applications: Applications {

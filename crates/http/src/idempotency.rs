@@ -18,6 +18,7 @@ use actix_web::web::{self, Bytes};
 use actix_web::{HttpResponse, ResponseError};
 use tokenvault_domain::Vault;
 use tokenvault_domain::auth::Principal;
+use tokenvault_domain::error::Error;
 use tokenvault_domain::service::{Idempotent, StoredResponse};
 
 use crate::extract::{API_KEY_HEADER, Authenticated};
@@ -82,15 +83,22 @@ pub async fn idempotent(
             .await
             .map(ServiceResponse::map_into_boxed_body);
     };
-    let Ok(caller) = vault
+    let caller = match vault
         .auth
         .authenticate(header(&req, API_KEY_HEADER).as_deref())
         .await
-    else {
-        return next
-            .call(req)
-            .await
-            .map(ServiceResponse::map_into_boxed_body);
+    {
+        Ok(caller) => caller,
+        // The route answers an unknown key as it always does.
+        Err(Error::Unauthenticated) => {
+            return next
+                .call(req)
+                .await
+                .map(ServiceResponse::map_into_boxed_body);
+        }
+        // Anything else (the tenant's audit log behind, a failed read) is the answer: the
+        // route never runs without its key's protection.
+        Err(e) => return Ok(req.error_response(ApiError::from(e))),
     };
     // Counted here, before any work, and once: the route takes the caller from the request.
     if let Some(limit) = req.app_data::<web::Data<RateLimit>>()

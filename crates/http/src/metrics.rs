@@ -201,6 +201,13 @@ pub async fn metrics(metrics: web::Data<Metrics>, vault: web::Data<Vault>) -> Ht
         "tokenvault_audit_events_waiting {}",
         vault.audit.audit_waiting()
     );
+    out.push_str("# HELP tokenvault_audit_refusals_total Requests refused (503) because their tenant's audit log stayed behind.\n");
+    out.push_str("# TYPE tokenvault_audit_refusals_total counter\n");
+    let _ = writeln!(
+        out,
+        "tokenvault_audit_refusals_total {}",
+        vault.audit.audit_refusals()
+    );
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(out)

@@ -147,6 +147,17 @@ impl From<Error> for ApiError {
                 custom: None,
                 retry_after: None,
             },
+            Error::Overloaded(what) => {
+                tracing::warn!(behind = what, "request refused: the vault is behind");
+                Self {
+                    retry_after: Some(1),
+                    ..Self::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "The vault is behind on writing this tenant's audit log; retry after the \
+                         Retry-After seconds.",
+                    )
+                }
+            }
             Error::Internal { .. } => {
                 // The whole cause chain goes to the log (with the trace id of the span), never
                 // to the client.
@@ -478,5 +489,14 @@ mod tests {
         assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
         let failed = ApiError::from(ReactorError::Failed(Error::NotFound));
         assert_eq!(failed.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn a_tenant_whose_audit_log_is_behind_gets_503_with_retry_after() {
+        let behind = ApiError::from(Error::Overloaded("the tenant's audit log"));
+        assert_eq!(behind.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(behind.retry_after(), Some(1));
+        let response = behind.error_response();
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
     }
 }

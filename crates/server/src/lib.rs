@@ -61,6 +61,10 @@ impl Clock for SystemClock {
     fn new_id(&self) -> Uuid {
         Uuid::now_v7()
     }
+
+    fn sleep(&self, duration: std::time::Duration) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
 }
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it.

@@ -177,6 +177,9 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> OffsetDateTime;
     /// A new time-ordered identifier.
     fn new_id(&self) -> Uuid;
+    /// Ready once `duration` has passed: the bound on a wait (a request waiting for room in its
+    /// tenant's audit log).
+    fn sleep(&self, duration: std::time::Duration) -> futures_util::future::BoxFuture<'static, ()>;
 }
 
 /// What inserting a token found.

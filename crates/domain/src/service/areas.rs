@@ -46,6 +46,8 @@ pub struct Authenticator {
     pub(super) sessions: Arc<dyn SessionRepository>,
     pub(super) keys: Arc<dyn KeyService>,
     pub(super) clock: Arc<dyn Clock>,
+    /// Only to wait for room in the caller's tenant's audit log (`audit/room.rs`).
+    pub(super) audit: Arc<AuditBuffer>,
 }
 
 /// Sessions: started by a public application, authorized by a private one.

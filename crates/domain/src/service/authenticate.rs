@@ -51,6 +51,28 @@ impl Authenticator {
 
     /// [`Self::authenticate`] of a key already hashed ([`Self::key_hash`]).
     pub(super) async fn authenticate_hash(&self, hash: &KeyHash) -> Result<Principal, Error> {
+        let principal = self.principal_of(hash).await?;
+        self.admitted(principal, ())
+            .await
+            .map(|(principal, ())| principal)
+    }
+
+    /// Once the caller's tenant is known, and before anything of the request runs: waits
+    /// while the tenant's audit log is behind (`audit/room.rs`), `Overloaded` if it stays so.
+    async fn admitted<T>(&self, principal: Principal, read: T) -> Result<(Principal, T), Error> {
+        self.room(principal.tenant_id).await?;
+        Ok((principal, read))
+    }
+
+    /// Waits while `tenant_id`'s audit log is behind, for a call made without an API key (a
+    /// proxy that requires none): what [`Self::authenticate`] does for a keyed caller.
+    pub(super) async fn room(&self, tenant_id: Uuid) -> Result<(), Error> {
+        self.audit.room(tenant_id, &*self.clock).await
+    }
+
+    /// The caller of a hashed key, without waiting for room (the proxy waits once it knows
+    /// which tenant the call is for).
+    pub(super) async fn principal_of(&self, hash: &KeyHash) -> Result<Principal, Error> {
         let now = self.clock.now();
         if let Some((app, settings)) = self.applications.find_by_key_hash(hash).await? {
             if app.is_expired(now) {
@@ -75,7 +97,7 @@ impl Authenticator {
         }
         let hash = self.key_hash(key)?;
         let now = self.clock.now();
-        match self
+        let (principal, read) = match self
             .applications
             .find_by_key_hash_with_token(&hash, token_id, now)
             .await?
@@ -85,9 +107,10 @@ impl Authenticator {
                 found.settings,
                 token_id.to_owned(),
                 found.token,
-            ),
-            None => Ok((self.authenticate_session(&hash).await?, None)),
-        }
+            )?,
+            None => (self.authenticate_session(&hash).await?, None),
+        };
+        self.admitted(principal, read).await
     }
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's reactor
@@ -99,14 +122,17 @@ impl Authenticator {
         reactor_id: Uuid,
     ) -> Result<(Principal, Option<PrefetchedReactor>), Error> {
         let hash = self.key_hash(key)?;
-        match self
+        let (principal, read) = match self
             .applications
             .find_by_key_hash_with_reactor(&hash, reactor_id)
             .await?
         {
-            Some(found) => self.keyed(found.application, found.settings, reactor_id, found.reactor),
-            None => Ok((self.authenticate_session(&hash).await?, None)),
-        }
+            Some(found) => {
+                self.keyed(found.application, found.settings, reactor_id, found.reactor)?
+            }
+            None => (self.authenticate_session(&hash).await?, None),
+        };
+        self.admitted(principal, read).await
     }
 
     /// The caller of an application's key found with `read` for `id`: refused when the

@@ -3,7 +3,6 @@
 //! keeps its events and is reported.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::Ordering::Relaxed;
 
 use uuid::Uuid;
 
@@ -34,15 +33,9 @@ impl AuditLog {
     /// of the buffer (`Unwritten`).
     pub async fn flush_audit(&self) -> Result<usize, Error> {
         let one_at_a_time = self.audit_buffer.flushing.lock().await;
-        let (batch, dropped) = {
-            // Counted in flight under the same lock that empties the buffer, so that
-            // `audit_waiting` never sees them in neither place.
-            let mut pending = self.audit_buffer.pending();
-            let taken = pending.take();
-            let total: usize = taken.0.iter().map(|(_, events)| events.len()).sum();
-            self.audit_buffer.in_flight.store(total, Relaxed);
-            taken
-        };
+        // Counted in flight under the same lock that empties the buffer, so that
+        // `audit_waiting` never sees them in neither place.
+        let (batch, dropped) = self.audit_buffer.pending().take();
         for (tenant_id, dropped) in dropped {
             tracing::error!(
                 %tenant_id,
@@ -68,9 +61,6 @@ impl AuditLog {
         let mut failure = None;
         // Each tenant on its own: one tenant's broken chain never stops another's log. A
         // tenant's events go in appends of at most `APPEND_CHUNK`, the rest waiting in front.
-        let in_flight = |n: usize| {
-            self.audit_buffer.in_flight.fetch_sub(n, Relaxed);
-        };
         while let Some((tenant_id, mut events)) = unwritten.waiting.pop_front() {
             if events.len() > APPEND_CHUNK {
                 let rest = events.split_off(APPEND_CHUNK);
@@ -81,7 +71,7 @@ impl AuditLog {
             match self.append_chain(tenant_id, &mut unwritten).await {
                 Ok(n) => {
                     unwritten.current = None;
-                    in_flight(chunk);
+                    self.audit_buffer.appended(tenant_id, chunk);
                     written += n;
                 }
                 Err(e) => {
@@ -93,11 +83,12 @@ impl AuditLog {
                         Some((next, _)) if *next == tenant_id => unwritten.waiting.pop_front(),
                         _ => None,
                     };
-                    in_flight(chunk + rest.as_ref().map_or(0, |(_, r)| r.len()));
+                    let taken = chunk + rest.as_ref().map_or(0, |(_, r)| r.len());
                     if gone {
                         // The tenant is gone, and its log with it.
                         unwritten.current = None;
                         self.audit_buffer.unsure().remove(&tenant_id);
+                        self.audit_buffer.gone(tenant_id, taken);
                         continue;
                     }
                     if !self.audit_buffer.blocked().contains_key(&tenant_id) {
@@ -105,12 +96,9 @@ impl AuditLog {
                     }
                     // Each requeue goes in front of the tenant's waiting events: the rest
                     // first, then this chunk ahead of it, keeping the recorded order.
-                    if let Some((_, rest)) = rest {
-                        self.audit_buffer.requeue(rest);
-                    }
-                    if let Some((_, events)) = unwritten.current.take() {
-                        self.audit_buffer.requeue(events);
-                    }
+                    let back = [rest, unwritten.current.take()].into_iter().flatten();
+                    self.audit_buffer
+                        .failed(tenant_id, taken, back.map(|(_, events)| events));
                     failure.get_or_insert(e);
                 }
             }

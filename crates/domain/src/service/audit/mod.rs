@@ -3,7 +3,7 @@
 //! batches (every 200 ms, at shutdown, and before `GET /logs` reads), so recording costs a
 //! request no database round trip.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Mutex, MutexGuard};
 
 use uuid::Uuid;
@@ -39,6 +39,12 @@ pub(super) struct Pending {
     per_tenant: usize,
     /// The most events of all tenants.
     total: usize,
+    /// Per tenant, the events the flush in progress took and has not written yet.
+    in_flight: HashMap<Uuid, usize>,
+    /// A tenant's events in memory from which its requests wait for room (`room.rs`).
+    high_water: usize,
+    /// Per tenant, the requests waiting for room.
+    waiters: HashMap<Uuid, usize>,
 }
 
 impl Default for Pending {
@@ -50,6 +56,9 @@ impl Default for Pending {
             dropped: HashMap::new(),
             per_tenant: MAX_PENDING_PER_TENANT,
             total: MAX_PENDING,
+            in_flight: HashMap::new(),
+            high_water: room::HIGH_WATER,
+            waiters: HashMap::new(),
         }
     }
 }
@@ -60,6 +69,12 @@ impl Pending {
     pub(super) fn limit(&mut self, per_tenant: usize, total: usize) {
         self.per_tenant = per_tenant;
         self.total = total;
+    }
+
+    /// Another high-water mark (tests).
+    #[cfg(test)]
+    pub(super) fn high_water(&mut self, events: usize) {
+        self.high_water = events;
     }
 
     fn events_of(&mut self, tenant_id: Uuid) -> &mut Vec<AuditEvent> {
@@ -130,15 +145,45 @@ impl Pending {
         }
     }
 
-    /// Everything waiting, per tenant in order, and the drops not yet reported.
+    /// Everything waiting, per tenant in order, and the drops not yet reported; what is taken
+    /// counts as in flight until [`Self::settled`].
     fn take(&mut self) -> (Vec<TenantEvents>, HashMap<Uuid, u64>) {
         self.index.clear();
         self.len = 0;
         self.tenants.retain(|(_, events)| !events.is_empty());
+        self.in_flight = self
+            .tenants
+            .iter()
+            .map(|(tenant_id, events)| (*tenant_id, events.len()))
+            .collect();
         (
             std::mem::take(&mut self.tenants),
             std::mem::take(&mut self.dropped),
         )
+    }
+
+    /// `n` of `tenant_id`'s events in flight are written, or were put back, or dropped.
+    fn settled(&mut self, tenant_id: Uuid, n: usize) {
+        if let Some(left) = self.in_flight.get_mut(&tenant_id) {
+            *left = left.saturating_sub(n);
+            if *left == 0 {
+                self.in_flight.remove(&tenant_id);
+            }
+        }
+    }
+
+    /// `tenant_id`'s events in memory: waiting, and taken by the flush in progress.
+    fn of(&self, tenant_id: Uuid) -> usize {
+        let waiting = self
+            .index
+            .get(&tenant_id)
+            .map_or(0, |&i| self.tenants[i].1.len());
+        waiting + self.in_flight.get(&tenant_id).copied().unwrap_or(0)
+    }
+
+    /// Every tenant's events in memory.
+    fn all(&self) -> usize {
+        self.len + self.in_flight.values().sum::<usize>()
     }
 }
 
@@ -157,8 +202,12 @@ pub struct AuditBuffer {
     /// Their events wait without making the flusher hurry (`audit_backlog`), and each flush
     /// looks whether the row is still there before building their entries again.
     blocked: Mutex<HashMap<Uuid, u64>>,
-    /// Events the flush in progress took and has not written yet (for `audit_waiting`).
-    in_flight: std::sync::atomic::AtomicUsize,
+    /// Tenants whose last append failed: their requests do not wait for room (`room.rs`).
+    stalled: Mutex<HashSet<Uuid>>,
+    /// Told whenever a tenant's events in memory shrink, or its appends start failing.
+    room: event_listener::Event,
+    /// Requests refused because their tenant's log stayed behind (`GET /metrics`).
+    refused: std::sync::atomic::AtomicU64,
 }
 
 /// Events put back by a flush dropped during their append, which may have committed.
@@ -183,18 +232,54 @@ impl AuditBuffer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn stalled(&self) -> MutexGuard<'_, HashSet<Uuid>> {
+        self.stalled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     pub(super) fn pending(&self) -> MutexGuard<'_, Pending> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Puts `events` back ahead of those recorded since they were taken.
-    fn requeue(&self, events: Vec<AuditEvent>) {
-        if events.is_empty() {
-            return;
+    /// `n` of `tenant_id`'s events in flight are written; tells the requests waiting for room.
+    /// A tenant whose appends had failed waits for room again once it is below the mark (not
+    /// at its first append after an outage, with its whole backlog still to write).
+    fn appended(&self, tenant_id: Uuid, n: usize) {
+        let below = {
+            let mut pending = self.pending();
+            pending.settled(tenant_id, n);
+            pending.of(tenant_id) < pending.high_water
+        };
+        if below {
+            self.stalled().remove(&tenant_id);
         }
-        self.pending().requeue(events);
+        self.room.notify(usize::MAX);
+    }
+
+    /// `n` of `tenant_id`'s events in flight were not written: `back` (lists of them, each put
+    /// in front of the tenant's waiting events in turn) waits for the next flush, and the
+    /// tenant's requests no longer wait for room that the flush is not making.
+    fn failed(&self, tenant_id: Uuid, n: usize, back: impl Iterator<Item = Vec<AuditEvent>>) {
+        {
+            // Under one lock: nothing sees these events both in flight and waiting.
+            let mut pending = self.pending();
+            for events in back.filter(|events| !events.is_empty()) {
+                pending.requeue(events);
+            }
+            pending.settled(tenant_id, n);
+        }
+        self.stalled().insert(tenant_id);
+        self.room.notify(usize::MAX);
+    }
+
+    /// `n` of `tenant_id`'s events in flight are dropped with their deleted tenant.
+    fn gone(&self, tenant_id: Uuid, n: usize) {
+        self.pending().settled(tenant_id, n);
+        self.stalled().remove(&tenant_id);
+        self.room.notify(usize::MAX);
     }
 }
 
@@ -238,10 +323,13 @@ impl Drop for Unwritten<'_> {
                 "audit flush interrupted; its unwritten events are kept for the next flush"
             );
         }
-        self.buffer.requeue(back);
-        self.buffer
-            .in_flight
-            .store(0, std::sync::atomic::Ordering::Relaxed);
+        let mut pending = self.buffer.pending();
+        if !back.is_empty() {
+            pending.requeue(back);
+        }
+        pending.in_flight.clear();
+        drop(pending);
+        self.buffer.room.notify(usize::MAX);
     }
 }
 
@@ -264,12 +352,15 @@ impl AuditLog {
     /// those waiting for a flush and those the flush in progress has not written yet.
     pub fn audit_waiting(&self) -> usize {
         // Read under the lock the flush takes its events with (and counts them in flight).
-        let pending = self.audit_buffer.pending();
-        pending.len
-            + self
-                .audit_buffer
-                .in_flight
-                .load(std::sync::atomic::Ordering::Relaxed)
+        self.audit_buffer.pending().all()
+    }
+
+    /// How many requests were refused because their tenant's log stayed behind
+    /// (`GET /metrics`).
+    pub fn audit_refusals(&self) -> u64 {
+        self.audit_buffer
+            .refused
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many events wait for the next flush, leaving out those of tenants whose chain is
@@ -300,3 +391,4 @@ impl AuditLog {
 
 pub(crate) mod flush;
 mod log;
+pub(crate) mod room;

@@ -433,6 +433,9 @@ impl Clock for FixedClock {
     fn new_id(&self) -> Uuid {
         Uuid::now_v7()
     }
+    fn sleep(&self, duration: std::time::Duration) -> futures_util::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
 }
 
 fn now() -> OffsetDateTime {

@@ -4,17 +4,17 @@
 use super::*;
 
 /// How [`Stuck`]'s `append` behaves.
-const APPEND: u8 = 0;
-const HANG_BEFORE_WRITING: u8 = 1;
+pub(super) const APPEND: u8 = 0;
+pub(super) const HANG_BEFORE_WRITING: u8 = 1;
 const HANG_AFTER_WRITING: u8 = 2;
 const FAIL_AFTER_WRITING: u8 = 3;
-const FAIL_BEFORE_WRITING: u8 = 4;
+pub(super) const FAIL_BEFORE_WRITING: u8 = 4;
 const FAIL_LATER: u8 = 5;
 
 /// The in-memory log whose `append` can hang (a database that never answers), before or after
 /// it committed.
 #[derive(Default)]
-struct Stuck {
+pub(super) struct Stuck {
     store: NoAudit,
     mode: std::sync::atomic::AtomicU8,
     /// Under `FAIL_LATER`: appends written before every next one fails.
@@ -22,7 +22,7 @@ struct Stuck {
 }
 
 impl Stuck {
-    fn set(&self, mode: u8) {
+    pub(super) fn set(&self, mode: u8) {
         self.mode.store(mode, std::sync::atomic::Ordering::SeqCst);
     }
 

@@ -1,5 +1,6 @@
 //! The audit log, by concern: the chain and its verification (`verify`), the buffer's bounds
-//! (`bounds`), and flushes that fail, hang or are dropped half-way (`flush`). Here: the fakes
+//! (`bounds`), flushes that fail, hang or are dropped half-way (`flush`), and the requests that
+//! wait for room while their tenant's log is behind (`room`). Here: the fakes
 //! and helpers they share.
 
 use std::hash::{Hash, Hasher};
@@ -74,4 +75,5 @@ fn written_by(store: &NoAudit) -> Vec<(Uuid, i64, String)> {
 
 mod bounds;
 mod flush;
+mod room;
 mod verify;
