@@ -234,6 +234,54 @@ async fn an_application_over_its_rate_gets_429_with_retry_after() {
     .await;
 }
 
+/// With a high-water mark of 0 every tenant's log counts as behind: each admitted request waits
+/// for room that never comes and gets 503 with `Retry-After`, on every way a caller is admitted
+/// (a plain caller, a token read, a react, the idempotency middleware), while a request over
+/// its rate gets its 429 and never waits.
+#[tokio::test]
+async fn a_tenant_whose_audit_log_stays_behind_gets_503_after_its_rate_limit() {
+    on_each_backend_with(
+        |config| {
+            config.audit_high_water = 0;
+            config.rate_limit_per_second = 2;
+        },
+        async |app| {
+            let missing = uuid::Uuid::new_v4();
+            let token = format!("/tokens/{missing}");
+            let idempotent = app
+                .request(reqwest::Method::POST, "/applications")
+                .header("SVC-IDEMPOTENCY-KEY", "once")
+                .json(&json!({"name": "x", "type": "private", "permissions": ["token:read"]}))
+                .send();
+            let react = app
+                .request(reqwest::Method::POST, &format!("/reactors/{missing}/react"))
+                .json(&json!({"args": {}}))
+                .send();
+            let (listed, read, reacted, created) =
+                tokio::join!(app.get("/applications"), app.get(&token), react, idempotent,);
+            for res in [listed, read, reacted.unwrap(), created.unwrap()] {
+                let url = res.url().path().to_owned();
+                assert_eq!(res.status(), 503, "{url}");
+                assert_eq!(res.headers()["retry-after"], "1", "{url}");
+                let body: Value = res.json().await.unwrap();
+                assert_eq!(body["status"], 503, "{url}");
+            }
+            // Five at once against a burst of four: the one over the rate is refused by the
+            // rate limit (had it waited first, it would have been a fifth 503).
+            let five = futures_util::future::join_all((0..5).map(|_| app.get("/applications")));
+            let mut statuses: Vec<u16> = five.await.iter().map(|r| r.status().as_u16()).collect();
+            statuses.sort_unstable();
+            assert_eq!(statuses, [429, 503, 503, 503, 503]);
+            let text = app.get("/metrics").await.text().await.unwrap();
+            assert!(
+                text.contains("tokenvault_audit_refusals_total 8\n"),
+                "{text}"
+            );
+        },
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn browsers_of_configured_origins_may_call_the_api() {
     on_each_backend_with(

@@ -50,8 +50,14 @@ fn no_vault() -> ApiError {
 }
 
 /// What every authenticated request goes through once its principal is known: the trace id for
-/// the audit log, the application's rate limit, the span's `application_id`.
-fn admit(mut principal: Principal, limit: Option<&RateLimit>) -> Result<Principal, ApiError> {
+/// the audit log, the application's rate limit, the span's `application_id`, then room in its
+/// tenant's audit log (a wait while it is behind; after the rate limit, so that a request over
+/// its rate is refused at once and never takes a waiting place).
+async fn admit(
+    vault: &Vault,
+    mut principal: Principal,
+    limit: Option<&RateLimit>,
+) -> Result<Principal, ApiError> {
     principal.trace_id = crate::problem::current_trace_id();
     if let Some(limit) = limit {
         limit.check(principal.application_id)?;
@@ -60,6 +66,7 @@ fn admit(mut principal: Principal, limit: Option<&RateLimit>) -> Result<Principa
         "application_id",
         tracing::field::display(principal.application_id),
     );
+    vault.auth.room(principal.tenant_id).await?;
     Ok(principal)
 }
 
@@ -83,10 +90,8 @@ impl FromRequest for Caller {
         Box::pin(async move {
             let vault = vault.ok_or_else(no_vault)?;
             let principal = vault.auth.authenticate(key.as_deref()).await?;
-            Ok(Caller(admit(
-                principal,
-                limit.as_ref().map(web::Data::get_ref),
-            )?))
+            let limit = limit.as_ref().map(web::Data::get_ref);
+            Ok(Caller(admit(&vault, principal, limit).await?))
         })
     }
 }
@@ -112,8 +117,9 @@ impl FromRequest for CallerReading {
             let vault = vault.ok_or_else(no_vault)?;
             let (principal, prefetched) =
                 vault.auth.authenticate_reading(key.as_deref(), &id).await?;
+            let limit = limit.as_ref().map(web::Data::get_ref);
             Ok(CallerReading(
-                admit(principal, limit.as_ref().map(web::Data::get_ref))?,
+                admit(&vault, principal, limit).await?,
                 prefetched,
             ))
         })
@@ -147,8 +153,9 @@ impl FromRequest for CallerReacting {
                 // No such reactor: authenticate alone; the handler answers for the path.
                 None => (vault.auth.authenticate(key.as_deref()).await?, None),
             };
+            let limit = limit.as_ref().map(web::Data::get_ref);
             Ok(CallerReacting(
-                admit(principal, limit.as_ref().map(web::Data::get_ref))?,
+                admit(&vault, principal, limit).await?,
                 prefetched,
             ))
         })

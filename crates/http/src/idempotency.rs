@@ -96,8 +96,8 @@ pub async fn idempotent(
                 .await
                 .map(ServiceResponse::map_into_boxed_body);
         }
-        // Anything else (the tenant's audit log behind, a failed read) is the answer: the
-        // route never runs without its key's protection.
+        // Anything else (a failed read) is the answer: the route never runs without its
+        // key's protection.
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
     };
     // Counted here, before any work, and once: the route takes the caller from the request.
@@ -105,6 +105,11 @@ pub async fn idempotent(
         && let Err(e) = limit.check(caller.application_id)
     {
         return Ok(req.error_response(e));
+    }
+    // Then room in its tenant's audit log, as `extract::admit` waits for it (the route takes
+    // this caller as admitted).
+    if let Err(e) = vault.auth.room(caller.tenant_id).await {
+        return Ok(req.error_response(ApiError::from(e)));
     }
     req.extensions_mut().insert(Authenticated(caller.clone()));
     // The body is read here (within the body limit) and handed on to the route.

@@ -94,6 +94,9 @@ pub struct Config {
     /// Requests a second per application, bursts of twice that, per instance; 0 (the
     /// default) for none (`TOKENVAULT_RATE_LIMIT_PER_SECOND`).
     pub rate_limit_per_second: u32,
+    /// A tenant's audit entries in memory from which its requests wait for the log to be
+    /// written (`TOKENVAULT_AUDIT_HIGH_WATER`; docs/decisions.md §11).
+    pub audit_high_water: usize,
     /// Origins browsers may call the API from, comma-separated (`https://shop.example`), or
     /// `*`; empty (the default) for no CORS (`TOKENVAULT_CORS_ORIGINS`).
     pub cors_origins: String,
@@ -121,6 +124,7 @@ struct Defaults {
     proxy_allowed_hosts: &'static str,
     proxy_timeout_ms: u64,
     rate_limit_per_second: u32,
+    audit_high_water: usize,
     cors_origins: &'static str,
 }
 
@@ -145,6 +149,7 @@ const DEFAULTS: Defaults = Defaults {
     proxy_allowed_hosts: "",
     proxy_timeout_ms: 25_000,
     rate_limit_per_second: 0,
+    audit_high_water: 20_000,
     cors_origins: "",
 };
 
@@ -233,6 +238,7 @@ impl Config {
             proxy_allowed_hosts: String::new(),
             proxy_timeout_ms: DEFAULTS.proxy_timeout_ms,
             rate_limit_per_second: 0,
+            audit_high_water: DEFAULTS.audit_high_water,
             cors_origins: String::new(),
         }
     }
@@ -410,6 +416,7 @@ impl Config {
             "proxy_allowed_hosts": self.proxy_allowed_hosts,
             "proxy_timeout_ms": self.proxy_timeout_ms,
             "rate_limit_per_second": self.rate_limit_per_second,
+            "audit_high_water": self.audit_high_water,
             "cors_origins": self.cors_origins,
         })
     }

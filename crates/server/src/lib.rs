@@ -188,6 +188,7 @@ async fn open_vault_with(
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     });
+    vault.audit.set_high_water(config.audit_high_water);
     Ok(Opened {
         vault,
         db,

@@ -49,30 +49,16 @@ impl Authenticator {
         self.authenticate_hash(&self.key_hash(key)?).await
     }
 
-    /// [`Self::authenticate`] of a key already hashed ([`Self::key_hash`]).
-    pub(super) async fn authenticate_hash(&self, hash: &KeyHash) -> Result<Principal, Error> {
-        let principal = self.principal_of(hash).await?;
-        self.admitted(principal, ())
-            .await
-            .map(|(principal, ())| principal)
-    }
-
-    /// Once the caller's tenant is known, and before anything of the request runs: waits
-    /// while the tenant's audit log is behind (`audit/room.rs`), `Overloaded` if it stays so.
-    async fn admitted<T>(&self, principal: Principal, read: T) -> Result<(Principal, T), Error> {
-        self.room(principal.tenant_id).await?;
-        Ok((principal, read))
-    }
-
-    /// Waits while `tenant_id`'s audit log is behind, for a call made without an API key (a
-    /// proxy that requires none): what [`Self::authenticate`] does for a keyed caller.
-    pub(super) async fn room(&self, tenant_id: Uuid) -> Result<(), Error> {
+    /// Once a request's caller is known and admitted (its key, its application's rate limit),
+    /// and before anything of it runs: waits while the tenant's audit log is behind
+    /// (`audit/room.rs`), `Overloaded` if it stays so. Every request calls it once: the inbound
+    /// adapter for a keyed caller, [`super::Proxies::invoke_proxy`] for a proxy's tenant.
+    pub async fn room(&self, tenant_id: Uuid) -> Result<(), Error> {
         self.audit.room(tenant_id, &*self.clock).await
     }
 
-    /// The caller of a hashed key, without waiting for room (the proxy waits once it knows
-    /// which tenant the call is for).
-    pub(super) async fn principal_of(&self, hash: &KeyHash) -> Result<Principal, Error> {
+    /// [`Self::authenticate`] of a key already hashed ([`Self::key_hash`]).
+    pub(super) async fn authenticate_hash(&self, hash: &KeyHash) -> Result<Principal, Error> {
         let now = self.clock.now();
         if let Some((app, settings)) = self.applications.find_by_key_hash(hash).await? {
             if app.is_expired(now) {
@@ -97,7 +83,7 @@ impl Authenticator {
         }
         let hash = self.key_hash(key)?;
         let now = self.clock.now();
-        let (principal, read) = match self
+        match self
             .applications
             .find_by_key_hash_with_token(&hash, token_id, now)
             .await?
@@ -107,10 +93,9 @@ impl Authenticator {
                 found.settings,
                 token_id.to_owned(),
                 found.token,
-            )?,
-            None => (self.authenticate_session(&hash).await?, None),
-        };
-        self.admitted(principal, read).await
+            ),
+            None => Ok((self.authenticate_session(&hash).await?, None)),
+        }
     }
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's reactor
@@ -122,17 +107,14 @@ impl Authenticator {
         reactor_id: Uuid,
     ) -> Result<(Principal, Option<PrefetchedReactor>), Error> {
         let hash = self.key_hash(key)?;
-        let (principal, read) = match self
+        match self
             .applications
             .find_by_key_hash_with_reactor(&hash, reactor_id)
             .await?
         {
-            Some(found) => {
-                self.keyed(found.application, found.settings, reactor_id, found.reactor)?
-            }
-            None => (self.authenticate_session(&hash).await?, None),
-        };
-        self.admitted(principal, read).await
+            Some(found) => self.keyed(found.application, found.settings, reactor_id, found.reactor),
+            None => Ok((self.authenticate_session(&hash).await?, None)),
+        }
     }
 
     /// The caller of an application's key found with `read` for `id`: refused when the

@@ -71,12 +71,6 @@ impl Pending {
         self.total = total;
     }
 
-    /// Another high-water mark (tests).
-    #[cfg(test)]
-    pub(super) fn high_water(&mut self, events: usize) {
-        self.high_water = events;
-    }
-
     fn events_of(&mut self, tenant_id: Uuid) -> &mut Vec<AuditEvent> {
         let i = *self.index.entry(tenant_id).or_insert_with(|| {
             self.tenants.push((tenant_id, Vec::new()));
@@ -353,6 +347,13 @@ impl AuditLog {
     pub fn audit_waiting(&self) -> usize {
         // Read under the lock the flush takes its events with (and counts them in flight).
         self.audit_buffer.pending().all()
+    }
+
+    /// Sets the high-water mark: a tenant's events in memory from which its requests wait for
+    /// room (`room.rs`; 0: every request waits, and is refused after the wait unless the
+    /// tenant's appends fail).
+    pub fn set_high_water(&self, events: usize) {
+        self.audit_buffer.pending().high_water = events;
     }
 
     /// How many requests were refused because their tenant's log stayed behind

@@ -4,8 +4,9 @@
 //! them (`flush.rs`). A load that outruns the database would otherwise grow the tenant's
 //! waiting events until their bound (`MAX_PENDING_PER_TENANT`), and then drop later ones: the
 //! memory and the loss would follow the load. Instead, once a tenant has [`HIGH_WATER`] events
-//! in memory (waiting, or taken by the flush in progress), its next requests wait at
-//! authentication until the flush brings it below, and one that waited [`MAX_WAIT`] in vain is
+//! in memory (waiting, or taken by the flush in progress; `TOKENVAULT_AUDIT_HIGH_WATER`), its
+//! next requests wait once admitted (their key and rate limit checked:
+//! `Authenticator::room`) until the flush brings it below, and one that waited [`MAX_WAIT`] in vain is
 //! refused (`Error::Overloaded`, a 503 with `Retry-After`) without having run; so is one that
 //! finds [`MAX_WAITERS`] of its tenant's requests waiting already (each holds its connection
 //! and what it has read). So a flood slows its own tenant to the pace its log is written at;

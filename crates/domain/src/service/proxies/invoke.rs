@@ -176,7 +176,7 @@ impl Proxies {
         let caller_key = call.api_key.as_deref().map(|k| self.auth.key_hash(Some(k)));
         let caller = async {
             match &caller_key {
-                Some(Ok(hash)) => Some(self.auth.principal_of(hash).await),
+                Some(Ok(hash)) => Some(self.auth.authenticate_hash(hash).await),
                 Some(Err(_)) => Some(Err(Error::Unauthenticated)),
                 None => None,
             }
@@ -206,8 +206,8 @@ impl Proxies {
             None
         };
         // The call's tenant is the proxy's (a caller's key is of the same tenant): it waits
-        // here, once, while that tenant's audit log is behind, as authentication makes any
-        // other request wait.
+        // here, once, while that tenant's audit log is behind, as any other request does once
+        // admitted (its rate limit was counted by the route).
         self.auth.room(proxy.tenant_id).await?;
         // A bad tail is answered where it always was, but nothing more is read for it.
         let tail = ProxyTail::parse(&call.tail).map_err(tail_error);

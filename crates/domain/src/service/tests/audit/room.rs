@@ -1,5 +1,5 @@
-//! Back-pressure (`service/audit/room.rs`): a request of a tenant whose log is behind waits at
-//! authentication until the flush makes room, and is refused if it does not come in time; no
+//! Back-pressure (`service/audit/room.rs`): a request of a tenant whose log is behind waits,
+//! once admitted (`Authenticator::room`), until the flush makes room, and is refused if it does not come in time; no
 //! other tenant waits, nor one whose appends fail.
 
 use futures_util::FutureExt;
@@ -11,25 +11,10 @@ use crate::service::audit::room::{MAX_WAIT, MAX_WAITERS};
 const A: u128 = 100;
 const B: u128 = 200;
 
-/// A vault over `store` whose one API key (`KEY`) is an application of tenant `A`, its
-/// tenants' high-water mark at three events.
-fn keyed_vault(store: Arc<Stuck>) -> Vault {
-    let mut tenants = MockTenants::new();
-    tenants
-        .expect_get()
-        .returning(|id| Ok(Some(super::super::tenant_row(id))));
-    let mut apps = MockApplications::new();
-    apps.expect_find_by_key_hash().returning(|_| {
-        Ok(Some((
-            stored_app(Uuid::from_u128(A), None),
-            TenantSettings::default(),
-        )))
-    });
-    let mut p = ports(tenants, apps);
-    p.cipher = Arc::new(mac_cipher());
-    p.audit = store;
-    let vault = Vault::new(p);
-    vault.audit.audit_buffer.pending().high_water(3);
+/// A vault over `store`, its tenants' high-water mark at three events.
+fn behind_vault(store: Arc<Stuck>) -> Vault {
+    let vault = vault_over(store);
+    vault.audit.set_high_water(3);
     vault
 }
 
@@ -43,13 +28,13 @@ async fn settle() {
 #[tokio::test]
 async fn a_request_of_a_tenant_behind_waits_for_the_flush_and_other_tenants_do_not() {
     let store = Arc::new(Stuck::default());
-    let vault = keyed_vault(store.clone());
+    let vault = behind_vault(store.clone());
     for i in 0..2 {
         record(&vault, A, &format!("a{i}"));
     }
     vault
         .auth
-        .authenticate(Some(KEY))
+        .room(Uuid::from_u128(A))
         .await
         .expect("below the mark: no wait");
     record(&vault, A, "a2");
@@ -59,7 +44,7 @@ async fn a_request_of_a_tenant_behind_waits_for_the_flush_and_other_tenants_do_n
     // Tenant B is past the mark too, but only A's request is asked about.
     let waiting = tokio::spawn({
         let vault = vault.clone();
-        async move { vault.auth.authenticate(Some(KEY)).await }
+        async move { vault.auth.room(Uuid::from_u128(A)).await }
     });
     settle().await;
     assert!(
@@ -86,12 +71,11 @@ async fn a_request_of_a_tenant_behind_waits_for_the_flush_and_other_tenants_do_n
     let _ = hanging.await;
     store.set(APPEND);
     assert_eq!(vault.audit.flush_audit().await.unwrap(), 8);
-    let principal = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+    tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
         .await
         .expect("the flush wakes the request")
         .unwrap()
-        .unwrap();
-    assert_eq!(principal.tenant_id, Uuid::from_u128(A));
+        .expect("room made");
     assert_eq!(vault.audit.audit_refusals(), 0);
     // Tenant A's room says nothing of B's: B waits alone.
     for i in 0..3 {
@@ -107,12 +91,12 @@ async fn a_request_of_a_tenant_behind_waits_for_the_flush_and_other_tenants_do_n
 #[tokio::test(start_paused = true)]
 async fn a_request_whose_tenant_stays_behind_is_refused_after_the_wait() {
     let store = Arc::new(Stuck::default());
-    let vault = keyed_vault(store.clone());
+    let vault = behind_vault(store.clone());
     for i in 0..3 {
         record(&vault, A, &format!("a{i}"));
     }
     let started = tokio::time::Instant::now();
-    let refused = vault.auth.authenticate(Some(KEY)).await;
+    let refused = vault.auth.room(Uuid::from_u128(A)).await;
     assert!(matches!(refused, Err(Error::Overloaded(_))), "{refused:?}");
     assert!(started.elapsed() >= MAX_WAIT);
     assert_eq!(vault.audit.audit_refusals(), 1);
@@ -125,7 +109,7 @@ async fn a_request_whose_tenant_stays_behind_is_refused_after_the_wait() {
 #[tokio::test(start_paused = true)]
 async fn a_tenant_whose_appends_fail_does_not_wait_and_waits_again_once_they_succeed() {
     let store = Arc::new(Stuck::default());
-    let vault = keyed_vault(store.clone());
+    let vault = behind_vault(store.clone());
     for i in 0..3 {
         record(&vault, A, &format!("a{i}"));
     }
@@ -136,7 +120,7 @@ async fn a_tenant_whose_appends_fail_does_not_wait_and_waits_again_once_they_suc
     // bound, as before back-pressure).
     vault
         .auth
-        .authenticate(Some(KEY))
+        .room(Uuid::from_u128(A))
         .await
         .expect("a failing log does not hold requests");
     assert_eq!(vault.audit.audit_refusals(), 0);
@@ -145,7 +129,7 @@ async fn a_tenant_whose_appends_fail_does_not_wait_and_waits_again_once_they_suc
     for i in 3..6 {
         record(&vault, A, &format!("a{i}"));
     }
-    let refused = vault.auth.authenticate(Some(KEY)).await;
+    let refused = vault.auth.room(Uuid::from_u128(A)).await;
     assert!(
         matches!(refused, Err(Error::Overloaded(_))),
         "written again: the mark holds again ({refused:?})"
@@ -155,7 +139,7 @@ async fn a_tenant_whose_appends_fail_does_not_wait_and_waits_again_once_they_suc
 #[tokio::test(start_paused = true)]
 async fn beyond_its_waiters_bound_a_tenants_request_is_refused_at_once() {
     let store = Arc::new(Stuck::default());
-    let vault = keyed_vault(store.clone());
+    let vault = behind_vault(store.clone());
     for i in 0..3 {
         record(&vault, A, &format!("a{i}"));
     }
