@@ -266,17 +266,16 @@ async fn a_tenant_whose_audit_log_stays_behind_gets_503_after_its_rate_limit() {
                 let body: Value = res.json().await.unwrap();
                 assert_eq!(body["status"], 503, "{url}");
             }
-            // Five at once against a burst of four: the one over the rate is refused by the
-            // rate limit (had it waited first, it would have been a fifth 503).
-            let five = futures_util::future::join_all((0..5).map(|_| app.get("/applications")));
-            let mut statuses: Vec<u16> = five.await.iter().map(|r| r.status().as_u16()).collect();
-            statuses.sort_unstable();
-            assert_eq!(statuses, [429, 503, 503, 503, 503]);
+            // Eight at once against a burst of four: those over the rate are refused by the
+            // rate limit (had they waited first, they would have been 503s too).
+            let eight = futures_util::future::join_all((0..8).map(|_| app.get("/applications")));
+            let statuses: Vec<u16> = eight.await.iter().map(|r| r.status().as_u16()).collect();
+            let count = |status| statuses.iter().filter(|&&s| s == status).count();
+            assert!(count(429) >= 1 && count(503) >= 4, "{statuses:?}");
+            assert_eq!(count(429) + count(503), 8, "{statuses:?}");
             let text = app.get("/metrics").await.text().await.unwrap();
-            assert!(
-                text.contains("tokenvault_audit_refusals_total 8\n"),
-                "{text}"
-            );
+            let refused = format!("tokenvault_audit_refusals_total {}\n", 4 + count(503));
+            assert!(text.contains(&refused), "{refused} in {text}");
         },
     )
     .await;

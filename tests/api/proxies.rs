@@ -818,6 +818,29 @@ async fn shutdown_waits_for_a_proxy_call_whose_client_left() {
     }
 }
 
+/// A proxy call waits for room in its proxy's tenant's audit log as any request does (decisions
+/// §11): with every tenant's log behind (the mark at 0) it is refused with a 503 proxy error and
+/// `Retry-After`, and nothing is sent.
+#[tokio::test]
+async fn a_proxy_call_whose_tenants_audit_log_stays_behind_gets_503_and_sends_nothing() {
+    for backend in tokenvault_persistence::testing::backends() {
+        let mut app = TestApp::spawn_with(backend, loopback).await;
+        let dest = Destination::start("127.0.0.1").await;
+        let open = proxy(
+            &app,
+            json!({"name": "open", "destination_url": dest.url, "require_auth": false}),
+        )
+        .await;
+        app.restart_with(|c| c.audit_high_water = 0).await;
+        let key = open["key"].as_str().unwrap();
+        let res = invoke(&app, None, key, Method::POST, "", Some(&json!({"v": 1}))).await;
+        assert_eq!(res.headers()["retry-after"], "1");
+        assert_proxy_error(res, 503).await;
+        assert!(dest.received().is_empty(), "nothing was sent");
+        app.stop().await;
+    }
+}
+
 /// The code of a transform runs with the proxy's application's rights: setting it on a proxy
 /// with an application needs the right to lend that application (decisions §9).
 #[tokio::test]

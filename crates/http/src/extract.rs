@@ -26,8 +26,9 @@ pub const API_KEY_HEADER: &str = "svc-api-key";
 /// The deepest JSON nesting accepted (docs/decisions.md §1).
 pub const MAX_JSON_DEPTH: usize = 64;
 
-/// A request already authenticated, and its rate counted, by the idempotency middleware: the
-/// route's extractor takes the caller from here instead of asking the database again.
+/// A request already authenticated, its rate counted and room in its tenant's audit log waited
+/// for, by the idempotency middleware: the route's extractor takes the caller from here instead
+/// of asking the database again (and of waiting again).
 #[derive(Clone, Debug)]
 pub struct Authenticated(pub Principal);
 
@@ -49,8 +50,9 @@ fn no_vault() -> ApiError {
     )
 }
 
-/// What every authenticated request goes through once its principal is known: the trace id for
-/// the audit log, the application's rate limit, the span's `application_id`, then room in its
+/// What every authenticated request goes through once its principal is known (the idempotency
+/// middleware does the same for the requests it takes): the trace id for the audit log, the
+/// application's rate limit, the span's `application_id`, then room in its
 /// tenant's audit log (a wait while it is behind; after the rate limit, so that a request over
 /// its rate is refused at once and never takes a waiting place).
 async fn admit(

@@ -123,6 +123,13 @@ impl Svc for ApplicationSvc {
         self.limit
             .check(self.principal.application_id)
             .map_err(|e| e.problem_body())?;
+        // Its calls record audit entries as requests do, so they wait for room in the
+        // tenant's log as requests do (docs/decisions.md §11).
+        self.vault
+            .auth
+            .room(self.principal.tenant_id)
+            .await
+            .map_err(|e| ApiError::from(e).problem_body())?;
         self.dispatch(method, &args)
             .await
             .map_err(|e| e.problem_body())

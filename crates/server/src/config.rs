@@ -312,6 +312,7 @@ impl Config {
         self.cors_origins()?;
         self.json_logs()?;
         self.tls()?;
+        self.audit_high_water()?;
         if self.transit_address.is_some() && self.transit_token_file.is_none() {
             anyhow::bail!(
                 "TOKENVAULT_TRANSIT_TOKEN_FILE is needed with TOKENVAULT_TRANSIT_ADDRESS"
@@ -327,6 +328,19 @@ impl Config {
             anyhow::bail!(
                 "TOKENVAULT_CODE_MODULES: {} has no node_modules folder",
                 folder.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// `TOKENVAULT_AUDIT_HIGH_WATER` within 1..=50,000: at 0 every request would wait in vain
+    /// (an outage), and from the per-tenant bound of 100,000 entries would be dropped before any
+    /// request waited.
+    fn audit_high_water(&self) -> anyhow::Result<()> {
+        if !(1..=50_000).contains(&self.audit_high_water) {
+            anyhow::bail!(
+                "TOKENVAULT_AUDIT_HIGH_WATER: {} is not between 1 and 50000",
+                self.audit_high_water
             );
         }
         Ok(())
@@ -459,6 +473,19 @@ mod tests {
         assert!(!shown.contains("secretsecret"));
         assert!(!shown.contains("bWFzdGVy"));
         assert_eq!(config.master_key.unwrap().expose_secret(), "bWFzdGVy");
+    }
+
+    #[test]
+    fn the_audit_high_water_mark_is_bounded() {
+        let mut config = Config::for_tests(String::new(), "d".into());
+        assert!(config.audit_high_water().is_ok(), "the default");
+        for refused in [0, 50_001, 100_000] {
+            config.audit_high_water = refused;
+            let err = config.audit_high_water().unwrap_err().to_string();
+            assert!(err.contains("TOKENVAULT_AUDIT_HIGH_WATER"), "{err}");
+        }
+        config.audit_high_water = 1;
+        assert!(config.audit_high_water().is_ok());
     }
 
     #[test]

@@ -28,7 +28,8 @@ use super::AuditBuffer;
 use crate::error::Error;
 use crate::ports::Clock;
 
-/// A tenant's events in memory from which its requests wait (about 6 MB of events): about
+/// The default of a tenant's events in memory from which its requests wait (about 6 MB of
+/// events; `AuditLog::set_high_water`): about
 /// two flushes' worth at the fastest rate measured (a children-page load, ~50,000 events a
 /// second), so a log that keeps up never makes a request wait.
 pub(crate) const HIGH_WATER: usize = 20_000;
