@@ -235,6 +235,8 @@ pub use areas::{
     Applications, AuditLog, Authenticator, Idempotency, Proxies, Reactors, Sessions, Tenants,
     Tokens, Usage,
 };
+/// The default high-water mark of a tenant's audit events in memory (docs/decisions.md §11).
+pub use audit::room::HIGH_WATER as AUDIT_HIGH_WATER;
 pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken};
 pub use idempotency::{Idempotent, StoredResponse};
 pub use operator::TenantSummary;

@@ -149,7 +149,7 @@ const DEFAULTS: Defaults = Defaults {
     proxy_allowed_hosts: "",
     proxy_timeout_ms: 25_000,
     rate_limit_per_second: 0,
-    audit_high_water: 20_000,
+    audit_high_water: tokenvault_domain::service::AUDIT_HIGH_WATER,
     cors_origins: "",
 };
 

@@ -32,7 +32,7 @@ use crate::ports::Clock;
 /// events; `AuditLog::set_high_water`): about
 /// two flushes' worth at the fastest rate measured (a children-page load, ~50,000 events a
 /// second), so a log that keeps up never makes a request wait.
-pub(crate) const HIGH_WATER: usize = 20_000;
+pub const HIGH_WATER: usize = 20_000;
 
 /// How long a request waits for room before it is refused.
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(2);

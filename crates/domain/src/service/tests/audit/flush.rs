@@ -27,13 +27,7 @@ impl Stuck {
     }
 
     fn written(&self) -> Vec<(Uuid, i64, String)> {
-        self.store
-            .entries
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|e| (e.event.tenant_id, e.seq, e.event.entity_id.clone()))
-            .collect()
+        written_by(&self.store)
     }
 }
 
