@@ -140,7 +140,20 @@ async fn every_type_round_trips_with_its_defaults() {
             assert_eq!(created["metadata"], json!({"k": "v"}));
             assert!(created["created_at"].as_str().unwrap().ends_with('Z'));
             let id = created["id"].as_str().unwrap();
-            assert!(uuid::Uuid::parse_str(id).is_ok(), "generated ids are UUIDs");
+            let uuid = uuid::Uuid::parse_str(id).expect("generated ids are UUIDs");
+            // Version 7: the id's time is the token's `created_at`, to the millisecond.
+            assert_eq!(uuid.get_version_num(), 7, "{id}");
+            let (secs, nanos) = uuid.get_timestamp().unwrap().to_unix();
+            let at = time::OffsetDateTime::parse(
+                created["created_at"].as_str().unwrap(),
+                &time::format_description::well_known::Rfc3339,
+            )
+            .unwrap();
+            assert_eq!(
+                i128::from(secs) * 1000 + i128::from(nanos / 1_000_000),
+                at.unix_timestamp_nanos() / 1_000_000,
+                "{id} against {at}"
+            );
             assert_eq!(owner.read(id).await["data"], data, "{ty} reveal");
             let shown = masker.read(id).await;
             assert_eq!(

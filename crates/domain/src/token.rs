@@ -253,7 +253,7 @@ pub fn parse_time(s: &str) -> Option<OffsetDateTime> {
 /// How the id of a new token is chosen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IdSpec {
-    /// A random UUID.
+    /// A UUIDv7 of the creation time with 74 random bits (`generated_id`).
     Generated,
     /// Exactly this id.
     Literal(String),

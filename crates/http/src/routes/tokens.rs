@@ -99,7 +99,8 @@ pub struct CreateTokenRequest {
     /// Any JSON but null, validated per type.
     #[schema(value_type = Object)]
     data: Value,
-    /// Literal (3–400 characters) or alias expression.
+    /// Literal (3–400 characters) or alias expression; without it, a UUIDv7 of the creation
+    /// millisecond and 74 random bits.
     id: Option<String>,
     /// At most one container.
     containers: Option<Vec<String>>,

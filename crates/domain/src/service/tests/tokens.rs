@@ -153,6 +153,12 @@ async fn data_is_encrypted_before_storage_and_never_returned_on_create() {
         .unwrap();
     assert!(created);
     assert!(view.shown.is_none());
+    // A generated id is a UUIDv7 of the clock's time (the token's `created_at`).
+    let id = Uuid::parse_str(&view.token.id).unwrap();
+    assert_eq!(id.get_version_num(), 7);
+    let (secs, _) = id.get_timestamp().unwrap().to_unix();
+    assert_eq!(i64::try_from(secs).unwrap(), now().unix_timestamp());
+    assert_eq!(view.token.created_at, now());
 }
 
 #[tokio::test]
