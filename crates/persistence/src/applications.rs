@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
+use crate::pg_key_group::KeyGroup;
 use crate::reads::Reads;
 use crate::rows::application::{hash_hex, to_active, to_domain};
 use crate::stamp::stamp;
@@ -33,12 +34,15 @@ pub struct SeaOrmApplicationRepository {
     direct: Option<Arc<DirectReads>>,
     /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,
+    /// PostgreSQL's key-and-token reads, answered together (`pg_key_group.rs`).
+    key_group: Option<Arc<KeyGroup>>,
 }
 
 impl SeaOrmApplicationRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
+            key_group: db.postgres().map(|pg| Arc::new(KeyGroup::new(pg))),
             direct: db.sqlite(),
             reads: db.reads(),
             db: db.connection().clone(),
@@ -91,8 +95,8 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         token_id: &str,
         now: OffsetDateTime,
     ) -> Result<Option<KeyedToken>, RepoError> {
-        if let Some(pg) = self.reads.pg() {
-            return keyed_read::key_and_token_postgres(pg, hash_hex(hash), token_id, now).await;
+        if let Some(group) = &self.key_group {
+            return group.read(hash_hex(hash), token_id, now).await;
         }
         // SQLite: one statement on the calling thread when the file allows (`direct.rs`).
         if let Some(found) = self

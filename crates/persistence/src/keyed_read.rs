@@ -1,41 +1,23 @@
-//! An API key's application, its tenant's settings and one of the tenant's tokens in one round
-//! trip: the read path of `GET /tokens/{id}`.
-//!
-//! On PostgreSQL one statement joins the three tables (the token by a `LEFT JOIN` confined to
-//! the application's own tenant), so a request pays one network round trip instead of two. On
-//! SQLite the two point reads run on the calling thread (`direct.rs`), which costs less than
-//! any statement through the driver's worker. The token is read only for a private
+//! PostgreSQL's key read (every request's authentication, one statement of its own) and the
+//! columns every keyed read selects (the key's application under `a_`, its tenant's settings
+//! under `s_`, another entity under its own prefix) with their decoding, shared by the
+//! key-and-token reads answered together (`pg_key_group.rs`, `GET /tokens/{id}`) and the
+//! key-and-reactor read (`keyed_reactor.rs`). A token is joined only for a private
 //! application's key, the only type that may hold `token:read` (decisions §4): a public or
-//! management key never makes the server read a token's ciphertext.
+//! management key never makes the server read a token's ciphertext. SQLite's keyed reads run
+//! on the calling thread (`direct.rs`).
 
 use std::sync::LazyLock;
 
 use sea_orm::sea_query::Value;
 use sea_orm::{DatabaseBackend, FromQueryResult, Iden, Iterable, QueryResult, Statement};
-use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::Application;
-use tokenvault_domain::ports::KeyedToken;
 use tokenvault_domain::tenant::TenantSettings;
 
-use crate::entity::{application, token};
+use crate::entity::application;
 use crate::pg_direct::PgDirect;
 use crate::repo_err;
-use crate::stamp::stamp;
-
-/// The statement, with every column of both entities under a prefix (`a_`, `t_`) that SeaORM's
-/// `FromQueryResult` reads back.
-static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {}, {} \
-         FROM applications a JOIN tenants s ON s.id = a.tenant_id \
-         LEFT JOIN tokens t ON a.app_type = 'private' AND t.tenant_id = a.tenant_id AND t.id = $2 \
-         AND (t.expires_at IS NULL OR t.expires_at > $3) \
-         WHERE a.key_hash = $1 AND s.deleted_at IS NULL",
-        application_and_settings(),
-        prefixed::<token::Column>("t"),
-    )
-});
 
 /// The key's application and its tenant's settings alone: every request's authentication on
 /// PostgreSQL. Fixed text (SeaORM's builder made this statement anew per request, and its
@@ -100,44 +82,9 @@ pub(crate) async fn key_postgres(
     application_and_settings_of(&row).map(Some)
 }
 
-/// The application holding `key_hash` (hex), its tenant's settings and that tenant's live token
-/// `token_id`, in one PostgreSQL statement.
-pub(crate) async fn key_and_token_postgres(
-    pg: &PgDirect,
-    key_hash: String,
-    token_id: &str,
-    now: OffsetDateTime,
-) -> Result<Option<KeyedToken>, RepoError> {
-    let statement = Statement::from_sql_and_values(
-        DatabaseBackend::Postgres,
-        KEY_AND_TOKEN.as_str(),
-        [
-            Value::from(key_hash),
-            Value::from(token_id.to_owned()),
-            Value::from(stamp(now)),
-        ],
-    );
-    let Some(row) = pg.query_one(&statement).await.map_err(repo_err)? else {
-        return Ok(None);
-    };
-    let (application, settings) = application_and_settings_of(&row)?;
-    let token_id: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
-    let token = match token_id {
-        Some(_) => Some(crate::rows::token::to_domain(
-            token::Model::from_query_result(&row, "t_").map_err(repo_err)?,
-        )?),
-        None => None,
-    };
-    Ok(Some(KeyedToken {
-        application,
-        settings,
-        token,
-    }))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{KEY, KEY_AND_TOKEN};
+    use super::KEY;
 
     #[test]
     fn the_key_read_selects_the_application_and_settings_only() {
@@ -151,27 +98,6 @@ mod tests {
         assert!(
             sql.contains("s.deleted_at IS NULL"),
             "a deleted tenant's keys stop"
-        );
-    }
-
-    #[test]
-    fn the_statement_names_every_column_once_under_its_prefix() {
-        let sql = KEY_AND_TOKEN.as_str();
-        for column in [
-            "\"a_key_hash\"",
-            "\"a_rules\"",
-            "\"t_data\"",
-            "\"t_expires_at\"",
-        ] {
-            assert_eq!(sql.matches(column).count(), 1, "{column} in {sql}");
-        }
-        assert!(
-            sql.contains("t.tenant_id = a.tenant_id"),
-            "confined to the key's tenant"
-        );
-        assert!(
-            sql.contains("a.app_type = 'private'"),
-            "read for private keys only"
         );
     }
 }

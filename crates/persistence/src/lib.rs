@@ -18,6 +18,7 @@ mod keyed_reactor;
 mod keyed_read;
 mod pg_direct;
 mod pg_group;
+mod pg_key_group;
 mod proxies;
 mod reactors;
 mod reads;

@@ -183,13 +183,26 @@ impl PgDirect {
 
     /// The rows of the read `stmt`: all of them, or the first (at most one row back).
     async fn fetch(&self, stmt: &Statement, all: bool) -> Result<Vec<QueryResult>, DbErr> {
+        self.fetch_query(|| bound(stmt), all).await
+    }
+
+    /// The rows of the read that `query` makes (again for the one retry): all of them, or the
+    /// first. For statements bound by hand (arrays: `pg_key_group.rs`).
+    pub(crate) async fn fetch_query<'q, A>(
+        &self,
+        query: impl Fn() -> sqlx::query::Query<'q, sqlx::Postgres, A>,
+        all: bool,
+    ) -> Result<Vec<QueryResult>, DbErr>
+    where
+        A: sqlx::IntoArguments<sqlx::Postgres> + 'q,
+    {
         let mut retried = false;
         loop {
             let mut lease = self.lease().await.map_err(query_err)?;
             let rows = if all {
-                bound(stmt).fetch_all(lease.conn()).await
+                query().fetch_all(lease.conn()).await
             } else {
-                bound(stmt)
+                query()
                     .fetch_optional(lease.conn())
                     .await
                     .map(|row| row.into_iter().collect())

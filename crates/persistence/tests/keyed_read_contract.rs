@@ -174,3 +174,90 @@ async fn a_public_key_reads_no_token() {
         db.destroy().await;
     }
 }
+
+/// Reads made at once (PostgreSQL answers them in shared statements, `pg_key_group.rs`): each
+/// gets its own key's application and its own tenant's token, never a neighbour's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_reads_each_get_their_own_answer() {
+    for (backend, refused) in read_paths() {
+        let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let apps = std::sync::Arc::new(SeaOrmApplicationRepository::new(db.db.clone()));
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let (a, app_a) = tenant_with_key(&tenants, 4, TenantSettings::default()).await;
+        let settings_b = TenantSettings {
+            fingerprint_tokens: true,
+            deduplicate_tokens: false,
+        };
+        let (b, app_b) = tenant_with_key(&tenants, 5, settings_b).await;
+        let mine = token(a, "same", "/a/", now());
+        let theirs = token(b, "same", "/b/", now());
+        let only_b = token(b, "only-b", "/b/", now());
+        let mut expiring = token(a, "expiring", "/a/", now());
+        expiring.expires_at = Some(now() + Duration::seconds(30));
+        for t in [&mine, &theirs, &only_b, &expiring] {
+            tokens.insert(t).await.unwrap();
+        }
+        // (key, token asked, time, expected application, expected token)
+        let later = now() + Duration::seconds(31);
+        let cases = [
+            (4, Some("same"), now(), Some(&app_a), Some(&mine)),
+            (5, Some("same"), now(), Some(&app_b), Some(&theirs)),
+            (4, Some("only-b"), now(), Some(&app_a), None),
+            (5, Some("only-b"), now(), Some(&app_b), Some(&only_b)),
+            (4, Some("expiring"), now(), Some(&app_a), Some(&expiring)),
+            (4, Some("expiring"), later, Some(&app_a), None),
+            (9, Some("same"), now(), None, None),
+            (4, None, now(), Some(&app_a), None),
+            (5, None, now(), Some(&app_b), None),
+            (9, None, now(), None, None),
+        ];
+        let mut reads = tokio::task::JoinSet::new();
+        for round in 0..40 {
+            for (i, (key, asked, at, _, _)) in cases.iter().enumerate() {
+                let apps = apps.clone();
+                let (key, asked, at) = (*key, asked.map(str::to_owned), *at);
+                reads.spawn(async move {
+                    let hash = KeyHash([key; 32]);
+                    let found = match asked {
+                        Some(id) => apps
+                            .find_by_key_hash_with_token(&hash, &id, at)
+                            .await
+                            .unwrap()
+                            .map(|k| (k.application, k.settings, k.token)),
+                        None => apps
+                            .find_by_key_hash(&hash)
+                            .await
+                            .unwrap()
+                            .map(|(app, settings)| (app, settings, None)),
+                    };
+                    (round, i, found)
+                });
+            }
+        }
+        let mut answered = 0;
+        while let Some(done) = reads.join_next().await {
+            let (round, i, found) = done.unwrap();
+            let (_, _, _, app, tok) = cases[i];
+            let what = format!("{backend:?}, round {round}, case {i}");
+            match (found, app) {
+                (None, None) => {}
+                (Some((got_app, settings, got_token)), Some(app)) => {
+                    assert_eq!(&got_app, app, "{what}");
+                    let expected = if app.tenant_id == b {
+                        settings_b
+                    } else {
+                        TenantSettings::default()
+                    };
+                    assert_eq!(settings, expected, "{what}");
+                    assert_eq!(got_token.as_ref(), tok, "{what}");
+                }
+                (found, app) => panic!("{what}: found {found:?}, expected {app:?}"),
+            }
+            answered += 1;
+        }
+        assert_eq!(answered, 40 * cases.len());
+        db.destroy().await;
+    }
+}
