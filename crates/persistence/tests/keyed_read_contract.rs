@@ -191,14 +191,27 @@ async fn concurrent_reads_each_get_their_own_answer() {
             deduplicate_tokens: false,
         };
         let (b, app_b) = tenant_with_key(&tenants, 5, settings_b).await;
+        // A public key (never reads a token, even one its tenant holds) and a deleted
+        // tenant's key.
+        let (_, public_a) = tenant_with(
+            &tenants,
+            6,
+            TenantSettings::default(),
+            ApplicationType::Public,
+        )
+        .await;
+        let (gone, _) = tenant_with_key(&tenants, 7, TenantSettings::default()).await;
         let mine = token(a, "same", "/a/", now());
         let theirs = token(b, "same", "/b/", now());
         let only_b = token(b, "only-b", "/b/", now());
         let mut expiring = token(a, "expiring", "/a/", now());
         expiring.expires_at = Some(now() + Duration::seconds(30));
-        for t in [&mine, &theirs, &only_b, &expiring] {
+        let public_token = token(public_a.tenant_id, "same", "/a/", now());
+        let gone_token = token(gone, "same", "/gone/", now());
+        for t in [&mine, &theirs, &only_b, &expiring, &public_token, &gone_token] {
             tokens.insert(t).await.unwrap();
         }
+        assert!(tenants.delete(gone, now()).await.unwrap());
         // (key, token asked, time, expected application, expected token)
         let later = now() + Duration::seconds(31);
         let cases = [
@@ -209,6 +222,8 @@ async fn concurrent_reads_each_get_their_own_answer() {
             (4, Some("expiring"), now(), Some(&app_a), Some(&expiring)),
             (4, Some("expiring"), later, Some(&app_a), None),
             (9, Some("same"), now(), None, None),
+            (6, Some("same"), now(), Some(&public_a), None),
+            (7, Some("same"), now(), None, None),
             (4, None, now(), Some(&app_a), None),
             (5, None, now(), Some(&app_b), None),
             (9, None, now(), None, None),
