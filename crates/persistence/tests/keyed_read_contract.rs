@@ -208,7 +208,14 @@ async fn concurrent_reads_each_get_their_own_answer() {
         expiring.expires_at = Some(now() + Duration::seconds(30));
         let public_token = token(public_a.tenant_id, "same", "/a/", now());
         let gone_token = token(gone, "same", "/gone/", now());
-        for t in [&mine, &theirs, &only_b, &expiring, &public_token, &gone_token] {
+        for t in [
+            &mine,
+            &theirs,
+            &only_b,
+            &expiring,
+            &public_token,
+            &gone_token,
+        ] {
             tokens.insert(t).await.unwrap();
         }
         assert!(tenants.delete(gone, now()).await.unwrap());
