@@ -43,9 +43,9 @@ use crate::repo_err;
 use crate::stamp::stamp;
 
 /// Reads in one statement at most.
-pub(crate) const MAX_BATCH: usize = 64;
+const MAX_BATCH: usize = 64;
 /// Statements running at once at most (each on its own connection).
-pub(crate) const MAX_RUNNING: usize = 2;
+const MAX_RUNNING: usize = 2;
 /// The longest a read waits for its answer, as long as a single read waits for a connection
 /// (`pg_direct.rs`): a stalled statement fails its callers instead of holding them.
 const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -214,12 +214,7 @@ async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
         Err(e) => {
             let message = repo_err(e).to_string();
             tracing::warn!(error = %message, reads = batch.len(), "a batch of key reads failed");
-            for pending in batch {
-                let _ = pending
-                    .reply
-                    .send(Err(RepoError::Backend(message.clone().into())));
-            }
-            return;
+            return fail(batch, &message);
         }
     };
     let mut answers: Vec<Answer> = batch.iter().map(|_| Ok(None)).collect();
@@ -233,18 +228,22 @@ async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
         let Some(i) = at else {
             // Never expected; a row that names no caller must not turn into "unknown key".
             tracing::error!(reads = batch.len(), "a key read row without its ordinal");
-            for pending in batch {
-                let _ = pending.reply.send(Err(RepoError::Backend(
-                    "a key read row without its ordinal".into(),
-                )));
-            }
-            return;
+            return fail(batch, "a key read row without its ordinal");
         };
         answers[i] = keyed(row).map(Some);
     }
     for (pending, answer) in batch.into_iter().zip(answers) {
         // A caller that left has dropped its receiver: nothing to do.
         let _ = pending.reply.send(answer);
+    }
+}
+
+/// Answers every read of `batch` with the same failure.
+fn fail(batch: Vec<Pending>, message: &str) {
+    for pending in batch {
+        let _ = pending
+            .reply
+            .send(Err(RepoError::Backend(message.to_owned().into())));
     }
 }
 

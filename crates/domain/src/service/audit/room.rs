@@ -5,11 +5,11 @@
 //! waiting events until their bound (`MAX_PENDING_PER_TENANT`), and then drop later ones: the
 //! memory and the loss would follow the load. Instead, once a tenant has [`HIGH_WATER`] events
 //! in memory (waiting, or taken by the flush in progress; `TOKENVAULT_AUDIT_HIGH_WATER`), its
-//! next requests wait once admitted (their key and rate limit checked:
-//! `Authenticator::room`) until the flush brings it below, and one that waited [`MAX_WAIT`] in vain is
-//! refused (`Error::Overloaded`, a 503 with `Retry-After`) without having run; so is one that
-//! finds [`MAX_WAITERS`] of its tenant's requests waiting already (each holds its connection
-//! and what it has read). So a flood slows its own tenant to the pace its log is written at;
+//! next requests wait once admitted (their key and rate limit checked: `Authenticator::room`)
+//! until the flush brings it below, and one that waited [`MAX_WAIT`] in vain is refused
+//! (`Error::Overloaded`, a 503 with `Retry-After`) without having run; so is one that finds
+//! [`MAX_WAITERS`] of its tenant's requests waiting already (each holds its connection and
+//! what it has read). So a flood slows its own tenant to the pace its log is written at;
 //! no other tenant's request waits. Any caller of the tenant counts, a public key or a proxy
 //! that needs none included: the per-application rate limit is what keeps one of them from
 //! slowing the rest of its tenant.
@@ -29,9 +29,9 @@ use crate::error::Error;
 use crate::ports::Clock;
 
 /// The default of a tenant's events in memory from which its requests wait (about 6 MB of
-/// events; `AuditLog::set_high_water`): about
-/// two flushes' worth at the fastest rate measured (a children-page load, ~50,000 events a
-/// second), so a log that keeps up never makes a request wait.
+/// events; `AuditLog::set_high_water`): about two flushes' worth at the fastest rate measured
+/// (a children-page load, ~50,000 events a second), so a log that keeps up never makes a
+/// request wait.
 pub const HIGH_WATER: usize = 20_000;
 
 /// How long a request waits for room before it is refused.

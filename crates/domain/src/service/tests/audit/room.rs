@@ -1,6 +1,6 @@
 //! Back-pressure (`service/audit/room.rs`): a request of a tenant whose log is behind waits,
-//! once admitted (`Authenticator::room`), until the flush makes room, and is refused if it does not come in time; no
-//! other tenant waits, nor one whose appends fail.
+//! once admitted (`Authenticator::room`), until the flush makes room, and is refused if it does
+//! not come in time; no other tenant waits, nor one whose appends fail.
 
 use futures_util::FutureExt;
 
