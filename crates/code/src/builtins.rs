@@ -2,9 +2,10 @@
 //! and loads them into a context on first use (`__builtin`). `node/LICENSES.md` says where each
 //! comes from.
 
+use crate::host_function::host_function;
 use std::rc::Rc;
 
-use rquickjs::{Ctx, Function, Module, Value};
+use rquickjs::{Ctx, Module, Value};
 
 /// The modules the prelude loads into a context when its code first needs them, by name: the
 /// globals (an ES module), and the built-in modules of `require` (CommonJS, see
@@ -96,8 +97,8 @@ pub(crate) fn install_builtins<'js>(
     let builtins = builtins.clone();
     ctx.globals().set(
         "__builtin",
-        Function::new(
-            ctx.clone(),
+        host_function(
+            ctx,
             move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Value<'js>> {
                 let Some((_, bytes)) = builtins.iter().find(|(n, _)| *n == name) else {
                     return Err(rquickjs::Exception::throw_reference(

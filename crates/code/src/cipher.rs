@@ -3,13 +3,14 @@
 //! or none) and AES-CTR (a 16-byte big-endian counter block, as OpenSSL's) from RustCrypto. The
 //! whole message is handled at `final()`.
 
+use crate::host_function::host_function;
 use aes::{Aes128, Aes192, Aes256};
 use aes_gcm::AesGcm;
 use aes_gcm::aead::consts::{U12, U16};
 use aes_gcm::aead::{Aead, KeyInit, Nonce, Payload};
 use cbc::cipher::block_padding::{NoPadding, Pkcs7};
 use cbc::cipher::{BlockModeDecrypt, BlockModeEncrypt, KeyIvInit};
-use rquickjs::{Ctx, Exception, Function, Object, TypedArray, Value};
+use rquickjs::{Ctx, Exception, Object, TypedArray, Value};
 
 use crate::hash::bytes;
 
@@ -21,8 +22,7 @@ const TAG: usize = 16;
 /// algorithm or a key or IV of the wrong length, an `Error` when a message does not
 /// authenticate or unpad.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals()
-        .set("__cipher", Function::new(ctx.clone(), cipher)?)
+    ctx.globals().set("__cipher", host_function(ctx, cipher)?)
 }
 
 fn cipher<'js>(

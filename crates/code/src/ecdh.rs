@@ -3,10 +3,11 @@
 //! private scalar, an uncompressed or compressed SEC1 public point), or PEM for
 //! `diffieHellman`'s KeyObjects. The shared secret is the x-coordinate, as in Node.
 
+use crate::host_function::host_function;
 use p256::ecdh::diffie_hellman;
 use p256::elliptic_curve::sec1::ToSec1Point;
 use p256::{PublicKey, SecretKey};
-use rquickjs::{Ctx, Exception, Function, TypedArray};
+use rquickjs::{Ctx, Exception, TypedArray};
 
 use crate::hash::bytes;
 use crate::keys::{self, Private, Public};
@@ -16,9 +17,9 @@ use crate::keys::{self, Private, Public};
 /// publicPem)` (the same from PEM keys).
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     let globals = ctx.globals();
-    globals.set("__ecdhPublic", Function::new(ctx.clone(), public)?)?;
-    globals.set("__ecdhSecret", Function::new(ctx.clone(), secret)?)?;
-    globals.set("__ecdhPem", Function::new(ctx.clone(), pem)?)?;
+    globals.set("__ecdhPublic", host_function(ctx, public)?)?;
+    globals.set("__ecdhSecret", host_function(ctx, secret)?)?;
+    globals.set("__ecdhPem", host_function(ctx, pem)?)?;
     Ok(())
 }
 

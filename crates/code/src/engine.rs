@@ -3,6 +3,7 @@
 //! loop for promises and timers, and the limits — an interrupt handler for CPU time, a deadline
 //! for the whole call, the runtime's memory limit, and the size of the result.
 
+use crate::host_function::host_function;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -542,7 +543,7 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     let to = host.clone();
     globals.set(
         "__log",
-        Function::new(ctx.clone(), move |level: String, text: String| {
+        host_function(ctx, move |level: String, text: String| {
             // At debug, escaped (no forged lines), at most 4 KiB a line and 200 lines a call.
             log.lines.set(log.lines.get() + 1);
             if log.lines.get() > MAX_LOG_LINES {
@@ -554,12 +555,12 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     )?;
     globals.set(
         "__uuid",
-        Function::new(ctx.clone(), || uuid::Uuid::new_v4().to_string())?,
+        host_function(ctx, || uuid::Uuid::new_v4().to_string())?,
     )?;
     let set = state.clone();
     globals.set(
         "__setTimer",
-        Function::new(ctx.clone(), move |id: i32, ms: f64| {
+        host_function(ctx, move |id: i32, ms: f64| {
             let ms = if ms.is_finite() {
                 ms.clamp(0.0, 1e12)
             } else {
@@ -572,7 +573,7 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     let out = host.clone();
     globals.set(
         "__fetch",
-        Function::new(ctx.clone(), move |request: String| -> String {
+        host_function(ctx, move |request: String| -> String {
             // What one request may carry is bounded here, before it leaves the worker.
             if request.len() > MAX_FETCH_REQUEST {
                 return serde_json::json!({"error": "a request is limited to 2 MiB"}).to_string();
@@ -586,8 +587,8 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     let client = host.clone();
     globals.set(
         "__client",
-        Function::new(
-            ctx.clone(),
+        host_function(
+            ctx,
             move |method: String, args: String, key: String| -> String {
                 bounded_svc(client.as_ref(), method, &args, Some(key))
             },
@@ -596,7 +597,7 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
     let clear = state.clone();
     globals.set(
         "__clearTimer",
-        Function::new(ctx.clone(), move |id: i32| {
+        host_function(ctx, move |id: i32| {
             clear.timers.borrow_mut().retain(|(t, _)| *t != id);
         })?,
     )?;
@@ -613,7 +614,7 @@ const MAX_SVC_ARGS: usize = 2 << 20;
 /// The host side of `req.svc`: the host answers it (the worker asks the server and blocks; its
 /// JavaScript waits anyway). The server bounds the call by the call's deadline.
 fn svc_host<'js>(ctx: &Ctx<'js>, host: Rc<dyn Host>) -> rquickjs::Result<Function<'js>> {
-    Function::new(ctx.clone(), move |method: String, args: String| -> String {
+    host_function(ctx, move |method: String, args: String| -> String {
         bounded_svc(host.as_ref(), method, &args, None)
     })
 }

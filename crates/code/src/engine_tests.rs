@@ -185,3 +185,79 @@ fn a_thrown_message_is_bounded_once_escaped() {
 /// Node's modules and the operator's packages computing real values.
 #[path = "node_tests.rs"]
 mod node;
+
+/// Nothing of a call outlives it: not its memory, not one of its objects. (rquickjs keeps the
+/// prototype of its host-function class per runtime, from the first context that asks for it;
+/// were that a call's context, the call's heap would stay for the runtime's life.)
+#[test]
+fn a_call_leaves_nothing_behind_in_the_runtime() {
+    let mut engine = engine();
+    let objects = |e: &Engine| e.runtime.memory_usage().obj_count;
+    let (first, _) = engine.run(&call(
+        "module.exports = () => { globalThis.kept = 'x'.repeat(9 << 20); \
+         globalThis.sentinel = { a: 1 }; return globalThis.kept.length; };",
+    ));
+    assert_eq!(first.ok(), Some(Json::from(9 << 20)));
+    assert!(!engine.finish(), "nothing pending");
+    assert_eq!(objects(&engine), 0);
+    // A call that uses the host functions of every kind: `req.svc`, timers, crypto, `require`.
+    let request = serde_json::json!({"args": {}});
+    let (used, _) = engine.run(&Call {
+        code: "module.exports = async (req) => { \
+               await new Promise((r) => setTimeout(r, 1)); \
+               const c = require('crypto'); \
+               const h = c.createHash('sha256').update(Buffer.from('x')).digest('hex'); \
+               const failed = await req.svc.tokens.retrieve('x').catch((e) => e.status); \
+               return [h.length, failed, c.randomUUID().length, new URL('https://a.b/c').host]; };",
+        request: &request,
+        svc: true,
+    });
+    assert_eq!(used.ok(), Some(serde_json::json!([64, 500, 36, "a.b"])));
+    assert!(!engine.finish());
+    assert_eq!(objects(&engine), 0);
+    // A second call has as much memory as the first had.
+    let (again, discard) = engine.run(&call(
+        "module.exports = () => (typeof sentinel) + ':' + 'y'.repeat(9 << 20).length;",
+    ));
+    assert_eq!(
+        again.map_err(|e| format!("{e:?}")),
+        Ok(Json::from(format!("undefined:{}", 9 << 20)))
+    );
+    assert!(!discard);
+    assert!(!engine.finish());
+    assert_eq!(objects(&engine), 0);
+}
+
+/// A context's host functions inherit from that context's `Function.prototype`, not from one
+/// rquickjs keeps for the runtime (shared by every context).
+#[test]
+fn host_functions_inherit_from_their_own_context() {
+    let engine = engine();
+    for _ in 0..2 {
+        let context = Context::full(&engine.runtime).unwrap_or_else(|e| panic!("{e}"));
+        context.with(|ctx| {
+            let own = Function::prototype(ctx.clone());
+            crate::hash::install(&ctx).unwrap_or_else(|e| panic!("{e}"));
+            let digest: Function = ctx
+                .globals()
+                .get("__digest")
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(digest.get_prototype() == Some(own.clone()));
+            let svc = svc_host(&ctx, Rc::new(NoHost)).unwrap_or_else(|e| panic!("{e}"));
+            assert!(svc.get_prototype() == Some(own.clone()));
+            assert_eq!(svc.get::<_, usize>("length").ok(), Some(2));
+        });
+    }
+    // What rquickjs alone gives them: the first context's, in the second.
+    let first = Context::full(&engine.runtime).unwrap_or_else(|e| panic!("{e}"));
+    first.with(|ctx| {
+        #[allow(clippy::disallowed_methods)]
+        Function::new(ctx, || ()).unwrap_or_else(|e| panic!("{e}"));
+    });
+    let second = Context::full(&engine.runtime).unwrap_or_else(|e| panic!("{e}"));
+    second.with(|ctx| {
+        #[allow(clippy::disallowed_methods)]
+        let raw = Function::new(ctx.clone(), || ()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(raw.get_prototype() != Some(Function::prototype(ctx.clone())));
+    });
+}

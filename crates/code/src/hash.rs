@@ -2,8 +2,9 @@
 //! Node names `md5`, `sha1`, `sha224`, `sha256`, `sha384` and `sha512` (RustCrypto), and random
 //! bytes from the kernel (`getrandom`, which the worker's sandbox allows).
 
+use crate::host_function::host_function;
 use hmac::{Hmac, KeyInit, Mac};
-use rquickjs::{Ctx, Exception, Function, TypedArray, Value};
+use rquickjs::{Ctx, Exception, TypedArray, Value};
 use sha2::Digest;
 
 /// The most random bytes one call of `__random` makes (Node's `randomBytes` is bounded in JS
@@ -14,8 +15,8 @@ const MAX_RANDOM: usize = 1 << 20;
 /// them off the global object.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     let globals = ctx.globals();
-    globals.set("__digest", Function::new(ctx.clone(), digest)?)?;
-    globals.set("__random", Function::new(ctx.clone(), random)?)?;
+    globals.set("__digest", host_function(ctx, digest)?)?;
+    globals.set("__random", host_function(ctx, random)?)?;
     Ok(())
 }
 

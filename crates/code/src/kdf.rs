@@ -1,7 +1,8 @@
 //! The host functions under Node's `hkdfSync`/`hkdf` and `pbkdf2Sync`/`pbkdf2`
 //! (`node/crypto.js`): RustCrypto's hkdf and pbkdf2 over HMAC with SHA-1 to SHA-512.
 
-use rquickjs::{Ctx, Exception, Function, TypedArray};
+use crate::host_function::host_function;
+use rquickjs::{Ctx, Exception, TypedArray};
 use sha2::{Sha224, Sha256, Sha384, Sha512};
 
 use crate::hash::bytes;
@@ -15,8 +16,8 @@ const MAX_ITERATIONS: u32 = 10_000_000;
 /// `__pbkdf2(digest, password, salt, iterations, length)`, each answering the derived key.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     let globals = ctx.globals();
-    globals.set("__hkdf", Function::new(ctx.clone(), hkdf)?)?;
-    globals.set("__pbkdf2", Function::new(ctx.clone(), pbkdf2)?)?;
+    globals.set("__hkdf", host_function(ctx, hkdf)?)?;
+    globals.set("__pbkdf2", host_function(ctx, pbkdf2)?)?;
     Ok(())
 }
 

@@ -4,9 +4,10 @@
 //! (its public half), as Node does. Also `__keyInfo(pem)`, under `createPublicKey` and
 //! `createPrivateKey`: the key's type and its public half in SPKI PEM.
 
+use crate::host_function::host_function;
 use p256::ecdsa::{SigningKey, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey, LineEnding};
-use rquickjs::{Ctx, Exception, Function, Object};
+use rquickjs::{Ctx, Exception, Object};
 use rsa::pkcs1::{DecodeRsaPrivateKey, DecodeRsaPublicKey};
 use rsa::traits::PublicKeyParts;
 
@@ -61,7 +62,7 @@ pub(crate) fn public(pem: &str) -> Option<Public> {
 /// publicPem}`; throws when `pem` holds no key of either kind.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     ctx.globals()
-        .set("__keyInfo", Function::new(ctx.clone(), key_info)?)
+        .set("__keyInfo", host_function(ctx, key_info)?)
 }
 
 fn key_info(ctx: Ctx<'_>, pem: String) -> rquickjs::Result<Object<'_>> {

@@ -22,6 +22,7 @@ mod engine;
 mod fetch;
 mod gate;
 mod hash;
+mod host_function;
 mod kdf;
 mod keys;
 mod modules;

@@ -7,12 +7,13 @@
 //! path is (`__modStat`), a JSON file's text (`__modText`), and a code file's function
 //! (`__modLoad`).
 
+use crate::host_function::host_function;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
 
 use base64::Engine as _;
-use rquickjs::{Context, Ctx, Exception, Function, Runtime, Value};
+use rquickjs::{Context, Ctx, Exception, Runtime, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::vendored::VENDORED;
@@ -248,7 +249,7 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, store: &Rc<ModuleStore>) -> rquickjs:
     let stat = store.clone();
     globals.set(
         "__modStat",
-        Function::new(ctx.clone(), move |path: String| {
+        host_function(ctx, move |path: String| {
             if stat.files.contains_key(&path) {
                 1
             } else if stat.dirs.contains(&path) {
@@ -261,18 +262,16 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, store: &Rc<ModuleStore>) -> rquickjs:
     let text = store.clone();
     globals.set(
         "__modText",
-        Function::new(ctx.clone(), move |path: String| {
-            match text.files.get(&path) {
-                Some(Entry::Json(t)) => Some(t.clone()),
-                _ => None,
-            }
+        host_function(ctx, move |path: String| match text.files.get(&path) {
+            Some(Entry::Json(t)) => Some(t.clone()),
+            _ => None,
         })?,
     )?;
     let load = store.clone();
     globals.set(
         "__modLoad",
-        Function::new(
-            ctx.clone(),
+        host_function(
+            ctx,
             move |ctx: Ctx<'js>, path: String| -> rquickjs::Result<Value<'js>> {
                 match load.files.get(&path) {
                     Some(Entry::Code(bytes)) => crate::script::load(&ctx, bytes),

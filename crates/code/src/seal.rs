@@ -3,7 +3,8 @@
 //! (`padding: RSA_PKCS1_PADDING`), by RustCrypto's `rsa`, whose arithmetic is constant-time.
 //! Keys: `keys.rs`.
 
-use rquickjs::{Ctx, Exception, Function, Object, TypedArray};
+use crate::host_function::host_function;
+use rquickjs::{Ctx, Exception, Object, TypedArray};
 use rsa::sha2::{Sha224, Sha256, Sha384, Sha512};
 
 use crate::hash::bytes;
@@ -16,8 +17,7 @@ const PKCS1_PADDING: i32 = 1;
 /// private key's public half) or decrypts with the private key. `options`: `{padding,
 /// oaepHash}`.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals()
-        .set("__seal", Function::new(ctx.clone(), seal)?)
+    ctx.globals().set("__seal", host_function(ctx, seal)?)
 }
 
 fn seal<'js>(

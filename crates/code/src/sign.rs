@@ -4,9 +4,10 @@
 //! (Node's default) or PSS (`padding: RSA_PKCS1_PSS_PADDING`; the salt as long as the digest
 //! when signing, any salt when verifying unless `saltLength` names one). Keys: `keys.rs`.
 
+use crate::host_function::host_function;
 use p256::ecdsa::Signature;
 use p256::ecdsa::signature::{Signer, Verifier};
-use rquickjs::{Ctx, Exception, Function, Object, TypedArray};
+use rquickjs::{Ctx, Exception, Object, TypedArray};
 use rsa::sha2::{Sha224, Sha256, Sha384, Sha512};
 
 use crate::hash::bytes;
@@ -20,8 +21,8 @@ const PSS_PADDING: i32 = 6;
 /// `{padding, saltLength}` as Node takes them beside the key.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     let globals = ctx.globals();
-    globals.set("__sign", Function::new(ctx.clone(), sign)?)?;
-    globals.set("__verify", Function::new(ctx.clone(), verify)?)?;
+    globals.set("__sign", host_function(ctx, sign)?)?;
+    globals.set("__verify", host_function(ctx, verify)?)?;
     Ok(())
 }
 

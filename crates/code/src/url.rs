@@ -1,7 +1,8 @@
 //! The host function under `URL` (`node/url.js`): WHATWG URL parsing and setting by the `url`
 //! crate (Servo's), so that URLs read in tenant code as they do in Node.js.
 
-use rquickjs::{Ctx, Exception, Function};
+use crate::host_function::host_function;
+use rquickjs::{Ctx, Exception};
 use url::Url;
 
 /// The longest URL (characters) the host parses.
@@ -10,8 +11,7 @@ const MAX_URL: usize = 64 * 1024;
 /// Installs `__url(input, base, field, value)`: `input` parsed (against `base` when given),
 /// then `field` set to `value` when given; the parts of the result, or a `TypeError`.
 pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals()
-        .set("__url", Function::new(ctx.clone(), parse)?)
+    ctx.globals().set("__url", host_function(ctx, parse)?)
 }
 
 fn parse(
