@@ -25,6 +25,11 @@ impl Meter {
         self.refused.get()
     }
 
+    /// The bytes the runtime holds now.
+    pub(crate) fn used(&self) -> usize {
+        self.used.get()
+    }
+
     /// Forgets refusals (at the start of a call).
     pub(crate) fn reset(&self) {
         self.refused.set(false);

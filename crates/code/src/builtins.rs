@@ -81,6 +81,15 @@ pub(crate) enum Source {
     CommonJs(&'static str),
 }
 
+impl Source {
+    /// The module's source as written.
+    pub(crate) fn text(&self) -> &'static str {
+        match self {
+            Source::Es(text) | Source::CommonJs(text) => text,
+        }
+    }
+}
+
 /// A CommonJS module as an ES module whose default export is the function Node.js would wrap
 /// it in (`exports`, `require`, `module`) and the worker's host functions. The body runs in
 /// strict mode (an ES module's), which every built-in module is written for.

@@ -18,6 +18,7 @@ use tokenvault_domain::code::CodeError;
 use crate::budget::{Budgeted, Meter};
 use crate::builtins::{BUILTINS, Source, common_js, install_builtins};
 use crate::modules::ModuleStore;
+use crate::names::Names;
 
 /// What the code reaches outside its context: `req.svc` and `console`. In a worker process
 /// both go over the channel to the server, which checks them.
@@ -83,10 +84,12 @@ pub struct Engine {
     prepared: Option<Prepared>,
     /// The context of the call that just ended, until `finish`.
     spent: Option<Prepared>,
+    /// The names every context is made of, kept between calls (`names.rs`).
+    names: Option<Names>,
     runtime: Runtime,
     /// The prelude module as QuickJS bytecode: loading it is about five times cheaper than
     /// parsing it again for every context.
-    prelude: Vec<u8>,
+    prelude: Rc<Vec<u8>>,
     /// The modules of [`BUILTINS`] as bytecode, loaded into a context on first use.
     builtins: Rc<Vec<(&'static str, Vec<u8>)>>,
     state: Rc<CallState>,
@@ -97,7 +100,14 @@ pub struct Engine {
     meter: Rc<Meter>,
     deadline: Rc<Cell<Option<Instant>>>,
     limits: Limits,
+    /// What the runtime holds between calls, as `new` left it.
+    baseline: usize,
 }
+
+/// How much more than its baseline a runtime may hold between calls. QuickJS never shrinks its
+/// atom and shape tables, so code that made a great many names or shapes would leave every later
+/// call less of its memory limit; past this the runtime is replaced.
+const MAX_GROWTH: usize = 1 << 20;
 
 /// What ended a call that did not return.
 enum Stop {
@@ -107,11 +117,32 @@ enum Stop {
 
 impl Engine {
     /// A runtime with the memory limit and the interrupt handler installed, and the prelude
-    /// compiled.
+    /// and built-in modules compiled.
     pub fn new(
         limits: Limits,
         host: Rc<dyn Host>,
         modules: Rc<ModuleStore>,
+    ) -> Result<Self, String> {
+        Self::start(limits, host, modules, None)
+    }
+
+    /// A new runtime in place of this one (for the next call, when this one is not to be
+    /// trusted with it), with the bytecode this one compiled.
+    pub fn renew(&self) -> Result<Self, String> {
+        let compiled = (self.prelude.clone(), self.builtins.clone());
+        Self::start(
+            self.limits,
+            self.host.clone(),
+            self.modules.clone(),
+            Some(compiled),
+        )
+    }
+
+    fn start(
+        limits: Limits,
+        host: Rc<dyn Host>,
+        modules: Rc<ModuleStore>,
+        compiled: Option<Compiled>,
     ) -> Result<Self, String> {
         let meter = Rc::new(Meter::default());
         let runtime = Runtime::new_with_alloc(Budgeted::new(meter.clone(), limits.memory))
@@ -122,34 +153,15 @@ impl Engine {
         runtime.set_interrupt_handler(Some(Box::new(move || {
             due.get().is_some_and(|at| Instant::now() >= at)
         })));
-        let (prelude, builtins) = {
-            let context = Context::full(&runtime).map_err(|e| e.to_string())?;
-            context.with(|ctx| {
-                let compile = |name: &str, source: &str| {
-                    Module::declare(ctx.clone(), format!("tokenvault:{name}"), source)
-                        .catch(&ctx)
-                        .map_err(|e| caught_message(&e))?
-                        .write(WriteOptions::default())
-                        .map_err(|e| e.to_string())
-                };
-                let prelude = compile("prelude", PRELUDE)?;
-                let builtins = BUILTINS
-                    .iter()
-                    .map(|(name, source)| {
-                        let bytes = match source {
-                            Source::Es(text) => compile(name, text)?,
-                            Source::CommonJs(text) => compile(name, &common_js(text))?,
-                        };
-                        Ok((*name, bytes))
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
-                Ok::<_, String>((prelude, Rc::new(builtins)))
-            })?
+        let (prelude, builtins) = match compiled {
+            Some(compiled) => compiled,
+            None => compile(&runtime)?,
         };
         runtime.run_gc();
-        Ok(Self {
+        let mut engine = Self {
             prepared: None,
             spent: None,
+            names: None,
             runtime,
             prelude,
             builtins,
@@ -159,7 +171,23 @@ impl Engine {
             meter,
             deadline,
             limits,
-        })
+            baseline: 0,
+        };
+        // A context as a call gets it, for its names; then thrown away.
+        engine.prepare()?;
+        let sample = engine.prepared.take();
+        if let Some(sample) = &sample {
+            let globals = BUILTINS.first().map_or("", |(_, source)| source.text());
+            engine.names = Some(Names::keep(
+                &engine.runtime,
+                &sample.context,
+                &[PRELUDE, globals],
+            )?);
+        }
+        drop(sample);
+        engine.runtime.run_gc();
+        engine.baseline = engine.meter.used();
+        Ok(engine)
     }
 
     /// Makes the context of the next call ready (a fresh context, the host functions, the
@@ -220,7 +248,8 @@ impl Engine {
 
     /// Releases the context of the last call. `true` when the runtime is to be replaced: jobs
     /// are queued per runtime, not per context, so a job that call left behind (a promise chain
-    /// that never ends, a finalizer) would run in the next tenant's call.
+    /// that never ends, a finalizer) would run in the next tenant's call; and a runtime whose
+    /// tables the call grew past [`MAX_GROWTH`] would give the next call less memory.
     pub fn finish(&mut self) -> bool {
         if self.spent.take().is_none() {
             return false;
@@ -228,6 +257,7 @@ impl Engine {
         self.state.timers.borrow_mut().clear();
         self.runtime.run_gc();
         self.runtime.is_job_pending()
+            || self.meter.used() > self.baseline.saturating_add(MAX_GROWTH)
     }
 
     /// Runs one call on the prepared context (preparing one if needed); `finish` throws that
@@ -401,6 +431,36 @@ impl Engine {
         }
         serde_json::from_str(&text).map_err(|e| Ok(CodeError::Internal(e.to_string())))
     }
+}
+
+/// The prelude and the built-in modules as bytecode, compiled once per worker process.
+type Compiled = (Rc<Vec<u8>>, Rc<Vec<(&'static str, Vec<u8>)>>);
+
+/// Compiles the prelude and the built-in modules on `runtime` (bytecode any runtime of this
+/// build loads).
+fn compile(runtime: &Runtime) -> Result<Compiled, String> {
+    let context = Context::full(runtime).map_err(|e| e.to_string())?;
+    context.with(|ctx| {
+        let compile = |name: &str, source: &str| {
+            Module::declare(ctx.clone(), format!("tokenvault:{name}"), source)
+                .catch(&ctx)
+                .map_err(|e| caught_message(&e))?
+                .write(WriteOptions::default())
+                .map_err(|e| e.to_string())
+        };
+        let prelude = compile("prelude", PRELUDE)?;
+        let builtins = BUILTINS
+            .iter()
+            .map(|(name, source)| {
+                let bytes = match source {
+                    Source::Es(text) => compile(name, text)?,
+                    Source::CommonJs(text) => compile(name, &common_js(text))?,
+                };
+                Ok((*name, bytes))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok::<_, String>((Rc::new(prelude), Rc::new(builtins)))
+    })
 }
 
 /// What a caught exception means: a limit (time, memory), or the code's own error.

@@ -193,13 +193,16 @@ mod node;
 fn a_call_leaves_nothing_behind_in_the_runtime() {
     let mut engine = engine();
     let objects = |e: &Engine| e.runtime.memory_usage().obj_count;
+    // The kept names' own bare context (`names.rs`), made before any call.
+    let initial = objects(&engine);
+    assert!(initial < 100, "{initial}");
     let (first, _) = engine.run(&call(
         "module.exports = () => { globalThis.kept = 'x'.repeat(9 << 20); \
          globalThis.sentinel = { a: 1 }; return globalThis.kept.length; };",
     ));
     assert_eq!(first.ok(), Some(Json::from(9 << 20)));
     assert!(!engine.finish(), "nothing pending");
-    assert_eq!(objects(&engine), 0);
+    assert_eq!(objects(&engine), initial);
     // A call that uses the host functions of every kind: `req.svc`, timers, crypto, `require`.
     let request = serde_json::json!({"args": {}});
     let (used, _) = engine.run(&Call {
@@ -214,7 +217,7 @@ fn a_call_leaves_nothing_behind_in_the_runtime() {
     });
     assert_eq!(used.ok(), Some(serde_json::json!([64, 500, 36, "a.b"])));
     assert!(!engine.finish());
-    assert_eq!(objects(&engine), 0);
+    assert_eq!(objects(&engine), initial);
     // A second call has as much memory as the first had.
     let (again, discard) = engine.run(&call(
         "module.exports = () => (typeof sentinel) + ':' + 'y'.repeat(9 << 20).length;",
@@ -225,7 +228,7 @@ fn a_call_leaves_nothing_behind_in_the_runtime() {
     );
     assert!(!discard);
     assert!(!engine.finish());
-    assert_eq!(objects(&engine), 0);
+    assert_eq!(objects(&engine), initial);
 }
 
 /// A context's host functions inherit from that context's `Function.prototype`, not from one
@@ -260,4 +263,25 @@ fn host_functions_inherit_from_their_own_context() {
         let raw = Function::new(ctx.clone(), || ()).unwrap_or_else(|e| panic!("{e}"));
         assert!(raw.get_prototype() != Some(Function::prototype(ctx.clone())));
     });
+}
+
+/// Code that grows the runtime's tables (names, here symbols: QuickJS never shrinks them) costs
+/// the runtime, so the next call has its whole memory limit.
+#[test]
+fn a_call_that_grows_the_runtime_costs_it() {
+    let mut engine = engine();
+    let (made, discard) = engine.run(&call(
+        "module.exports = () => { const a = []; \
+         for (let i = 0; i < 200000; i++) a.push(Symbol()); return a.length; };",
+    ));
+    assert_eq!(made.map_err(|e| format!("{e:?}")), Ok(Json::from(200_000)));
+    assert!(!discard);
+    assert!(engine.finish(), "the runtime grew past its bound");
+    // An ordinary call leaves it as it was.
+    let mut engine = self::engine();
+    let (plain, _) = engine.run(&call(
+        "module.exports = () => Object.keys(globalThis).length;",
+    ));
+    assert!(plain.is_ok());
+    assert!(!engine.finish());
 }

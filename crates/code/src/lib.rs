@@ -26,6 +26,7 @@ mod host_function;
 mod kdf;
 mod keys;
 mod modules;
+mod names;
 mod protocol;
 mod sandbox;
 mod script;

@@ -169,16 +169,10 @@ pub fn main() -> i32 {
     if channel.borrow_mut().send(&ready).is_err() {
         return 1;
     }
-    serve(&channel, &mut engine, limits, &host, &modules)
+    serve(&channel, &mut engine)
 }
 
-fn serve(
-    channel: &Rc<RefCell<Channel>>,
-    engine: &mut Engine,
-    limits: Limits,
-    host: &Rc<dyn Host>,
-    modules: &Rc<ModuleStore>,
-) -> i32 {
+fn serve(channel: &Rc<RefCell<Channel>>, engine: &mut Engine) -> i32 {
     loop {
         let message = channel.borrow_mut().receive();
         let (code, request, svc) = match message {
@@ -197,7 +191,7 @@ fn serve(
         }
         // The spent context is released, and the next call's made, after the answer.
         if discard || engine.finish() || engine.prepare().is_err() {
-            match Engine::new(limits, host.clone(), modules.clone()).and_then(|mut e| {
+            match engine.renew().and_then(|mut e| {
                 e.prepare()?;
                 Ok(e)
             }) {
