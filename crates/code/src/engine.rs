@@ -445,7 +445,12 @@ fn compile(runtime: &Runtime) -> Result<Compiled, String> {
             Module::declare(ctx.clone(), format!("tokenvault:{name}"), source)
                 .catch(&ctx)
                 .map_err(|e| caught_message(&e))?
-                .write(WriteOptions::default())
+                // Without the source text: a context reads less, and `toString` of the
+                // vault's own functions shows no source (as for a built-in).
+                .write(WriteOptions {
+                    strip_source: true,
+                    ..WriteOptions::default()
+                })
                 .map_err(|e| e.to_string())
         };
         let prelude = compile("prelude", PRELUDE)?;

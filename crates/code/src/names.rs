@@ -3,13 +3,14 @@
 //! QuickJS frees an atom (an interned property or variable name) once nothing refers to it, so
 //! with a fresh context per call each context hashed, allocated and freed again the hundreds of
 //! names its built-in objects, host functions and prelude are made of. They are collected once
-//! per runtime, from a context made as a call gets it, and kept as the keys of one object in a
-//! bare context of their own that never runs code: names of the vault's own making, nothing of a
-//! call.
+//! per runtime, from a context made as a call gets it, and kept by the engine as strings (an
+//! atom's string is the atom: holding it keeps the atom), made in a bare context of their own
+//! that never runs code: names of the vault's own making, nothing of a call. Held from Rust, they
+//! are no object the collector walks after every call.
 
 use std::collections::BTreeSet;
 
-use rquickjs::{Context, Object, Persistent, Runtime};
+use rquickjs::{Atom, Context, Persistent, Runtime, String as JsString};
 
 /// Lists every string key reachable from the global object (through values, accessors and
 /// prototypes), without calling an accessor.
@@ -32,7 +33,7 @@ const WALK: &str = r"(() => {
 /// The kept names: declared before the runtime they belong to, so released before it.
 pub(crate) struct Names {
     // Declared before `context`: released before it.
-    _keys: Persistent<Object<'static>>,
+    _strings: Vec<Persistent<JsString<'static>>>,
     _context: Context,
 }
 
@@ -58,17 +59,19 @@ impl Names {
             );
         }
         let context = Context::base(runtime).map_err(|e| e.to_string())?;
-        let keys = context
+        let strings = context
             .with(|ctx| {
-                let keys = Object::new(ctx.clone())?;
-                for name in &names {
-                    keys.set(name.as_str(), 0)?;
-                }
-                Ok::<_, rquickjs::Error>(Persistent::save(&ctx, keys))
+                names
+                    .iter()
+                    .map(|name| {
+                        let string = Atom::from_str(ctx.clone(), name)?.to_js_string()?;
+                        Ok(Persistent::save(&ctx, string))
+                    })
+                    .collect::<rquickjs::Result<Vec<_>>>()
             })
             .map_err(|e| e.to_string())?;
         Ok(Self {
-            _keys: keys,
+            _strings: strings,
             _context: context,
         })
     }

@@ -32,15 +32,20 @@ const make = (function (host) {
   // time a listed name is read: a call that reads none never pays for reading its bytecode.
   let made;
   const make = (name) => (made || (made = host.builtin('globals')(host)))(name);
+  // One function per name serves as both its getter and its setter (called with no argument
+  // it is the getter), and one descriptor serves every name: a fresh context pays for one
+  // closure per name, not four objects.
+  const own = (name, value) => Object.defineProperty(g, name, {
+    value, writable: !name.startsWith('__'), configurable: !name.startsWith('__'),
+  });
+  const accessor = { configurable: true, get: undefined, set: undefined };
   const lazy = (name) => {
-    const own = (value) => Object.defineProperty(g, name, {
-      value, writable: !name.startsWith('__'), configurable: !name.startsWith('__'),
-    });
-    Object.defineProperty(g, name, {
-      configurable: true,
-      get() { const value = make(name); own(value); return value; },
-      set(value) { own(value); },
-    });
+    accessor.get = accessor.set = function (value) {
+      if (arguments.length === 0) value = make(name);
+      own(name, value);
+      return value;
+    };
+    Object.defineProperty(g, name, accessor);
   };
   // V8's `Error.captureStackTrace`, which npm packages call on their own errors: the stack of
   // where it is called.
