@@ -5,13 +5,14 @@
 use crate::host_function::host_function;
 use std::rc::Rc;
 
-use rquickjs::{Ctx, Module, Value};
+use rquickjs::{Ctx, Module, Object, Value};
 
 /// The modules the prelude loads into a context when its code first needs them, by name: the
 /// globals (an ES module), and the built-in modules of `require` (CommonJS, see
 /// [`common_js`]; `node/LICENSES.md` says where each comes from).
 pub(crate) const BUILTINS: &[(&str, Source)] = &[
     ("globals", Source::Es(include_str!("globals.js"))),
+    ("svc", Source::Es(include_str!("svc.js"))),
     ("buffer", Source::CommonJs(include_str!("node/buffer.js"))),
     (
         "base64-js",
@@ -81,15 +82,6 @@ pub(crate) enum Source {
     CommonJs(&'static str),
 }
 
-impl Source {
-    /// The module's source as written.
-    pub(crate) fn text(&self) -> &'static str {
-        match self {
-            Source::Es(text) | Source::CommonJs(text) => text,
-        }
-    }
-}
-
 /// A CommonJS module as an ES module whose default export is the function Node.js would wrap
 /// it in (`exports`, `require`, `module`) and the worker's host functions. The body runs in
 /// strict mode (an ES module's), which every built-in module is written for.
@@ -101,11 +93,12 @@ pub(crate) fn common_js(source: &str) -> String {
 /// calls it at most once per name and context) and answers its default export.
 pub(crate) fn install_builtins<'js>(
     ctx: &Ctx<'js>,
+    host: &Object<'js>,
     builtins: &Rc<Vec<(&'static str, Vec<u8>)>>,
 ) -> rquickjs::Result<()> {
     let builtins = builtins.clone();
-    ctx.globals().set(
-        "__builtin",
+    host.set(
+        "builtin",
         host_function(
             ctx,
             move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Value<'js>> {

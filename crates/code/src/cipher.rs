@@ -21,8 +21,8 @@ const TAG: usize = 16;
 /// the ciphertext (with the GCM tag after it) or the plaintext; a `TypeError` for an unknown
 /// algorithm or a key or IV of the wrong length, an `Error` when a message does not
 /// authenticate or unpad.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals().set("__cipher", host_function(ctx, cipher)?)
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("cipher", host_function(ctx, cipher)?)
 }
 
 fn cipher<'js>(

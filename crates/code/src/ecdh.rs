@@ -7,7 +7,7 @@ use crate::host_function::host_function;
 use p256::ecdh::diffie_hellman;
 use p256::elliptic_curve::sec1::ToSec1Point;
 use p256::{PublicKey, SecretKey};
-use rquickjs::{Ctx, Exception, TypedArray};
+use rquickjs::{Ctx, Exception, Object, TypedArray};
 
 use crate::hash::bytes;
 use crate::keys::{self, Private, Public};
@@ -15,11 +15,10 @@ use crate::keys::{self, Private, Public};
 /// Installs `__ecdhPublic(private, compressed)` (the public point of a private scalar),
 /// `__ecdhSecret(private, peerPublic)` (the shared secret) and `__ecdhPem(privatePem,
 /// publicPem)` (the same from PEM keys).
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
-    globals.set("__ecdhPublic", host_function(ctx, public)?)?;
-    globals.set("__ecdhSecret", host_function(ctx, secret)?)?;
-    globals.set("__ecdhPem", host_function(ctx, pem)?)?;
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("ecdhPublic", host_function(ctx, public)?)?;
+    host.set("ecdhSecret", host_function(ctx, secret)?)?;
+    host.set("ecdhPem", host_function(ctx, pem)?)?;
     Ok(())
 }
 

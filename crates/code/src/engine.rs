@@ -177,12 +177,13 @@ impl Engine {
         engine.prepare()?;
         let sample = engine.prepared.take();
         if let Some(sample) = &sample {
-            let globals = BUILTINS.first().map_or("", |(_, source)| source.text());
-            engine.names = Some(Names::keep(
-                &engine.runtime,
-                &sample.context,
-                &[PRELUDE, globals],
-            )?);
+            // The prelude's, and those of the vault's own modules a call loads by itself.
+            let mut sources = vec![PRELUDE];
+            sources.extend(BUILTINS.iter().filter_map(|(_, source)| match source {
+                Source::Es(text) => Some(*text),
+                Source::CommonJs(_) => None,
+            }));
+            engine.names = Some(Names::keep(&engine.runtime, &sample.context, &sources)?);
         }
         drop(sample);
         engine.runtime.run_gc();
@@ -198,17 +199,22 @@ impl Engine {
         }
         let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
         let (run, svc, fire) = context.with(|ctx| {
-            install_host(&ctx, &self.state, &self.host).map_err(|e| e.to_string())?;
-            install_builtins(&ctx, &self.builtins).map_err(|e| e.to_string())?;
-            crate::hash::install(&ctx).map_err(|e| e.to_string())?;
-            crate::url::install(&ctx).map_err(|e| e.to_string())?;
-            crate::cipher::install(&ctx).map_err(|e| e.to_string())?;
-            crate::sign::install(&ctx).map_err(|e| e.to_string())?;
-            crate::seal::install(&ctx).map_err(|e| e.to_string())?;
-            crate::keys::install(&ctx).map_err(|e| e.to_string())?;
-            crate::kdf::install(&ctx).map_err(|e| e.to_string())?;
-            crate::ecdh::install(&ctx).map_err(|e| e.to_string())?;
-            crate::modules::install(&ctx, &self.modules).map_err(|e| e.to_string())?;
+            // The host functions, on one object the prelude takes off the global object.
+            let functions = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
+            install_host(&ctx, &functions, &self.state, &self.host).map_err(|e| e.to_string())?;
+            install_builtins(&ctx, &functions, &self.builtins).map_err(|e| e.to_string())?;
+            crate::hash::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::url::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::cipher::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::sign::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::seal::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::keys::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::kdf::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::ecdh::install(&ctx, &functions).map_err(|e| e.to_string())?;
+            crate::modules::install(&ctx, &functions, &self.modules).map_err(|e| e.to_string())?;
+            ctx.globals()
+                .set("__functions", functions)
+                .map_err(|e| e.to_string())?;
             let to_host = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__host", to_host.clone())
@@ -602,12 +608,16 @@ fn caught_message(caught: &CaughtError<'_>) -> String {
 
 /// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host. They
 /// read the call they serve from `state`.
-fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
+fn install_host<'js>(
+    ctx: &Ctx<'js>,
+    functions: &Object<'js>,
+    state: &Rc<CallState>,
+    host: &Rc<dyn Host>,
+) -> rquickjs::Result<()> {
     let log = state.clone();
     let to = host.clone();
-    globals.set(
-        "__log",
+    functions.set(
+        "log",
         host_function(ctx, move |level: String, text: String| {
             // At debug, escaped (no forged lines), at most 4 KiB a line and 200 lines a call.
             log.lines.set(log.lines.get() + 1);
@@ -618,13 +628,13 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
             to.log(&level, &text);
         })?,
     )?;
-    globals.set(
-        "__uuid",
+    functions.set(
+        "uuid",
         host_function(ctx, || uuid::Uuid::new_v4().to_string())?,
     )?;
     let set = state.clone();
-    globals.set(
-        "__setTimer",
+    functions.set(
+        "setTimer",
         host_function(ctx, move |id: i32, ms: f64| {
             let ms = if ms.is_finite() {
                 ms.clamp(0.0, 1e12)
@@ -636,8 +646,8 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
         })?,
     )?;
     let out = host.clone();
-    globals.set(
-        "__fetch",
+    functions.set(
+        "fetch",
         host_function(ctx, move |request: String| -> String {
             // What one request may carry is bounded here, before it leaves the worker.
             if request.len() > MAX_FETCH_REQUEST {
@@ -650,8 +660,8 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
         })?,
     )?;
     let client = host.clone();
-    globals.set(
-        "__client",
+    functions.set(
+        "client",
         host_function(
             ctx,
             move |method: String, args: String, key: String| -> String {
@@ -660,8 +670,8 @@ fn install_host(ctx: &Ctx<'_>, state: &Rc<CallState>, host: &Rc<dyn Host>) -> rq
         )?,
     )?;
     let clear = state.clone();
-    globals.set(
-        "__clearTimer",
+    functions.set(
+        "clearTimer",
         host_function(ctx, move |id: i32| {
             clear.timers.borrow_mut().retain(|(t, _)| *t != id);
         })?,

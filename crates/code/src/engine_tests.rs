@@ -240,11 +240,9 @@ fn host_functions_inherit_from_their_own_context() {
         let context = Context::full(&engine.runtime).unwrap_or_else(|e| panic!("{e}"));
         context.with(|ctx| {
             let own = Function::prototype(ctx.clone());
-            crate::hash::install(&ctx).unwrap_or_else(|e| panic!("{e}"));
-            let digest: Function = ctx
-                .globals()
-                .get("__digest")
-                .unwrap_or_else(|e| panic!("{e}"));
+            let functions = Object::new(ctx.clone()).unwrap_or_else(|e| panic!("{e}"));
+            crate::hash::install(&ctx, &functions).unwrap_or_else(|e| panic!("{e}"));
+            let digest: Function = functions.get("digest").unwrap_or_else(|e| panic!("{e}"));
             assert!(digest.get_prototype() == Some(own.clone()));
             let svc = svc_host(&ctx, Rc::new(NoHost)).unwrap_or_else(|e| panic!("{e}"));
             assert!(svc.get_prototype() == Some(own.clone()));

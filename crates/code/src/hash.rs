@@ -4,7 +4,7 @@
 
 use crate::host_function::host_function;
 use hmac::{Hmac, KeyInit, Mac};
-use rquickjs::{Ctx, Exception, TypedArray, Value};
+use rquickjs::{Ctx, Exception, Object, TypedArray, Value};
 use sha2::Digest;
 
 /// The most random bytes one call of `__random` makes (Node's `randomBytes` is bounded in JS
@@ -13,10 +13,9 @@ const MAX_RANDOM: usize = 1 << 20;
 
 /// Installs `__digest(algorithm, key | null, data)` and `__random(size)`; the prelude takes
 /// them off the global object.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
-    globals.set("__digest", host_function(ctx, digest)?)?;
-    globals.set("__random", host_function(ctx, random)?)?;
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("digest", host_function(ctx, digest)?)?;
+    host.set("random", host_function(ctx, random)?)?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! (`node/crypto.js`): RustCrypto's hkdf and pbkdf2 over HMAC with SHA-1 to SHA-512.
 
 use crate::host_function::host_function;
-use rquickjs::{Ctx, Exception, TypedArray};
+use rquickjs::{Ctx, Exception, Object, TypedArray};
 use sha2::{Sha224, Sha256, Sha384, Sha512};
 
 use crate::hash::bytes;
@@ -14,10 +14,9 @@ const MAX_ITERATIONS: u32 = 10_000_000;
 
 /// Installs `__hkdf(digest, ikm, salt, info, length)` and
 /// `__pbkdf2(digest, password, salt, iterations, length)`, each answering the derived key.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
-    globals.set("__hkdf", host_function(ctx, hkdf)?)?;
-    globals.set("__pbkdf2", host_function(ctx, pbkdf2)?)?;
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("hkdf", host_function(ctx, hkdf)?)?;
+    host.set("pbkdf2", host_function(ctx, pbkdf2)?)?;
     Ok(())
 }
 

@@ -60,9 +60,8 @@ pub(crate) fn public(pem: &str) -> Option<Public> {
 
 /// Installs `__keyInfo(pem)`: `{type: 'private'|'public', asymmetricKeyType: 'ec'|'rsa',
 /// publicPem}`; throws when `pem` holds no key of either kind.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals()
-        .set("__keyInfo", host_function(ctx, key_info)?)
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("keyInfo", host_function(ctx, key_info)?)
 }
 
 fn key_info(ctx: Ctx<'_>, pem: String) -> rquickjs::Result<Object<'_>> {

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use base64::Engine as _;
-use rquickjs::{Context, Ctx, Exception, Runtime, Value};
+use rquickjs::{Context, Ctx, Exception, Object, Runtime, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::vendored::VENDORED;
@@ -244,11 +244,14 @@ impl ModuleStore {
 
 /// Installs `__modStat(path)` (0 nothing, 1 a file, 2 a folder), `__modText(path)` (a JSON
 /// file's text) and `__modLoad(path)` (a code file's function, loaded from its bytecode).
-pub(crate) fn install<'js>(ctx: &Ctx<'js>, store: &Rc<ModuleStore>) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
+pub(crate) fn install<'js>(
+    ctx: &Ctx<'js>,
+    host: &Object<'js>,
+    store: &Rc<ModuleStore>,
+) -> rquickjs::Result<()> {
     let stat = store.clone();
-    globals.set(
-        "__modStat",
+    host.set(
+        "modStat",
         host_function(ctx, move |path: String| {
             if stat.files.contains_key(&path) {
                 1
@@ -260,16 +263,16 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, store: &Rc<ModuleStore>) -> rquickjs:
         })?,
     )?;
     let text = store.clone();
-    globals.set(
-        "__modText",
+    host.set(
+        "modText",
         host_function(ctx, move |path: String| match text.files.get(&path) {
             Some(Entry::Json(t)) => Some(t.clone()),
             _ => None,
         })?,
     )?;
     let load = store.clone();
-    globals.set(
-        "__modLoad",
+    host.set(
+        "modLoad",
         host_function(
             ctx,
             move |ctx: Ctx<'js>, path: String| -> rquickjs::Result<Value<'js>> {

@@ -1,23 +1,12 @@
 // The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
 // call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
-// context. Host functions (__log, __uuid, __setTimer, __clearTimer, __builtin, __digest,
-// __random, __url, __fetch, __cipher, __sign, __verify, __seal, __keyInfo, __modStat, __modText,
-// __modLoad) and the object
-// `__host` are installed before it runs and removed from the global object by it; `run` and `svc` are handed to the host on `__host` (not exported: code could
-// `import()` the loaded module).
-const host = {
-  log: globalThis.__log, uuid: globalThis.__uuid,
-  setTimer: globalThis.__setTimer, clearTimer: globalThis.__clearTimer,
-  builtin: globalThis.__builtin,
-  digest: globalThis.__digest, random: globalThis.__random, url: globalThis.__url,
-  fetch: globalThis.__fetch, cipher: globalThis.__cipher,
-  sign: globalThis.__sign, verify: globalThis.__verify,
-  seal: globalThis.__seal, keyInfo: globalThis.__keyInfo,
-  modStat: globalThis.__modStat, modText: globalThis.__modText, modLoad: globalThis.__modLoad,
-  client: globalThis.__client,
-  hkdf: globalThis.__hkdf, pbkdf2: globalThis.__pbkdf2,
-  ecdhPublic: globalThis.__ecdhPublic, ecdhSecret: globalThis.__ecdhSecret, ecdhPem: globalThis.__ecdhPem,
-};
+// context. The object of the host functions (`__functions`: log, uuid, setTimer, clearTimer,
+// builtin, digest, random, url, fetch, cipher, sign, verify, seal, keyInfo, modStat, modText,
+// modLoad, client, hkdf, pbkdf2, ecdh*) and the object `__host` are put on the global object
+// before it runs and taken off it by it; `run` and `svc` are handed
+// to the host on `__host` (not exported: code could `import()` the loaded module).
+// The host functions, under the names the built-in modules call them by (`host.digest(…)`).
+const host = globalThis.__functions;
 const make = (function (host) {
   'use strict';
   const g = globalThis;
@@ -67,29 +56,7 @@ const make = (function (host) {
   }
   return make;
 })(host);
-delete globalThis.__log;
-delete globalThis.__uuid;
-delete globalThis.__setTimer;
-delete globalThis.__clearTimer;
-delete globalThis.__builtin;
-delete globalThis.__digest;
-delete globalThis.__random;
-delete globalThis.__url;
-delete globalThis.__fetch;
-delete globalThis.__cipher;
-delete globalThis.__sign;
-delete globalThis.__verify;
-delete globalThis.__seal;
-delete globalThis.__keyInfo;
-delete globalThis.__modStat;
-delete globalThis.__modText;
-delete globalThis.__modLoad;
-delete globalThis.__client;
-delete globalThis.__hkdf;
-delete globalThis.__pbkdf2;
-delete globalThis.__ecdhPublic;
-delete globalThis.__ecdhSecret;
-delete globalThis.__ecdhPem;
+delete globalThis.__functions;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 
@@ -126,59 +93,10 @@ toHost.run = function run(source, request) {
   return main(request);
 }
 
-// Builds `req.svc` (also `req.bt`) around the host's blocking call: each method returns a
-// promise of the JSON the HTTP API returns, or rejects with an `Error` carrying the problem
-// (`status`, `title`, `detail`, `errors`; the whole body as `data` and `problem`, the errors
-// also as `details`, as Basis Theory's SDK errors carry them). The fields of a token the
-// SDKs spell in camelCase are taken in either spelling.
-const CAMEL = {
-  fingerprintExpression: 'fingerprint_expression', deduplicateToken: 'deduplicate_token',
-  expiresAt: 'expires_at', searchIndexes: 'search_indexes', idempotencyKey: 'idempotency_key',
-};
-const snakeFields = (o) => {
-  if (!o || typeof o !== 'object' || Array.isArray(o)) return o;
-  const out = {};
-  for (const k of Object.keys(o)) out[Object.prototype.hasOwnProperty.call(CAMEL, k) ? CAMEL[k] : k] = o[k];
-  return out;
-};
-// A tokenize body: token requests (objects with `type` and `data`) anywhere in its shape.
-const snakeTokens = (v) => {
-  if (Array.isArray(v)) return v.map(snakeTokens);
-  if (v && typeof v === 'object') {
-    if ('type' in v && 'data' in v) return snakeFields(v);
-    const out = {};
-    for (const k of Object.keys(v)) out[k] = snakeTokens(v[k]);
-    return out;
-  }
-  return v;
-};
-// Also what the client packages (`node/bt-clients.js`) build their clients on.
-const makeSvc = function svc(call) {
-  const invoke = (method, args) => new Promise((resolve, reject) => {
-    const out = JSON.parse(call(method, JSON.stringify(args)));
-    if (Object.prototype.hasOwnProperty.call(out, 'ok')) { resolve(out.ok); return; }
-    const problem = out.error || {};
-    const error = new Error(problem.detail || problem.title || 'the svc call failed');
-    error.status = problem.status;
-    error.title = problem.title;
-    error.detail = problem.detail;
-    error.errors = problem.errors;
-    error.details = problem.errors;
-    error.data = problem;
-    error.problem = problem;
-    reject(error);
-  });
-  return Object.freeze({
-    tokens: Object.freeze({
-      create: (body) => invoke('tokens.create', [snakeFields(body)]),
-      retrieve: (id) => invoke('tokens.retrieve', [id]),
-      update: (id, patch) => invoke('tokens.update', [id, snakeFields(patch)]),
-      delete: (id) => invoke('tokens.delete', [id]),
-      list: (query) => invoke('tokens.list', [query === undefined ? {} : query]),
-    }),
-    tokenize: (body) => invoke('tokenize', [snakeTokens(body)]),
-    detokenize: (body) => invoke('detokenize', [body]),
-  });
-}
+// `req.svc` (also `req.bt`), and what the client packages (`node/bt-clients.js`) build their
+// clients on: made by a module of its own (`svc.js`), loaded into the context the first time a
+// call needs a client.
+let svcModule;
+const makeSvc = (call) => (svcModule || (svcModule = host.builtin('svc')()))(call);
 toHost.svc = makeSvc;
 host.makeSvc = makeSvc;

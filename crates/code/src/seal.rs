@@ -16,8 +16,8 @@ const PKCS1_PADDING: i32 = 1;
 /// Installs `__seal(encrypt, keyPem, data, options)`: encrypts with the public key (or a
 /// private key's public half) or decrypts with the private key. `options`: `{padding,
 /// oaepHash}`.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals().set("__seal", host_function(ctx, seal)?)
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("seal", host_function(ctx, seal)?)
 }
 
 fn seal<'js>(

@@ -19,10 +19,9 @@ const PSS_PADDING: i32 = 6;
 /// Installs `__sign(algorithm, keyPem, data, options)` (the signature) and
 /// `__verify(algorithm, keyPem, data, signature, options)` (a boolean). `options`:
 /// `{padding, saltLength}` as Node takes them beside the key.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    let globals = ctx.globals();
-    globals.set("__sign", host_function(ctx, sign)?)?;
-    globals.set("__verify", host_function(ctx, verify)?)?;
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("sign", host_function(ctx, sign)?)?;
+    host.set("verify", host_function(ctx, verify)?)?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! crate (Servo's), so that URLs read in tenant code as they do in Node.js.
 
 use crate::host_function::host_function;
-use rquickjs::{Ctx, Exception};
+use rquickjs::{Ctx, Exception, Object};
 use url::Url;
 
 /// The longest URL (characters) the host parses.
@@ -10,8 +10,8 @@ const MAX_URL: usize = 64 * 1024;
 
 /// Installs `__url(input, base, field, value)`: `input` parsed (against `base` when given),
 /// then `field` set to `value` when given; the parts of the result, or a `TypeError`.
-pub fn install(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    ctx.globals().set("__url", host_function(ctx, parse)?)
+pub fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
+    host.set("url", host_function(ctx, parse)?)
 }
 
 fn parse(
