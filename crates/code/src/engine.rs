@@ -199,8 +199,11 @@ impl Engine {
         }
         let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
         let (run, svc, fire) = context.with(|ctx| {
-            // The host functions, on one object the prelude takes off the global object.
+            // The host functions, on one object the prelude takes off the global object (with
+            // no prototype: a name it lacks is no lookup in `Object.prototype`, which code can
+            // give getters).
             let functions = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
+            functions.set_prototype(None).map_err(|e| e.to_string())?;
             install_host(&ctx, &functions, &self.state, &self.host).map_err(|e| e.to_string())?;
             install_builtins(&ctx, &functions, &self.builtins).map_err(|e| e.to_string())?;
             crate::hash::install(&ctx, &functions).map_err(|e| e.to_string())?;
@@ -448,13 +451,16 @@ fn compile(runtime: &Runtime) -> Result<Compiled, String> {
     let context = Context::full(runtime).map_err(|e| e.to_string())?;
     context.with(|ctx| {
         let compile = |name: &str, source: &str| {
+            // The prelude and the svc builder, which every context or every client reads,
+            // without their source text (their functions' `toString` shows none, as for a
+            // built-in); the modules whose classes code sees (`URL`, `Buffer`, the errors) keep
+            // theirs, which packages that tell classes by their source read.
+            let strip_source = matches!(name, "prelude" | "svc");
             Module::declare(ctx.clone(), format!("tokenvault:{name}"), source)
                 .catch(&ctx)
                 .map_err(|e| caught_message(&e))?
-                // Without the source text: a context reads less, and `toString` of the
-                // vault's own functions shows no source (as for a built-in).
                 .write(WriteOptions {
-                    strip_source: true,
+                    strip_source,
                     ..WriteOptions::default()
                 })
                 .map_err(|e| e.to_string())

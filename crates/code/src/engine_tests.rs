@@ -283,3 +283,16 @@ fn a_call_that_grows_the_runtime_costs_it() {
     assert!(plain.is_ok());
     assert!(!engine.finish());
 }
+
+/// The classes code sees keep their source (packages tell a class from a function by it); the
+/// prelude's own functions show none.
+#[test]
+fn classes_code_sees_keep_their_source() {
+    let mut engine = engine();
+    let (shown, _) = engine.run(&call(
+        "module.exports = () => [Function.prototype.toString.call(URL).startsWith('class'), \
+         Function.prototype.toString.call(URLSearchParams).startsWith('class'), \
+         Function.prototype.toString.call(require).includes('make(')];",
+    ));
+    assert_eq!(shown.ok(), Some(serde_json::json!([true, true, false])));
+}

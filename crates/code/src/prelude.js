@@ -25,7 +25,7 @@ const make = (function (host) {
   // it is the getter), and one descriptor serves every name: a fresh context pays for one
   // closure per name, not four objects.
   const own = (name, value) => Object.defineProperty(g, name, {
-    value, writable: !name.startsWith('__'), configurable: !name.startsWith('__'),
+    value, writable: true, configurable: true,
   });
   const accessor = { configurable: true, get: undefined, set: undefined };
   const lazy = (name) => {
