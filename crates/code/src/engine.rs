@@ -3,34 +3,24 @@
 //! loop for promises and timers, and the limits — an interrupt handler for CPU time, a deadline
 //! for the whole call, the runtime's memory limit, and the size of the result.
 
-use crate::host_function::host_function;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rquickjs::{
-    CatchResultExt, CaughtError, Context, Ctx, Function, Module, Object, Persistent, Runtime,
-    Value, WriteOptions,
+    CatchResultExt, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value,
+    WriteOptions,
 };
 use serde_json::Value as Json;
 use tokenvault_domain::code::CodeError;
 
 use crate::budget::{Budgeted, Meter};
 use crate::builtins::{BUILTINS, Source, common_js, install_builtins};
+use crate::failure::{NON_ERROR, Stop, caught_message, failure};
+pub(crate) use crate::host_calls::Host;
+use crate::host_calls::{CallState, install_host, svc_host};
 use crate::modules::ModuleStore;
 use crate::names::Names;
-
-/// What the code reaches outside its context: `req.svc` and `console`. In a worker process
-/// both go over the channel to the server, which checks them.
-pub trait Host {
-    /// A `req.svc` call, or with `key` a call of a client package built with that key;
-    /// `{"ok": …}` or `{"error": <problem>}`.
-    fn svc(&self, method: String, args: Vec<Json>, key: Option<String>) -> Json;
-    /// An outbound request (`fetch`); `{"ok": {status, headers, body}}` or `{"error": why}`.
-    fn fetch(&self, request: Json) -> Json;
-    /// A `console.*` line, already bounded.
-    fn log(&self, level: &str, text: &str);
-}
 
 /// One call: the module and the request it is called with.
 pub struct Call<'a> {
@@ -54,20 +44,6 @@ pub struct Limits {
 }
 
 const PRELUDE: &str = include_str!("prelude.js");
-
-/// The longest `console` line kept (characters).
-const MAX_LOG_LINE: usize = 4096;
-/// The most `console` lines one call writes to the log.
-const MAX_LOG_LINES: usize = 200;
-
-/// What the host functions of a context read: set at the start of each call, so that a context
-/// can be prepared before the call it will serve is known.
-#[derive(Default)]
-struct CallState {
-    lines: Cell<usize>,
-    /// The timers the code set: id and when each is due.
-    timers: RefCell<Vec<(i32, Instant)>>,
-}
 
 /// A fresh context with the prelude evaluated, waiting for its one call.
 struct Prepared {
@@ -108,12 +84,6 @@ pub struct Engine {
 /// atom and shape tables, so code that made a great many names or shapes would leave every later
 /// call less of its memory limit; past this the runtime is replaced.
 const MAX_GROWTH: usize = 1 << 20;
-
-/// What ended a call that did not return.
-enum Stop {
-    Time,
-    Memory,
-}
 
 impl Engine {
     /// A runtime with the memory limit and the interrupt handler installed, and the prelude
@@ -478,244 +448,6 @@ fn compile(runtime: &Runtime) -> Result<Compiled, String> {
             .collect::<Result<Vec<_>, String>>()?;
         Ok::<_, String>((Rc::new(prelude), Rc::new(builtins)))
     })
-}
-
-/// What a caught exception means: a limit (time, memory), or the code's own error.
-fn failure<'js>(
-    ctx: &Ctx<'js>,
-    caught: &CaughtError<'js>,
-    deadline: Instant,
-) -> Result<CodeError, Stop> {
-    if Instant::now() >= deadline {
-        return Err(Stop::Time);
-    }
-    let message = caught_message(caught);
-    if is_out_of_memory(caught, &message) {
-        return Err(Stop::Memory);
-    }
-    let value = match caught {
-        CaughtError::Exception(e) => Some(e.as_value().clone()),
-        CaughtError::Value(v) => Some(v.clone()),
-        CaughtError::Error(_) => None,
-    };
-    // Bounded as it will travel: JSON-escaped (a control character takes six bytes).
-    if serde_json::to_string(&message).map_or(usize::MAX, |m| m.len()) > MAX_THROWN {
-        return Ok(thrown_too_large());
-    }
-    Ok(value
-        .and_then(|v| thrown(ctx, &v, &message))
-        .unwrap_or(CodeError::Thrown {
-            status: 500,
-            message,
-            errors: None,
-        }))
-}
-
-/// Whether `caught` is the engine's own out-of-memory error: an `InternalError` whose message is
-/// exactly that. (An `Error('out of memory')` the code throws is its own error. The engine's
-/// error carries no mark code could not copy through a caught `InternalError`'s constructor; a
-/// call that does so only reports its own failure as the memory limit.)
-fn is_out_of_memory(caught: &CaughtError<'_>, message: &str) -> bool {
-    let CaughtError::Exception(e) = caught else {
-        return false;
-    };
-    message == "out of memory"
-        && e.as_object()
-            .get::<_, String>("name")
-            .is_ok_and(|name| name == "InternalError")
-}
-
-/// The largest error a call may throw (its message and `errors`, or a custom response's headers
-/// and body), as JSON text: checked here, before anything leaves the worker.
-const MAX_THROWN: usize = 1 << 20;
-
-/// What a thrown value that is neither an `Error` nor a string says.
-const NON_ERROR: &str = "a non-Error value was thrown";
-
-/// The longest compiler message passed on (characters).
-const MAX_COMPILE_MESSAGE: usize = 1000;
-
-fn thrown_too_large() -> CodeError {
-    CodeError::Limit("the error the code threw is larger than 1 MiB".into())
-}
-
-/// Maps a thrown object of one of the prelude's classes to its status and `errors`.
-fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<CodeError> {
-    let object: &Object = value.as_object()?;
-    if let Ok(why) = object.get::<_, String>("__tokenvault_compile") {
-        let why: String = why.chars().take(MAX_COMPILE_MESSAGE).collect();
-        return Some(CodeError::Compile(why));
-    }
-    if let Ok(custom) = object.get::<_, Object>("__tokenvault_custom") {
-        let status: f64 = custom.get("status").unwrap_or(500.0);
-        let headers: Value = custom.get("headers").ok()?;
-        let body: Value = custom.get("body").ok()?;
-        let (Ok(headers), Ok(body)) = (json_of(ctx, headers), json_of(ctx, body)) else {
-            return Some(thrown_too_large());
-        };
-        return Some(CodeError::Custom {
-            status: status_code(status),
-            headers: headers.unwrap_or(Json::Null),
-            body: body.unwrap_or(Json::Null),
-        });
-    }
-    let status: f64 = object.get("__tokenvault_status").ok()?;
-    let errors = match object.get::<_, Value>("errors") {
-        Ok(e) if !e.is_undefined() => match json_of(ctx, e) {
-            Ok(errors) => errors,
-            Err(()) => return Some(thrown_too_large()),
-        },
-        _ => None,
-    };
-    Some(CodeError::Thrown {
-        status: status_code(status),
-        message: message.to_string(),
-        errors,
-    })
-}
-
-fn status_code(status: f64) -> u16 {
-    if status.is_finite() && (100.0..=599.0).contains(&status) {
-        // In range: the cast keeps the value.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let code = status as u16;
-        code
-    } else {
-        500
-    }
-}
-
-/// The JSON of `value`; `Err` when its text is larger than [`MAX_THROWN`] (never parsed).
-fn json_of<'js>(ctx: &Ctx<'js>, value: Value<'js>) -> Result<Option<Json>, ()> {
-    let Some(text) = ctx
-        .json_stringify(value)
-        .ok()
-        .flatten()
-        .and_then(|t| t.to_string().ok())
-    else {
-        return Ok(None);
-    };
-    if text.len() > MAX_THROWN {
-        return Err(());
-    }
-    Ok(serde_json::from_str(&text).ok())
-}
-
-fn caught_message(caught: &CaughtError<'_>) -> String {
-    match caught {
-        CaughtError::Exception(e) => e.message().unwrap_or_else(|| "error".into()),
-        CaughtError::Value(v) => v
-            .as_string()
-            .and_then(|s| s.to_string().ok())
-            .unwrap_or_else(|| NON_ERROR.into()),
-        CaughtError::Error(e) => e.to_string(),
-    }
-}
-
-/// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host. They
-/// read the call they serve from `state`.
-fn install_host<'js>(
-    ctx: &Ctx<'js>,
-    functions: &Object<'js>,
-    state: &Rc<CallState>,
-    host: &Rc<dyn Host>,
-) -> rquickjs::Result<()> {
-    let log = state.clone();
-    let to = host.clone();
-    functions.set(
-        "log",
-        host_function(ctx, move |level: String, text: String| {
-            // At debug, escaped (no forged lines), at most 4 KiB a line and 200 lines a call.
-            log.lines.set(log.lines.get() + 1);
-            if log.lines.get() > MAX_LOG_LINES {
-                return;
-            }
-            let text: String = text.chars().take(MAX_LOG_LINE).collect();
-            to.log(&level, &text);
-        })?,
-    )?;
-    functions.set(
-        "uuid",
-        host_function(ctx, || uuid::Uuid::new_v4().to_string())?,
-    )?;
-    let set = state.clone();
-    functions.set(
-        "setTimer",
-        host_function(ctx, move |id: i32, ms: f64| {
-            let ms = if ms.is_finite() {
-                ms.clamp(0.0, 1e12)
-            } else {
-                0.0
-            };
-            let at = Instant::now() + Duration::from_secs_f64(ms / 1000.0);
-            set.timers.borrow_mut().push((id, at));
-        })?,
-    )?;
-    let out = host.clone();
-    functions.set(
-        "fetch",
-        host_function(ctx, move |request: String| -> String {
-            // What one request may carry is bounded here, before it leaves the worker.
-            if request.len() > MAX_FETCH_REQUEST {
-                return serde_json::json!({"error": "a request is limited to 2 MiB"}).to_string();
-            }
-            let Ok(request) = serde_json::from_str::<Json>(&request) else {
-                return serde_json::json!({"error": "the request is not JSON"}).to_string();
-            };
-            out.fetch(request).to_string()
-        })?,
-    )?;
-    let client = host.clone();
-    functions.set(
-        "client",
-        host_function(
-            ctx,
-            move |method: String, args: String, key: String| -> String {
-                bounded_svc(client.as_ref(), method, &args, Some(key))
-            },
-        )?,
-    )?;
-    let clear = state.clone();
-    functions.set(
-        "clearTimer",
-        host_function(ctx, move |id: i32| {
-            clear.timers.borrow_mut().retain(|(t, _)| *t != id);
-        })?,
-    )?;
-    Ok(())
-}
-
-/// The largest outbound request (`fetch`), as the JSON text the worker sends (the body in
-/// base64): within the server's bound on a frame from a worker.
-const MAX_FETCH_REQUEST: usize = 3 << 20;
-
-/// The largest arguments of one `req.svc` call, as JSON text.
-const MAX_SVC_ARGS: usize = 2 << 20;
-
-/// The host side of `req.svc`: the host answers it (the worker asks the server and blocks; its
-/// JavaScript waits anyway). The server bounds the call by the call's deadline.
-fn svc_host<'js>(ctx: &Ctx<'js>, host: Rc<dyn Host>) -> rquickjs::Result<Function<'js>> {
-    host_function(ctx, move |method: String, args: String| -> String {
-        bounded_svc(host.as_ref(), method, &args, None)
-    })
-}
-
-/// A svc call, bounded here before it leaves the worker: the HTTP API's own body limit, with
-/// room for the method's other arguments.
-fn bounded_svc(host: &dyn Host, method: String, args: &str, key: Option<String>) -> String {
-    if key.as_ref().is_some_and(|k| k.len() > 256) {
-        // No call's key is that long.
-        return serde_json::json!({"error": {"status": 401, "title": "Unauthorized",
-            "detail": "the API key is not valid here"}})
-        .to_string();
-    }
-    if args.len() > MAX_SVC_ARGS || method.len() > 64 {
-        return serde_json::json!({"error": {"status": 413, "title": "Payload Too Large",
-            "detail": "the arguments of a svc call are limited to 2 MiB"}})
-        .to_string();
-    }
-    let args: Vec<Json> = serde_json::from_str(args).unwrap_or_default();
-    host.svc(method, args, key).to_string()
 }
 
 #[cfg(test)]
