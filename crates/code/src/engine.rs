@@ -153,7 +153,7 @@ impl Engine {
                 Source::Es(text) => Some(*text),
                 Source::CommonJs(_) => None,
             }));
-            engine.names = Some(Names::keep(&engine.runtime, &sample.context, &sources)?);
+            engine.names = Some(Names::keep(&sample.context, &sources)?);
         }
         drop(sample);
         engine.runtime.run_gc();
@@ -207,6 +207,8 @@ impl Engine {
             if ctx.has_exception() {
                 return Err("an exception was pending after the prelude".to_string());
             }
+            let make: Function = to_host.get("make").map_err(|e| e.to_string())?;
+            crate::lazy::install(&ctx, &make).map_err(|e| e.to_string())?;
             let run: Function = to_host.get("run").map_err(|e| e.to_string())?;
             let svc: Function = to_host.get("svc").map_err(|e| e.to_string())?;
             let fire: Function = to_host.get("fireTimer").map_err(|e| e.to_string())?;

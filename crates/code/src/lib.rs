@@ -27,6 +27,7 @@ mod host_calls;
 mod host_function;
 mod kdf;
 mod keys;
+mod lazy;
 mod modules;
 mod names;
 mod protocol;

@@ -3,14 +3,14 @@
 //! QuickJS frees an atom (an interned property or variable name) once nothing refers to it, so
 //! with a fresh context per call each context hashed, allocated and freed again the hundreds of
 //! names its built-in objects, host functions and prelude are made of. They are collected once
-//! per runtime, from a context made as a call gets it, and kept by the engine as strings (an
-//! atom's string is the atom: holding it keeps the atom), made in a bare context of their own
-//! that never runs code: names of the vault's own making, nothing of a call. Held from Rust, they
-//! are no object the collector walks after every call.
+//! per runtime, from a context made as a call gets it, and kept by the engine as atoms held
+//! directly (one reference each, given back when the engine goes): names of the vault's own
+//! making, nothing of a call. No context is kept for them, so the collector run after every call
+//! walks nothing but what that call left.
 
 use std::collections::BTreeSet;
 
-use rquickjs::{Atom, Context, Persistent, Runtime, String as JsString};
+use rquickjs::{Context, qjs};
 
 /// Lists every string key reachable from the global object (through values, accessors and
 /// prototypes), without calling an accessor.
@@ -32,19 +32,15 @@ const WALK: &str = r"(() => {
 
 /// The kept names: declared before the runtime they belong to, so released before it.
 pub(crate) struct Names {
-    // Declared before `context`: released before it.
-    _strings: Vec<Persistent<JsString<'static>>>,
-    _context: Context,
+    /// Each holds one reference to its atom, given back by `drop`.
+    atoms: Vec<qjs::JSAtom>,
+    runtime: *mut qjs::JSRuntime,
 }
 
 impl Names {
     /// Keeps the names of `sample` (a context as a call gets it, which this runs code in) and the
     /// words of `sources` (the identifiers and property names of the code every context loads).
-    pub(crate) fn keep(
-        runtime: &Runtime,
-        sample: &Context,
-        sources: &[&str],
-    ) -> Result<Self, String> {
+    pub(crate) fn keep(sample: &Context, sources: &[&str]) -> Result<Self, String> {
         let mut names: BTreeSet<String> = sample
             .with(|ctx| ctx.eval::<Vec<String>, _>(WALK))
             .map_err(|e| e.to_string())?
@@ -58,21 +54,41 @@ impl Names {
                     .map(str::to_owned),
             );
         }
-        let context = Context::base(runtime).map_err(|e| e.to_string())?;
-        let strings = context
-            .with(|ctx| {
-                names
-                    .iter()
-                    .map(|name| {
-                        let string = Atom::from_str(ctx.clone(), name)?.to_js_string()?;
-                        Ok(Persistent::save(&ctx, string))
-                    })
-                    .collect::<rquickjs::Result<Vec<_>>>()
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(Self {
-            _strings: strings,
-            _context: context,
-        })
+        let raw = sample.as_raw().as_ptr();
+        // SAFETY: `raw` is a live context of this runtime for the whole block; an atom is the
+        // runtime's, not the context's: each `JS_NewAtomLen` returns one reference, which
+        // `drop` gives back to the same runtime (declared after `Names` in the engine, so it
+        // outlives them). An atom is no object: the collector never walks what is kept here,
+        // and no context stays alive for it.
+        #[allow(unsafe_code)]
+        let (runtime, atoms) = unsafe {
+            let runtime = qjs::JS_GetRuntime(raw);
+            let mut atoms = Vec::with_capacity(names.len());
+            for name in &names {
+                let atom = qjs::JS_NewAtomLen(raw, name.as_ptr().cast(), name.len() as _);
+                if atom == qjs::JS_ATOM_NULL {
+                    for atom in atoms {
+                        qjs::JS_FreeAtomRT(runtime, atom);
+                    }
+                    return Err(format!("cannot keep the name {name}"));
+                }
+                atoms.push(atom);
+            }
+            (runtime, atoms)
+        };
+        Ok(Self { atoms, runtime })
+    }
+}
+
+impl Drop for Names {
+    fn drop(&mut self) {
+        for atom in self.atoms.drain(..) {
+            // SAFETY: each atom holds the one reference `keep` took, on this runtime, which is
+            // still alive (see `keep`).
+            #[allow(unsafe_code)]
+            unsafe {
+                qjs::JS_FreeAtomRT(self.runtime, atom);
+            }
+        }
     }
 }

@@ -9,33 +9,12 @@
 const host = globalThis.__functions;
 const make = (function (host) {
   'use strict';
-  const g = globalThis;
-
-  // The globals are made on first use, not with the context: every call gets a fresh context,
-  // and building every class and function up front cost more than the rest of the call. Each
-  // listed name starts as an accessor that makes its value the first time it is read and
-  // defines it in its place; assigning the name replaces it, as for any global. (A proxy as the
-  // global object's prototype would be cheaper, but QuickJS then answers an undeclared name
-  // with `undefined` instead of a ReferenceError.)
-  // What makes them is a module of its own (`globals.js`), loaded into the context the first
-  // time a listed name is read: a call that reads none never pays for reading its bytecode.
+  // The globals made on first use (`lazy.rs`): the host defines each listed name as an
+  // accessor that calls `make(name)` the first time it is read. What makes them is a module of
+  // its own (`globals.js`), loaded into the context the first time a listed name is read: a call
+  // that reads none never pays for reading its bytecode.
   let made;
   const make = (name) => (made || (made = host.builtin('globals')(host)))(name);
-  // One function per name serves as both its getter and its setter (called with no argument
-  // it is the getter), and one descriptor serves every name: a fresh context pays for one
-  // closure per name, not four objects.
-  const own = (name, value) => Object.defineProperty(g, name, {
-    value, writable: true, configurable: true,
-  });
-  const accessor = { configurable: true, get: undefined, set: undefined };
-  const lazy = (name) => {
-    accessor.get = accessor.set = function (value) {
-      if (arguments.length === 0) value = make(name);
-      own(name, value);
-      return value;
-    };
-    Object.defineProperty(g, name, accessor);
-  };
   // V8's `Error.captureStackTrace`, which npm packages call on their own errors: the stack of
   // where it is called.
   Object.defineProperty(Error, 'captureStackTrace', {
@@ -46,14 +25,6 @@ const make = (function (host) {
     },
     writable: true, configurable: true,
   });
-  for (const name of ['console', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval',
-    'setImmediate', 'clearImmediate', 'crypto', 'Buffer', 'process', 'global',
-    'structuredClone', 'URL', 'URLSearchParams', 'fetch', 'Headers', 'Request', 'Response', 'TextEncoder', 'TextDecoder', 'BadRequestError', 'AuthenticationError',
-    'InvalidPaymentMethodError', 'AuthorizationError', 'InvalidReactorConfigurationError',
-    'InvalidReactorFormulaError', 'RateLimitError', 'ReactorRuntimeError',
-    'ServiceUnavailableError', 'CustomHttpResponseError']) {
-    lazy(name);
-  }
   return make;
 })(host);
 delete globalThis.__functions;
@@ -72,6 +43,8 @@ require.cache = {};
 
 // Called by the host's event loop when a timer is due (not a global: code cannot replace it).
 toHost.fireTimer = (id) => make('__fireTimer')(id);
+// What the lazy globals call (`lazy.rs`).
+toHost.make = make;
 
 toHost.run = function run(source, request) {
   const module = { id: '.', filename: '/index.js', exports: {}, loaded: false };
