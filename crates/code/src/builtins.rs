@@ -3,6 +3,7 @@
 //! comes from.
 
 use crate::host_function::host_function;
+use crate::intrinsics::TypedArrays;
 use std::rc::Rc;
 
 use rquickjs::{Ctx, Module, Object, Value};
@@ -95,13 +96,17 @@ pub(crate) fn install_builtins<'js>(
     ctx: &Ctx<'js>,
     host: &Object<'js>,
     builtins: &Rc<Vec<(&'static str, Vec<u8>)>>,
+    typed_arrays: &Rc<TypedArrays>,
 ) -> rquickjs::Result<()> {
     let builtins = builtins.clone();
+    let typed_arrays = typed_arrays.clone();
     host.set(
         "builtin",
         host_function(
             ctx,
             move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Value<'js>> {
+                // The modules' host functions take and make typed arrays (`intrinsics.rs`).
+                typed_arrays.ensure(&ctx)?;
                 let Some((_, bytes)) = builtins.iter().find(|(n, _)| *n == name) else {
                     return Err(rquickjs::Exception::throw_reference(
                         &ctx,

@@ -4,12 +4,13 @@
 //! for the whole call, the runtime's memory limit, and the size of the result.
 
 use std::cell::Cell;
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rquickjs::{
     CatchResultExt, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value,
-    WriteOptions,
+    WriteOptions, qjs,
 };
 use serde_json::Value as Json;
 use tokenvault_domain::code::CodeError;
@@ -19,6 +20,8 @@ use crate::builtins::{BUILTINS, Source, common_js, install_builtins};
 use crate::failure::{NON_ERROR, Stop, caught_message, failure};
 pub(crate) use crate::host_calls::Host;
 use crate::host_calls::{CallState, install_host, svc_host};
+use crate::intrinsics::{self, TYPED_ARRAYS, TypedArrays};
+use crate::lazy::{self, LAZY, Made};
 use crate::modules::ModuleStore;
 use crate::names::Names;
 
@@ -63,6 +66,8 @@ pub struct Engine {
     /// The names every context is made of, kept between calls (`names.rs`).
     names: Option<Names>,
     runtime: Runtime,
+    /// `runtime`'s own pointer, for making contexts (`intrinsics.rs`).
+    raw: NonNull<qjs::JSRuntime>,
     /// The prelude module as QuickJS bytecode: loading it is about five times cheaper than
     /// parsing it again for every context.
     prelude: Rc<Vec<u8>>,
@@ -123,6 +128,12 @@ impl Engine {
         runtime.set_interrupt_handler(Some(Box::new(move || {
             due.get().is_some_and(|at| Instant::now() >= at)
         })));
+        let raw = NonNull::new(
+            Context::base(&runtime)
+                .map_err(|e| e.to_string())?
+                .get_runtime_ptr(),
+        )
+        .ok_or_else(|| "a context without a runtime".to_string())?;
         let (prelude, builtins) = match compiled {
             Some(compiled) => compiled,
             None => compile(&runtime)?,
@@ -133,6 +144,7 @@ impl Engine {
             spent: None,
             names: None,
             runtime,
+            raw,
             prelude,
             builtins,
             state: Rc::default(),
@@ -147,6 +159,11 @@ impl Engine {
         engine.prepare()?;
         let sample = engine.prepared.take();
         if let Some(sample) = &sample {
+            // Its typed arrays added, as a call that uses them has them.
+            sample
+                .context
+                .with(|ctx| ctx.eval::<(), _>("void ArrayBuffer;"))
+                .map_err(|e| e.to_string())?;
             // The prelude's, and those of the vault's own modules a call loads by itself.
             let mut sources = vec![PRELUDE];
             sources.extend(BUILTINS.iter().filter_map(|(_, source)| match source {
@@ -167,7 +184,8 @@ impl Engine {
         if self.prepared.is_some() {
             return Ok(());
         }
-        let context = Context::full(&self.runtime).map_err(|e| e.to_string())?;
+        let context = intrinsics::context(&self.runtime, self.raw)?;
+        let typed_arrays = Rc::new(TypedArrays::new(&context));
         let (run, svc, fire) = context.with(|ctx| {
             // The host functions, on one object the prelude takes off the global object (with
             // no prototype: a name it lacks is no lookup in `Object.prototype`, which code can
@@ -175,7 +193,8 @@ impl Engine {
             let functions = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             functions.set_prototype(None).map_err(|e| e.to_string())?;
             install_host(&ctx, &functions, &self.state, &self.host).map_err(|e| e.to_string())?;
-            install_builtins(&ctx, &functions, &self.builtins).map_err(|e| e.to_string())?;
+            install_builtins(&ctx, &functions, &self.builtins, &typed_arrays)
+                .map_err(|e| e.to_string())?;
             crate::hash::install(&ctx, &functions).map_err(|e| e.to_string())?;
             crate::url::install(&ctx, &functions).map_err(|e| e.to_string())?;
             crate::cipher::install(&ctx, &functions).map_err(|e| e.to_string())?;
@@ -208,7 +227,10 @@ impl Engine {
                 return Err("an exception was pending after the prelude".to_string());
             }
             let make: Function = to_host.get("make").map_err(|e| e.to_string())?;
-            crate::lazy::install(&ctx, &make).map_err(|e| e.to_string())?;
+            lazy::install(&ctx, LAZY, &make, Made::Value).map_err(|e| e.to_string())?;
+            let add_typed_arrays = typed_arrays.maker(&ctx).map_err(|e| e.to_string())?;
+            lazy::install(&ctx, TYPED_ARRAYS, &add_typed_arrays, Made::Intrinsic)
+                .map_err(|e| e.to_string())?;
             let run: Function = to_host.get("run").map_err(|e| e.to_string())?;
             let svc: Function = to_host.get("svc").map_err(|e| e.to_string())?;
             let fire: Function = to_host.get("fireTimer").map_err(|e| e.to_string())?;

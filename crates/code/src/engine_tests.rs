@@ -156,6 +156,113 @@ fn lazy_globals_become_plain_properties() {
     assert!(!engine.finish());
 }
 
+/// The typed arrays are added to a call's context when first used (`intrinsics.rs`): read, assigned
+/// or needed by a built-in module. Once added they are QuickJS's own, the context has every global
+/// a full QuickJS context has, and a getter called again (which adds nothing twice) leaves nothing
+/// behind after the call.
+#[test]
+fn typed_arrays_are_added_on_first_use() {
+    let mut engine = engine();
+    let full: Vec<String> = Context::full(&engine.runtime)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with(|ctx| ctx.eval("Object.getOwnPropertyNames(globalThis)"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (outcome, _) = engine.run(&call(
+        "module.exports = () => {
+           const getter = Object.getOwnPropertyDescriptor(globalThis, 'Uint16Array').get;
+           const before = typeof getter;
+           const bytes = new Uint8Array([1, 2, 3]);
+           const checks = [
+             bytes instanceof Uint8Array && bytes.length === 3,
+             Object.getPrototypeOf(Uint8Array) === Object.getPrototypeOf(Float64Array),
+             Uint8Array.prototype.toString === Array.prototype.toString,
+             ArrayBuffer.isView(new DataView(new ArrayBuffer(2))),
+             typeof Atomics.add === 'function',
+             Object.getOwnPropertyDescriptor(globalThis, 'Int32Array').value === Int32Array,
+             getter() === Uint16Array && getter() === Uint16Array,
+           ];
+           return { before, checks, names: Object.getOwnPropertyNames(globalThis) };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(value["before"], "function");
+    assert_eq!(
+        value["checks"],
+        serde_json::json!([true, true, true, true, true, true, true])
+    );
+    let names: Vec<String> = serde_json::from_value(value["names"].clone()).unwrap_or_default();
+    let missing: Vec<&String> = full.iter().filter(|n| !names.contains(n)).collect();
+    assert!(missing.is_empty(), "{missing:?}");
+    assert!(!engine.finish());
+    assert_eq!(engine.runtime.memory_usage().obj_count, 0);
+    // Assigned before it is read; needed first by a built-in module.
+    for (code, expected) in [
+        (
+            "module.exports = () => { Int8Array = 5; return [Int8Array, new Uint8Array(2).length]; };",
+            serde_json::json!([5, 2]),
+        ),
+        (
+            "module.exports = () => [require('crypto').createHash('sha256').update('x').digest().length,              Buffer.from('ab') instanceof Uint8Array];",
+            serde_json::json!([32, true]),
+        ),
+    ] {
+        let (outcome, _) = engine.run(&call(code));
+        assert_eq!(
+            outcome.map_err(|e| format!("{e:?}")),
+            Ok(expected),
+            "{code}"
+        );
+        assert!(!engine.finish());
+        assert_eq!(engine.runtime.memory_usage().obj_count, 0, "{code}");
+    }
+}
+
+/// QuickJS's add of the typed arrays defines its names with no check (aborting the process on one
+/// it finds in its way) and reads `Uint8Array` and `Array.prototype.toString` as it goes: code that
+/// prepared the global object against it gets a `TypeError` in its own call, and the worker goes
+/// on; what it can clear out of the way (its own assignments, a deleted name) it clears.
+#[test]
+fn typed_arrays_refuse_a_global_object_set_against_them() {
+    let mut engine = engine();
+    for (code, answer) in [
+        (
+            "module.exports = () => { Object.defineProperty(globalThis, 'Uint8Array',              { value: { prototype: { toHex: 0 } }, configurable: false }); return new Int8Array(1); };",
+            None,
+        ),
+        (
+            "module.exports = () => { Object.defineProperty(Array.prototype, 'toString',              { get() { globalThis.Atomics = 1; return () => ''; }, configurable: true });              return new Int8Array(1); };",
+            None,
+        ),
+        (
+            "module.exports = () => { Object.preventExtensions(globalThis); return require('crypto').randomUUID(); };",
+            None,
+        ),
+        (
+            "module.exports = () => { delete globalThis.Atomics; globalThis.Atomics = 1;              Object.defineProperty(globalThis, 'Float32Array', { value: 2, configurable: true });              return [new Uint8Array(2).length, typeof Atomics.add, typeof Float32Array]; };",
+            Some(serde_json::json!([2, "function", "function"])),
+        ),
+    ] {
+        let (outcome, _) = engine.run(&call(code));
+        match answer {
+            Some(expected) => {
+                assert_eq!(
+                    outcome.map_err(|e| format!("{e:?}")),
+                    Ok(expected),
+                    "{code}"
+                );
+            }
+            None => assert!(
+                matches!(&outcome, Err(CodeError::Thrown { message, .. }) if message.contains("typed arrays cannot be added")),
+                "{code}: {outcome:?}"
+            ),
+        }
+        engine.finish();
+        let (next, _) = engine.run(&call("module.exports = () => new Uint16Array(3).length;"));
+        assert_eq!(next.ok(), Some(Json::from(3)), "after {code}");
+        assert!(!engine.finish());
+    }
+}
+
 /// A module that is not there fails the call with a 500 naming it, at load or in the
 /// handler.
 #[test]

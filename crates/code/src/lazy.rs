@@ -57,9 +57,25 @@ pub(crate) const LAZY: &[&str] = &[
     "CustomHttpResponseError",
 ];
 
-/// Defines every name of [`LAZY`] on the global object of `ctx` as an accessor that calls
-/// `make(name)` when read.
-pub(crate) fn install<'js>(ctx: &Ctx<'js>, make: &Function<'js>) -> rquickjs::Result<()> {
+/// What a lazy name's `make` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Made {
+    /// `make(name)` answers the value (the prelude's `make`, for [`LAZY`]).
+    Value = 0,
+    /// `make(name)` adds an intrinsic, which defines the name itself (the typed arrays,
+    /// `intrinsics.rs`): it is called on assignment too, so that adding the intrinsic later
+    /// cannot undo the assignment.
+    Intrinsic = 1,
+}
+
+/// Defines every name of `names` on the global object of `ctx` as an accessor that calls
+/// `make(name)` when read (and, for an intrinsic, when assigned).
+pub(crate) fn install<'js>(
+    ctx: &Ctx<'js>,
+    names: &[&str],
+    make: &Function<'js>,
+    kind: Made,
+) -> rquickjs::Result<()> {
     let raw = ctx.as_raw().as_ptr();
     // SAFETY: `raw` is the live context `ctx` stands for; every value made here is either handed
     // over (`JS_DefinePropertyGetSet` takes its getter and setter) or freed before returning, and
@@ -68,7 +84,7 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, make: &Function<'js>) -> rquickjs::Re
     unsafe {
         let global = qjs::JS_GetGlobalObject(raw);
         let mut failed = false;
-        for name in LAZY {
+        for name in names {
             let atom = qjs::JS_NewAtomLen(raw, name.as_ptr().cast(), name.len() as _);
             if atom == qjs::JS_ATOM_NULL {
                 failed = true;
@@ -78,8 +94,14 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, make: &Function<'js>) -> rquickjs::Re
             let accessor = if qjs::JS_IsException(data[0]) {
                 qjs::JS_EXCEPTION
             } else {
-                let function =
-                    qjs::JS_NewCFunctionData(raw, Some(lazy_global), 1, 0, 2, data.as_mut_ptr());
+                let function = qjs::JS_NewCFunctionData(
+                    raw,
+                    Some(lazy_global),
+                    1,
+                    kind as c_int,
+                    2,
+                    data.as_mut_ptr(),
+                );
                 qjs::JS_FreeValue(raw, data[0]);
                 function
             };
@@ -107,8 +129,8 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, make: &Function<'js>) -> rquickjs::Re
 }
 
 /// The getter (called with no argument: makes the value) and the setter (called with the value)
-/// of one lazy global; `data` is `[name, make]`. Either way the name becomes a plain property of
-/// the global object holding the value.
+/// of one lazy global; `data` is `[name, make]`, `kind` a [`Made`]. Either way the name becomes a
+/// plain property of the global object holding the value.
 ///
 /// # Safety
 /// Called by QuickJS only, as the function `install` made: `data` points at its two values and
@@ -119,28 +141,66 @@ unsafe extern "C" fn lazy_global(
     _this: qjs::JSValue,
     count: c_int,
     values: *mut qjs::JSValue,
-    _magic: c_int,
+    kind: c_int,
     data: *mut qjs::JSValue,
 ) -> qjs::JSValue {
     // SAFETY: as the function's contract says; each value made here is freed or returned once.
     unsafe {
         let mut name = *data;
-        let make = *data.add(1);
-        let value = if count == 0 {
-            let result = qjs::JS_Call(ctx, make, qjs::JS_UNDEFINED, 1, &raw mut name);
+        let maker = *data.add(1);
+        let made = if count == 0 || kind == Made::Intrinsic as c_int {
+            let result = qjs::JS_Call(ctx, maker, qjs::JS_UNDEFINED, 1, &raw mut name);
             if qjs::JS_IsException(result) {
                 return result;
             }
-            result
+            Some(result)
         } else {
-            qjs::JS_DupValue(ctx, *values)
+            None
         };
         let atom = qjs::JS_ValueToAtom(ctx, name);
         if atom == qjs::JS_ATOM_NULL {
-            qjs::JS_FreeValue(ctx, value);
+            if let Some(made) = made {
+                qjs::JS_FreeValue(ctx, made);
+            }
             return qjs::JS_EXCEPTION;
         }
         let global = qjs::JS_GetGlobalObject(ctx);
+        let answer = match made {
+            // Read: the intrinsic defined the name; its value, read without calling an accessor
+            // (were one left, reading it would call this again).
+            Some(added) if count == 0 && kind == Made::Intrinsic as c_int => {
+                qjs::JS_FreeValue(ctx, added);
+                own_value(ctx, global, atom)
+            }
+            // Read: the value made; assigned: the value given.
+            Some(value) if count == 0 => define(ctx, global, atom, value),
+            other => {
+                if let Some(made) = other {
+                    qjs::JS_FreeValue(ctx, made);
+                }
+                define(ctx, global, atom, qjs::JS_DupValue(ctx, *values))
+            }
+        };
+        qjs::JS_FreeValue(ctx, global);
+        qjs::JS_FreeAtom(ctx, atom);
+        answer
+    }
+}
+
+/// Defines `atom` on `global` as a plain property holding `value` (taken) and answers `value`,
+/// or the exception.
+///
+/// # Safety
+/// `ctx` live, `global` and `value` values of it, `atom` an atom of its runtime.
+#[allow(unsafe_code)]
+unsafe fn define(
+    ctx: *mut qjs::JSContext,
+    global: qjs::JSValue,
+    atom: qjs::JSAtom,
+    value: qjs::JSValue,
+) -> qjs::JSValue {
+    // SAFETY: as the function's contract says; `value` is returned or freed once.
+    unsafe {
         let defined = qjs::JS_DefinePropertyValue(
             ctx,
             global,
@@ -148,12 +208,38 @@ unsafe extern "C" fn lazy_global(
             qjs::JS_DupValue(ctx, value),
             WRITABLE | CONFIGURABLE,
         );
-        qjs::JS_FreeValue(ctx, global);
-        qjs::JS_FreeAtom(ctx, atom);
         if defined < 0 {
             qjs::JS_FreeValue(ctx, value);
             return qjs::JS_EXCEPTION;
         }
         value
+    }
+}
+
+/// The value of `global`'s own plain property `atom`, without calling any accessor: `undefined`
+/// when there is none or it is an accessor.
+///
+/// # Safety
+/// `ctx` live, `global` a value of it, `atom` an atom of its runtime.
+#[allow(unsafe_code)]
+unsafe fn own_value(
+    ctx: *mut qjs::JSContext,
+    global: qjs::JSValue,
+    atom: qjs::JSAtom,
+) -> qjs::JSValue {
+    // SAFETY: as the function's contract says; a found descriptor's three values are each
+    // returned or freed once.
+    unsafe {
+        let mut descriptor = std::mem::MaybeUninit::<qjs::JSPropertyDescriptor>::uninit();
+        match qjs::JS_GetOwnProperty(ctx, descriptor.as_mut_ptr(), global, atom) {
+            found if found < 0 => qjs::JS_EXCEPTION,
+            0 => qjs::JS_UNDEFINED,
+            _ => {
+                let descriptor = descriptor.assume_init();
+                qjs::JS_FreeValue(ctx, descriptor.getter);
+                qjs::JS_FreeValue(ctx, descriptor.setter);
+                descriptor.value
+            }
+        }
     }
 }

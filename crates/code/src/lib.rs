@@ -25,6 +25,7 @@ mod gate;
 mod hash;
 mod host_calls;
 mod host_function;
+mod intrinsics;
 mod kdf;
 mod keys;
 mod lazy;
