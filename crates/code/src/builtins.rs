@@ -2,10 +2,12 @@
 //! and loads them into a context on first use (`__builtin`). `node/LICENSES.md` says where each
 //! comes from.
 
+use crate::host_calls::HostFunctions;
 use crate::host_function::host_function;
 use crate::intrinsics::TypedArrays;
 use std::rc::Rc;
 
+use rquickjs::function::Opt;
 use rquickjs::{Ctx, Module, Object, Value};
 
 /// The modules the prelude loads into a context when its code first needs them, by name: the
@@ -97,16 +99,33 @@ pub(crate) fn install_builtins<'js>(
     host: &Object<'js>,
     builtins: &Rc<Vec<(&'static str, Vec<u8>)>>,
     typed_arrays: &Rc<TypedArrays>,
+    functions: &Rc<HostFunctions>,
 ) -> rquickjs::Result<()> {
     let builtins = builtins.clone();
     let typed_arrays = typed_arrays.clone();
+    let host_functions = functions.clone();
     host.set(
         "builtin",
         host_function(
             ctx,
-            move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<Value<'js>> {
+            move |ctx: Ctx<'js>,
+                  name: String,
+                  functions: Opt<Object<'js>>|
+                  -> rquickjs::Result<Value<'js>> {
                 // The modules' host functions take and make typed arrays (`intrinsics.rs`).
                 typed_arrays.ensure(&ctx)?;
+                // The first module a context loads (from the prelude, which hands over its object
+                // of host functions) has them made (`HostFunctions`).
+                match functions.0 {
+                    Some(functions) => host_functions.make(&ctx, &functions)?,
+                    None if host_functions.made() => {}
+                    None => {
+                        return Err(rquickjs::Exception::throw_reference(
+                            &ctx,
+                            "no host functions yet",
+                        ));
+                    }
+                }
                 let Some((_, bytes)) = builtins.iter().find(|(n, _)| *n == name) else {
                     return Err(rquickjs::Exception::throw_reference(
                         &ctx,

@@ -19,7 +19,7 @@ use crate::budget::{Budgeted, Meter};
 use crate::builtins::{BUILTINS, Source, common_js, install_builtins};
 use crate::failure::{NON_ERROR, Stop, caught_message, failure};
 pub(crate) use crate::host_calls::Host;
-use crate::host_calls::{CallState, install_host, svc_host};
+use crate::host_calls::{CallState, HostFunctions, svc_host};
 use crate::intrinsics::{self, TYPED_ARRAYS, TypedArrays};
 use crate::lazy::{self, LAZY, Made};
 use crate::modules::ModuleStore;
@@ -192,18 +192,14 @@ impl Engine {
             // give getters).
             let functions = Object::new(ctx.clone()).map_err(|e| e.to_string())?;
             functions.set_prototype(None).map_err(|e| e.to_string())?;
-            install_host(&ctx, &functions, &self.state, &self.host).map_err(|e| e.to_string())?;
-            install_builtins(&ctx, &functions, &self.builtins, &typed_arrays)
+            // `builtin` only: the rest are made when the first built-in module loads.
+            let later = Rc::new(HostFunctions::new(
+                self.state.clone(),
+                self.host.clone(),
+                self.modules.clone(),
+            ));
+            install_builtins(&ctx, &functions, &self.builtins, &typed_arrays, &later)
                 .map_err(|e| e.to_string())?;
-            crate::hash::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::url::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::cipher::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::sign::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::seal::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::keys::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::kdf::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::ecdh::install(&ctx, &functions).map_err(|e| e.to_string())?;
-            crate::modules::install(&ctx, &functions, &self.modules).map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__functions", functions)
                 .map_err(|e| e.to_string())?;

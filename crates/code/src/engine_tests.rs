@@ -156,6 +156,32 @@ fn lazy_globals_become_plain_properties() {
     assert!(!engine.finish());
 }
 
+/// A context's host functions are made when its first built-in module loads, whichever it is:
+/// the `req.svc` client's, or the globals' (here through `setTimeout` and `require`).
+#[test]
+fn host_functions_are_made_by_the_first_module_loaded() {
+    let mut engine = engine();
+    let request = serde_json::json!({"args": {}});
+    for code in [
+        "module.exports = async (req) => [await req.svc.tokens.retrieve('x').catch((e) => e.status), \
+         await new Promise((r) => setTimeout(() => r(require('crypto').randomUUID().length), 1))];",
+        "module.exports = async (req) => [await new Promise((r) => setTimeout(() => r(500), 1)), \
+         require('crypto').randomUUID().length];",
+    ] {
+        let (outcome, _) = engine.run(&Call {
+            code,
+            request: &request,
+            svc: true,
+        });
+        assert_eq!(
+            outcome.map_err(|e| format!("{e:?}")),
+            Ok(serde_json::json!([500, 36])),
+            "{code}"
+        );
+        assert!(!engine.finish());
+    }
+}
+
 /// The typed arrays are added to a call's context when first used (`intrinsics.rs`): read, assigned
 /// or needed by a built-in module. Once added they are QuickJS's own, the context has every global
 /// a full QuickJS context has, and a getter called again (which adds nothing twice) leaves nothing

@@ -9,6 +9,7 @@ use rquickjs::{Ctx, Function, Object};
 use serde_json::Value as Json;
 
 use crate::host_function::host_function;
+use crate::modules::ModuleStore;
 
 /// What the code reaches outside its context: `req.svc` and `console`. In a worker process
 /// both go over the channel to the server, which checks them.
@@ -36,9 +37,56 @@ pub(crate) struct CallState {
     pub(crate) timers: RefCell<Vec<(i32, Instant)>>,
 }
 
+/// The host functions of one context, made the first time a built-in module loads into it (the
+/// built-in modules are the only code that calls them): a call that loads none never makes them.
+pub(crate) struct HostFunctions {
+    state: Rc<CallState>,
+    host: Rc<dyn Host>,
+    modules: Rc<ModuleStore>,
+    made: Cell<bool>,
+}
+
+impl HostFunctions {
+    /// The host functions a context will have, none made yet.
+    pub(crate) fn new(state: Rc<CallState>, host: Rc<dyn Host>, modules: Rc<ModuleStore>) -> Self {
+        Self {
+            state,
+            host,
+            modules,
+            made: Cell::new(false),
+        }
+    }
+
+    /// Whether they are made.
+    pub(crate) fn made(&self) -> bool {
+        self.made.get()
+    }
+
+    /// Makes them on `functions` (the context's object of host functions), once.
+    pub(crate) fn make<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        functions: &Object<'js>,
+    ) -> rquickjs::Result<()> {
+        if self.made.replace(true) {
+            return Ok(());
+        }
+        install_host(ctx, functions, &self.state, &self.host)?;
+        crate::hash::install(ctx, functions)?;
+        crate::url::install(ctx, functions)?;
+        crate::cipher::install(ctx, functions)?;
+        crate::sign::install(ctx, functions)?;
+        crate::seal::install(ctx, functions)?;
+        crate::keys::install(ctx, functions)?;
+        crate::kdf::install(ctx, functions)?;
+        crate::ecdh::install(ctx, functions)?;
+        crate::modules::install(ctx, functions, &self.modules)
+    }
+}
+
 /// The host functions the prelude wraps: a log line, a UUID, and timers kept by the host. They
 /// read the call they serve from `state`.
-pub(crate) fn install_host<'js>(
+fn install_host<'js>(
     ctx: &Ctx<'js>,
     functions: &Object<'js>,
     state: &Rc<CallState>,

@@ -1,8 +1,9 @@
 // The globals tenant code gets (docs/decisions.md §7), defined in every fresh context before the
 // call it serves. An ES module, compiled to bytecode once per runtime and loaded from it per
-// context. The object of the host functions (`__functions`: log, uuid, setTimer, clearTimer,
-// builtin, digest, random, url, fetch, cipher, sign, verify, seal, keyInfo, modStat, modText,
-// modLoad, client, hkdf, pbkdf2, ecdh*) and the object `__host` are put on the global object
+// context. The object of the host functions (`__functions`: `builtin`, and once the first
+// built-in module loads, which this hands the object to, log, uuid, setTimer, clearTimer, digest,
+// random, url, fetch, cipher, sign, verify, seal, keyInfo, modStat, modText, modLoad, client,
+// hkdf, pbkdf2, ecdh*) and the object `__host` are put on the global object
 // before it runs and taken off it by it; `run` and `svc` are handed
 // to the host on `__host` (not exported: code could `import()` the loaded module).
 // The host functions, under the names the built-in modules call them by (`host.digest(…)`).
@@ -14,7 +15,7 @@ const make = (function (host) {
   // its own (`globals.js`), loaded into the context the first time a listed name is read: a call
   // that reads none never pays for reading its bytecode.
   let made;
-  const make = (name) => (made || (made = host.builtin('globals')(host)))(name);
+  const make = (name) => (made || (made = host.builtin('globals', host)(host)))(name);
   // V8's `Error.captureStackTrace`, which npm packages call on their own errors: the stack of
   // where it is called.
   Object.defineProperty(Error, 'captureStackTrace', {
@@ -70,6 +71,6 @@ toHost.run = function run(source, request) {
 // clients on: made by a module of its own (`svc.js`), loaded into the context the first time a
 // call needs a client.
 let svcModule;
-const makeSvc = (call) => (svcModule || (svcModule = host.builtin('svc')()))(call);
+const makeSvc = (call) => (svcModule || (svcModule = host.builtin('svc', host)()))(call);
 toHost.svc = makeSvc;
 host.makeSvc = makeSvc;
