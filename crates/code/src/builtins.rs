@@ -92,8 +92,10 @@ pub(crate) fn common_js(source: &str) -> String {
     format!("export default function (exports, require, module, host) {{\n{source}\n}}\n")
 }
 
-/// `__builtin(name)`: loads the module `name` of [`BUILTINS`] into this context (the prelude
-/// calls it at most once per name and context) and answers its default export.
+/// `builtin(name, functions?)`: loads the module `name` of [`BUILTINS`] into this context (the
+/// prelude calls it at most once per name and context) and answers its default export; the first
+/// load is handed the context's object of host functions, and makes them on it
+/// ([`HostFunctions`]).
 pub(crate) fn install_builtins<'js>(
     ctx: &Ctx<'js>,
     host: &Object<'js>,

@@ -62,13 +62,14 @@ impl HostFunctions {
         self.made.get()
     }
 
-    /// Makes them on `functions` (the context's object of host functions), once.
+    /// Makes them on `functions` (the context's object of host functions), once they are all
+    /// made.
     pub(crate) fn make<'js>(
         &self,
         ctx: &Ctx<'js>,
         functions: &Object<'js>,
     ) -> rquickjs::Result<()> {
-        if self.made.replace(true) {
+        if self.made.get() {
             return Ok(());
         }
         install_host(ctx, functions, &self.state, &self.host)?;
@@ -80,7 +81,11 @@ impl HostFunctions {
         crate::keys::install(ctx, functions)?;
         crate::kdf::install(ctx, functions)?;
         crate::ecdh::install(ctx, functions)?;
-        crate::modules::install(ctx, functions, &self.modules)
+        crate::modules::install(ctx, functions, &self.modules)?;
+        // Only once all are made (out of memory half-way, the next load makes them again: each
+        // install only sets its properties).
+        self.made.set(true);
+        Ok(())
     }
 }
 
