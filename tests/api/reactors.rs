@@ -455,6 +455,94 @@ async fn a_reactor_is_invoked_only_with_keys_of_its_tenant() {
     .await;
 }
 
+/// A call naming one token has it read with the caller's key (decisions §9): the same answers
+/// as any detokenization — its own tenant's token only, `token:use` on its container — and the
+/// body is answered for only once the caller is known.
+#[tokio::test]
+async fn a_calls_one_token_is_read_with_its_key_and_decided_as_any() {
+    on_each_backend(async |app| {
+        let r = reactor(app, ECHO, json!([p("card", "string", false)]), json!({})).await;
+        let path = format!("/reactors/{}/react", r["id"].as_str().unwrap());
+        let owner = full(app).await;
+        let mine = owner
+            .create(&json!({"type": "token", "data": "4242"}))
+            .await;
+        let mine = format!("{{{{ {} }}}}", mine["id"].as_str().unwrap());
+        let user = with(
+            app,
+            &[],
+            json!([rule(1, "/general/", "reveal", &["token:use"])]),
+        )
+        .await;
+        let res = react(&user, &r["id"], json!({"card": mine})).await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            res.json::<Value>().await.unwrap()["raw"]["args"],
+            json!({"card": "4242"})
+        );
+        // token:use on another container only: refused.
+        let narrow = with(
+            app,
+            &[],
+            json!([rule(1, "/pci/", "reveal", &["token:use"])]),
+        )
+        .await;
+        assert_problem(react(&narrow, &r["id"], json!({"card": mine})).await, 403).await;
+
+        // Another tenant's token by its id: no such token here, never its data.
+        let (_, other_management) = app.new_tenant(&unique("other")).await;
+        let writer = app
+            .create_app_as(
+                &other_management,
+                &json!({"name": "w", "type": "private", "permissions": ["token:create"]}),
+            )
+            .await;
+        let res = app
+            .request_as(writer["key"].as_str(), Method::POST, "/tokens")
+            .json(&json!({"type": "token", "data": "theirs"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+        let theirs: Value = res.json().await.unwrap();
+        let theirs = format!("{{{{ {} }}}}", theirs["id"].as_str().unwrap());
+        let body = assert_invalid(
+            react(&user, &r["id"], json!({"card": theirs})).await,
+            &["args"],
+        )
+        .await;
+        assert!(body.to_string().contains("does not exist"), "{body}");
+
+        // The body is read before the key is looked up, but answered for after it.
+        for key in [None, Some("key_00000000000000000000000000000000")] {
+            let res = app
+                .request_as(key, Method::POST, &path)
+                .header("Content-Type", "application/json")
+                .body("{not json")
+                .send()
+                .await
+                .unwrap();
+            assert_problem(res, 401).await;
+        }
+        let res = app
+            .request_as(Some(&user.key), Method::POST, &path)
+            .header("Content-Type", "application/json")
+            .body("{not json")
+            .send()
+            .await
+            .unwrap();
+        assert_invalid(res, &["body"]).await;
+        // No body, or one without args: no arguments (here a missing required one).
+        let res = app
+            .request_as(Some(&user.key), Method::POST, &path)
+            .send()
+            .await
+            .unwrap();
+        assert_invalid(res, &["args.card"]).await;
+    })
+    .await;
+}
+
 /// Code that runs with an application's rights may be changed only by whoever may lend that
 /// application (decisions §9): a formula used by a reactor with an application, however the
 /// change is made (the formula's code, or the reactor moved to another formula).

@@ -237,7 +237,7 @@ pub use areas::{
 };
 /// The default high-water mark of a tenant's audit events in memory (docs/decisions.md §11).
 pub use audit::room::HIGH_WATER as AUDIT_HIGH_WATER;
-pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken};
+pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
 pub use idempotency::{Idempotent, StoredResponse};
 pub use operator::TenantSummary;
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};

@@ -393,3 +393,12 @@ mod tests {
         assert!(parse_time("x", "tomorrow").is_err());
     }
 }
+
+/// `POST /reactors/{id}/react`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ReactRequest {
+    /// Arguments: declared request parameters; `{{ token_id }}` expressions are replaced by
+    /// the tokens' data first.
+    #[schema(value_type = Option<Object>)]
+    pub args: Option<serde_json::Value>,
+}

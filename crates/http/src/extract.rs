@@ -10,12 +10,14 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{FromRequest, HttpRequest, web};
 use serde::de::DeserializeOwned;
+use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::service::{PrefetchedReactor, PrefetchedToken};
 use tokenvault_domain::{ValidationErrors, Vault};
 use uuid::Uuid;
 
+use crate::dto::ReactRequest;
 use crate::limit::RateLimit;
 use crate::problem::ApiError;
 use actix_web::HttpMessage as _;
@@ -128,19 +130,40 @@ impl FromRequest for CallerReading {
     }
 }
 
-/// The caller of `POST /reactors/{id}/react` and, read in the same round trip as its key, the
-/// reactor the path names with its formula ([`tokenvault_domain::service::Authenticator::authenticate_reacting`]). A request the
-/// idempotency middleware already authenticated reads the reactor in the use case instead.
-pub struct CallerReacting(pub Principal, pub Option<PrefetchedReactor>);
+/// The caller of `POST /reactors/{id}/react`, what was read in the same round trip as its key
+/// (the reactor the path names with its formula, and the token the arguments name:
+/// [`tokenvault_domain::service::Authenticator::authenticate_reacting`]), and the request's
+/// `args`. The body is read before the key is looked up, so its token can be read with the key
+/// (a request without a well-formed key is refused first); a body that cannot be read or parsed
+/// is the handler's error, answered only once the caller is authenticated. A request the idempotency middleware already
+/// authenticated reads the reactor in the use case instead.
+pub struct CallerReacting(
+    pub Principal,
+    pub Option<PrefetchedReactor>,
+    pub Result<Option<serde_json::Value>, ApiError>,
+);
+
+/// A react's `args`: none for an empty body (or `{}`), a 400 naming the field for bad JSON.
+fn react_args(body: Result<web::Bytes, ApiError>) -> Result<Option<serde_json::Value>, ApiError> {
+    let body = body?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    Ok(parse_json::<ReactRequest>(&body)?.args)
+}
 
 impl FromRequest for CallerReacting {
     type Error = ApiError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = body_bytes(req, payload);
         if req.extensions().get::<Authenticated>().is_some() {
             let caller = Caller::from_request(req, payload);
-            return Box::pin(async move { Ok(CallerReacting(caller.await?.0, None)) });
+            return Box::pin(async move {
+                let args = react_args(body.await);
+                Ok(CallerReacting(caller.await?.0, None, args))
+            });
         }
         let vault = req.app_data::<web::Data<Vault>>().cloned();
         let limit = req.app_data::<web::Data<RateLimit>>().cloned();
@@ -149,9 +172,20 @@ impl FromRequest for CallerReacting {
         let id = web::Path::<String>::extract(req);
         Box::pin(async move {
             let vault = vault.ok_or_else(no_vault)?;
+            // A request without a well-formed key is refused before its body is read.
+            if key.as_deref().and_then(ApiKey::parse).is_none() {
+                return Err(tokenvault_domain::Error::Unauthenticated.into());
+            }
+            let args = react_args(body.await);
             let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
             let (principal, prefetched) = match id {
-                Some(id) => vault.auth.authenticate_reacting(key.as_deref(), id).await?,
+                Some(id) => {
+                    let named = args.as_ref().ok().and_then(Option::as_ref);
+                    vault
+                        .auth
+                        .authenticate_reacting(key.as_deref(), id, named)
+                        .await?
+                }
                 // No such reactor: authenticate alone; the handler answers for the path.
                 None => (vault.auth.authenticate(key.as_deref()).await?, None),
             };
@@ -159,7 +193,30 @@ impl FromRequest for CallerReacting {
             Ok(CallerReacting(
                 admit(&vault, principal, limit).await?,
                 prefetched,
+                args,
             ))
+        })
+    }
+}
+
+/// A request's body within the payload limit and [`BODY_TIMEOUT`]; a problem when it cannot be
+/// read (413 over the limit, 400 otherwise).
+fn body_bytes(
+    req: &HttpRequest,
+    payload: &mut Payload,
+) -> impl Future<Output = Result<web::Bytes, ApiError>> + use<> {
+    let bytes = web::Bytes::from_request(req, payload);
+    async move {
+        let Ok(bytes) = tokio::time::timeout(BODY_TIMEOUT, bytes).await else {
+            return Err(body_too_slow());
+        };
+        bytes.map_err(|e| {
+            let status = e.as_response_error().status_code();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(status, "The request body is larger than the limit.")
+            } else {
+                ApiError::invalid("body", "could not be read")
+            }
         })
     }
 }
@@ -274,7 +331,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let json_ok = is_json_content_type(req);
-        let bytes = web::Bytes::from_request(req, payload);
+        let bytes = body_bytes(req, payload);
         Box::pin(async move {
             if !json_ok {
                 return Err(ApiError::new(
@@ -282,18 +339,7 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
                     "The request body must be application/json.",
                 ));
             }
-            let Ok(bytes) = tokio::time::timeout(BODY_TIMEOUT, bytes).await else {
-                return Err(body_too_slow());
-            };
-            let bytes = bytes.map_err(|e| {
-                let status = e.as_response_error().status_code();
-                if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(status, "The request body is larger than the limit.")
-                } else {
-                    ApiError::invalid("body", "could not be read")
-                }
-            })?;
-            parse_json(&bytes).map(Json)
+            parse_json(&bytes.await?).map(Json)
         })
     }
 }

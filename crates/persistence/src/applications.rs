@@ -139,39 +139,59 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         &self,
         hash: &KeyHash,
         reactor_id: Uuid,
+        token_id: Option<String>,
+        now: OffsetDateTime,
     ) -> Result<Option<KeyedReactor>, RepoError> {
+        let token_id = token_id.as_deref();
         if let Some(pg) = self.reads.pg() {
-            return keyed_reactor::key_and_reactor_postgres(pg, hash_hex(hash), reactor_id).await;
+            return keyed_reactor::key_and_reactor_postgres(
+                pg,
+                hash_hex(hash),
+                reactor_id,
+                token_id,
+                now,
+            )
+            .await;
         }
         // SQLite: the same join on the calling thread (`direct.rs`); point reads through the
         // pool when the file was locked.
-        if let Some(found) = self
-            .direct
-            .as_deref()
-            .and_then(|d| keyed_reactor::key_and_reactor_sqlite(d, &hash_hex(hash), reactor_id))
-        {
+        if let Some(found) = self.direct.as_deref().and_then(|d| {
+            keyed_reactor::key_and_reactor_sqlite(d, &hash_hex(hash), reactor_id, token_id, now)
+        }) {
             return found;
         }
         let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
             return Ok(None);
         };
         // Only a private application may use tokens (decisions §4): no other key makes the
-        // server read a reactor.
-        let reactor = if application.app_type == ApplicationType::Private {
-            keyed_reactor::reactor_and_formula(
-                self.direct.as_deref(),
-                &self.reads,
-                application.tenant_id,
-                reactor_id,
-            )
-            .await?
-        } else {
-            None
+        // server read a reactor or a token.
+        if application.app_type != ApplicationType::Private {
+            return Ok(Some(KeyedReactor {
+                application,
+                settings,
+                reactor: None,
+                token: None,
+            }));
+        }
+        let reactor = keyed_reactor::reactor_and_formula(
+            self.direct.as_deref(),
+            &self.reads,
+            application.tenant_id,
+            reactor_id,
+        )
+        .await?;
+        let token = match token_id {
+            Some(id) => {
+                crate::token_queries::live_token(&self.reads, application.tenant_id, id, now)
+                    .await?
+            }
+            None => None,
         };
         Ok(Some(KeyedReactor {
             application,
             settings,
             reactor,
+            token,
         }))
     }
 

@@ -131,7 +131,7 @@ fn backend(err: rusqlite::Error) -> RepoError {
 }
 
 /// `now` bound exactly as SeaORM binds it for the same comparison.
-fn bound_time(now: OffsetDateTime) -> Result<String, RepoError> {
+pub(crate) fn bound_time(now: OffsetDateTime) -> Result<String, RepoError> {
     stamp(now)
         .format(&Rfc3339)
         .map_err(|e| RepoError::Backend(Box::new(e)))

@@ -436,7 +436,7 @@ async fn a_key_inserted_after_the_delete_opens_nothing_and_is_purged() {
         assert!(keyed.is_none(), "the keyed read opens nothing");
         let reacting = r
             .apps
-            .find_by_key_hash_with_reactor(&hash(2), Uuid::now_v7())
+            .find_by_key_hash_with_reactor(&hash(2), Uuid::now_v7(), Some("t".into()), now())
             .await
             .unwrap();
         assert!(reacting.is_none(), "nor does the keyed reactor read");

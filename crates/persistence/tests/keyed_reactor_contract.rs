@@ -1,24 +1,27 @@
-//! `find_by_key_hash_with_reactor`: an API key's application and one of its tenant's reactors
-//! with its formula in one round trip, on SQLite and PostgreSQL.
+//! `find_by_key_hash_with_reactor`: an API key's application, one of its tenant's reactors
+//! with its formula and the token a call names, in one round trip, on SQLite and PostgreSQL.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use serde_json::json;
+use time::Duration;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::{ApplicationRepository, FormulaRepository, ReactorRepository};
+use tokenvault_domain::ports::{
+    ApplicationRepository, FormulaRepository, ReactorRepository, TokenRepository,
+};
 use tokenvault_domain::reactor::{Formula, ParamType, Reactor, RequestParameter};
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
-    SeaOrmTenantRepository,
+    SeaOrmTenantRepository, SeaOrmTokenRepository,
 };
 use uuid::Uuid;
 
 mod common;
 
-use common::{now, tenant_with};
+use common::{now, tenant_with, token};
 
 fn formula(tenant_id: Uuid, code: &str) -> Formula {
     Formula {
@@ -91,7 +94,7 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
         let key_a = KeyHash([1; 32]);
 
         let found = apps
-            .find_by_key_hash_with_reactor(&key_a, ra.id)
+            .find_by_key_hash_with_reactor(&key_a, ra.id, None, now())
             .await
             .unwrap()
             .unwrap();
@@ -102,7 +105,7 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
 
         // Another tenant's reactor is never read with this key: the key's application alone.
         let found = apps
-            .find_by_key_hash_with_reactor(&key_a, rb.id)
+            .find_by_key_hash_with_reactor(&key_a, rb.id, None, now())
             .await
             .unwrap()
             .unwrap();
@@ -111,7 +114,7 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
 
         // An id that is no reactor (a formula's): none.
         let found = apps
-            .find_by_key_hash_with_reactor(&key_a, fa.id)
+            .find_by_key_hash_with_reactor(&key_a, fa.id, None, now())
             .await
             .unwrap()
             .unwrap();
@@ -119,7 +122,7 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
 
         // An unknown key finds nothing at all.
         assert!(
-            apps.find_by_key_hash_with_reactor(&KeyHash([9; 32]), ra.id)
+            apps.find_by_key_hash_with_reactor(&KeyHash([9; 32]), ra.id, None, now())
                 .await
                 .unwrap()
                 .is_none()
@@ -127,7 +130,7 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
 
         // The other key reads its own.
         let found = apps
-            .find_by_key_hash_with_reactor(&KeyHash([2; 32]), rb.id)
+            .find_by_key_hash_with_reactor(&KeyHash([2; 32]), rb.id, None, now())
             .await
             .unwrap()
             .unwrap();
@@ -147,12 +150,109 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
         let rc = reactor(c, fc.id);
         reactors.insert(&rc).await.unwrap();
         let found = apps
-            .find_by_key_hash_with_reactor(&KeyHash([3; 32]), rc.id)
+            .find_by_key_hash_with_reactor(&KeyHash([3; 32]), rc.id, None, now())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(found.application.app_type, ApplicationType::Public);
         assert_eq!(found.reactor, None);
+        db.destroy().await;
+    }
+}
+
+#[tokio::test]
+async fn the_token_a_call_names_is_read_with_the_key_from_its_tenant_only() {
+    for (backend, refused) in read_paths() {
+        let db = TestDatabase::create(backend).await;
+        db.db.refuse_direct_reads(refused);
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let formulas = SeaOrmFormulaRepository::new(db.db.clone());
+        let reactors = SeaOrmReactorRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let private = (ApplicationType::Private, vec![Permission::TokenUse]);
+        let (a, _) = tenant_with(
+            &tenants,
+            TenantSettings::default(),
+            private.clone(),
+            &KeyHash([1; 32]),
+        )
+        .await;
+        let (b, _) = tenant_with(
+            &tenants,
+            TenantSettings::default(),
+            private,
+            &KeyHash([2; 32]),
+        )
+        .await;
+        let public = (ApplicationType::Public, vec![Permission::TokenCreate]);
+        let (c, _) = tenant_with(
+            &tenants,
+            TenantSettings::default(),
+            public,
+            &KeyHash([3; 32]),
+        )
+        .await;
+        let fa = formula(a, "module.exports = () => ({ raw: 'a' });");
+        formulas.insert(&fa).await.unwrap();
+        let ra = reactor(a, fa.id);
+        reactors.insert(&ra).await.unwrap();
+        let mine = token(a, "shared-id", "/mine/", now());
+        let theirs = token(b, "shared-id", "/theirs/", now());
+        let only_theirs = token(b, "only-b", "/theirs/", now());
+        let publics = token(c, "of-c", "/c/", now());
+        let mut expiring = token(a, "expiring", "/mine/", now());
+        expiring.expires_at = Some(now() + Duration::seconds(30));
+        for t in [&mine, &theirs, &only_theirs, &publics, &expiring] {
+            tokens.insert(t).await.unwrap();
+        }
+        let key_a = KeyHash([1; 32]);
+        let read = |key: KeyHash, reactor: Uuid, id: &str, at| {
+            let apps = &apps;
+            let id = id.to_owned();
+            async move {
+                apps.find_by_key_hash_with_reactor(&key, reactor, Some(id), at)
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }
+        };
+
+        let found = read(key_a, ra.id, "shared-id", now()).await;
+        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
+        assert_eq!(found.token, Some(mine.clone()), "{backend:?}: its own row");
+
+        let found = read(key_a, ra.id, "only-b", now()).await;
+        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
+        assert_eq!(found.token, None, "{backend:?}: never another tenant's");
+
+        // Without the reactor (none by that id), the token is still the key's tenant's.
+        let found = read(key_a, Uuid::now_v7(), "shared-id", now()).await;
+        assert_eq!(found.reactor, None);
+        assert_eq!(found.token, Some(mine.clone()));
+
+        let found = read(key_a, ra.id, "expiring", now()).await;
+        assert_eq!(found.token, Some(expiring.clone()));
+        let later = now() + Duration::seconds(31);
+        let found = read(key_a, ra.id, "expiring", later).await;
+        assert_eq!(
+            found.token, None,
+            "{backend:?}: an expired token is not read"
+        );
+        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
+
+        // The other private key reads its own tenant's row by the same id.
+        let found = read(KeyHash([2; 32]), ra.id, "shared-id", now()).await;
+        assert_eq!(found.reactor, None);
+        assert_eq!(found.token, Some(theirs.clone()));
+
+        // A public key, which may not use tokens, never makes the server read one.
+        let found = read(KeyHash([3; 32]), ra.id, "of-c", now()).await;
+        assert_eq!(found.application.app_type, ApplicationType::Public);
+        assert_eq!(
+            found.token, None,
+            "{backend:?}: a public key reads no token"
+        );
         db.destroy().await;
     }
 }

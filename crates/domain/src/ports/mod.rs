@@ -94,13 +94,17 @@ pub trait ApplicationRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Option<KeyedToken>, RepoError>;
 
-    /// What [`Self::find_by_key_hash`] finds and that tenant's reactor `reactor_id` with its
-    /// formula, in one round trip where the database allows: the read path of
-    /// `POST /reactors/{id}/react` pays one query for authentication, the reactor and its code.
+    /// What [`Self::find_by_key_hash`] finds, that tenant's reactor `reactor_id` with its
+    /// formula and, given `token_id`, its live token by that id, in one round trip where the
+    /// database allows: the read path of `POST /reactors/{id}/react` pays one query for
+    /// authentication, the reactor, its code and the token its arguments name. The reactor and
+    /// the token are read for a private application's key only.
     async fn find_by_key_hash_with_reactor(
         &self,
         hash: &KeyHash,
         reactor_id: Uuid,
+        token_id: Option<String>,
+        now: OffsetDateTime,
     ) -> Result<Option<KeyedReactor>, RepoError>;
 
     /// The application `id` of `tenant_id`.
@@ -152,6 +156,8 @@ pub struct KeyedReactor {
     /// The tenant's reactor by the id asked for, if any, with its formula (`None` when the
     /// formula is missing).
     pub reactor: Option<(Reactor, Option<Formula>)>,
+    /// The tenant's live token by the id asked for, if one was asked for and found.
+    pub token: Option<StoredToken>,
 }
 
 /// Generation and hashing of API keys.

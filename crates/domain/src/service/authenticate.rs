@@ -4,10 +4,14 @@ use uuid::Uuid;
 
 use super::Authenticator;
 use super::sessions::session_principal;
+use serde_json::Value;
+
 use crate::application::{ApiKey, Application, KeyHash};
 use crate::auth::Principal;
 use crate::error::Error;
+use crate::permission::ApplicationType;
 use crate::reactor::{Formula, Reactor};
+use crate::service::tokens::ReadAhead;
 use crate::tenant::TenantSettings;
 use crate::token::StoredToken;
 
@@ -25,9 +29,18 @@ pub struct Prefetched<K, T> {
 /// A token read with the key (`None` inside: the tenant has no live token by that id).
 pub type PrefetchedToken = Prefetched<String, Option<StoredToken>>;
 
-/// A reactor and its formula read with the key (`None` inside: the tenant has no such
-/// reactor; a formula `None`: the reactor's formula is missing).
-pub type PrefetchedReactor = Prefetched<Uuid, Option<(Reactor, Option<Formula>)>>;
+/// A reactor and its formula read with the key, with the token its arguments name.
+pub type PrefetchedReactor = Prefetched<Uuid, ReactorRead>;
+
+/// What [`Authenticator::authenticate_reacting`] read beside the key.
+#[derive(Debug)]
+pub struct ReactorRead {
+    /// The reactor and its formula (`None`: the tenant has no such reactor; a formula `None`:
+    /// the reactor's formula is missing).
+    pub(super) reactor: Option<(Reactor, Option<Formula>)>,
+    /// The token the arguments name, read for the key's tenant (`None`: not read here).
+    pub(super) tokens: Option<ReadAhead>,
+}
 
 impl<K, T> Prefetched<K, T> {
     /// What was read, when it was read for this tenant and id (otherwise the use case reads
@@ -99,22 +112,46 @@ impl Authenticator {
     }
 
     /// [`Self::authenticate`] and, for an application's key, its tenant's reactor
-    /// `reactor_id` with its formula read in the same round trip. Nothing read is looked at
-    /// here: [`super::Reactors::react`] checks the caller first, as without it.
+    /// `reactor_id` with its formula read in the same round trip, and with them the token
+    /// `args` names when it names exactly one (a reactor's usual call: one card). Nothing read
+    /// is looked at here: [`super::Reactors::react`] checks the caller first, as without it,
+    /// and authorizes the token as any detokenization does.
     pub async fn authenticate_reacting(
         &self,
         key: Option<&str>,
         reactor_id: Uuid,
+        args: Option<&Value>,
     ) -> Result<(Principal, Option<PrefetchedReactor>), Error> {
         let hash = self.key_hash(key)?;
-        match self
+        // The id the reactor's arguments name, as the detokenization will find it.
+        let wanted = args
+            .map(|args| super::tokens::wanted_ids(args, false))
+            .filter(|ids| ids.len() == 1 && super::tokens::may_be_stored(&ids[0]));
+        let token_id = wanted.as_ref().map(|ids| ids[0].clone());
+        let now = self.clock.now();
+        let Some(found) = self
             .applications
-            .find_by_key_hash_with_reactor(&hash, reactor_id)
+            .find_by_key_hash_with_reactor(&hash, reactor_id, token_id, now)
             .await?
-        {
-            Some(found) => self.keyed(found.application, found.settings, reactor_id, found.reactor),
-            None => Ok((self.authenticate_session(&hash).await?, None)),
-        }
+        else {
+            return Ok((self.authenticate_session(&hash).await?, None));
+        };
+        // Only a private application's key reads a token (decisions §4); for any other the
+        // detokenization reads, and answers, as usual.
+        let tokens = wanted
+            .filter(|_| found.application.app_type == ApplicationType::Private)
+            .map(|wanted| {
+                ReadAhead::new(
+                    found.application.tenant_id,
+                    wanted,
+                    found.token.into_iter().collect(),
+                )
+            });
+        let read = ReactorRead {
+            reactor: found.reactor,
+            tokens,
+        };
+        self.keyed(found.application, found.settings, reactor_id, read)
     }
 
     /// The caller of an application's key found with `read` for `id`: refused when the

@@ -11,7 +11,7 @@ use tokenvault_domain::service::{RawReactor, ReactResult, ReactorView};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::dto::{ApplicationResponse, Paginated, format_time};
+use crate::dto::{ApplicationResponse, Paginated, ReactRequest, format_time};
 use crate::extract::{Caller, CallerReacting, Json, QueryParams, path_uuid};
 use crate::idempotency::NeverReplayed;
 use crate::problem::{ApiError, Problem, current_trace_id};
@@ -247,15 +247,6 @@ impl From<ReactorView> for ReactorResponse {
     }
 }
 
-/// `POST /reactors/{id}/react`.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct ReactRequest {
-    /// Arguments: declared request parameters; `{{ token_id }}` expressions are replaced by
-    /// the tokens' data first.
-    #[schema(value_type = Option<Object>)]
-    pub args: Option<Value>,
-}
-
 /// What an invocation returns.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ReactResponse {
@@ -474,17 +465,11 @@ pub async fn delete(
     security(("api_key" = [])))]
 pub async fn react(
     vault: web::Data<Vault>,
-    CallerReacting(caller, prefetched): CallerReacting,
+    CallerReacting(caller, prefetched, args): CallerReacting,
     id: web::Path<String>,
-    body: web::Bytes,
 ) -> Result<HttpResponse> {
     let id = path_uuid("id", &id)?;
-    // The body is optional: none, or `{}`, means no arguments.
-    let args = if body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        crate::extract::parse_json::<ReactRequest>(&body)?.args
-    };
+    let args = args?;
     let result = vault
         .reactors
         .react(&caller, id, args, current_trace_id(), prefetched)

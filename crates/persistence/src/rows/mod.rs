@@ -123,6 +123,12 @@ impl<'a, 'r> Fields<'a, 'r> {
         Ok(value)
     }
 
+    /// Passes over one table's columns (a `LEFT JOIN` that found no row), as many as the
+    /// entity lists.
+    pub(crate) fn skip<C: Iterable + Iden>(&mut self) {
+        self.next += column_count::<C>(&[]);
+    }
+
     /// Whether the column `ahead` places further on is NULL (a `LEFT JOIN` that found no row).
     pub(crate) fn is_null_ahead(&self, ahead: usize) -> rusqlite::Result<bool> {
         Ok(matches!(

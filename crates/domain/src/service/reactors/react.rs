@@ -42,16 +42,17 @@ impl Reactors {
         caller.require_application()?;
         caller.require(Permission::TokenUse)?;
         let read = prefetched.and_then(|p| p.read_for(caller.tenant_id, &id));
-        let (reactor, formula) = if let Some(read) = read {
-            let (reactor, formula) = read.ok_or(Error::NotFound)?;
+        let (reactor, formula, ahead) = if let Some(read) = read {
+            let (reactor, formula) = read.reactor.ok_or(Error::NotFound)?;
             (
                 self.opened(reactor).await?,
                 formula.ok_or_else(Self::formula_missing)?,
+                read.tokens,
             )
         } else {
             let reactor = self.reactor_of(caller, id).await?;
             let formula = self.formula_of(&reactor).await?;
-            (reactor, formula)
+            (reactor, formula, None)
         };
         let args = match args {
             None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
@@ -65,7 +66,7 @@ impl Reactors {
         };
         let (args, used) = self
             .tokens
-            .detokenize_value(caller, args, how, None)
+            .detokenize_value(caller, args, how, ahead)
             .await?;
         let bound =
             bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;

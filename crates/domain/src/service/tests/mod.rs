@@ -57,7 +57,7 @@ mock! {
         async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
         async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
         async fn find_by_key_hash_with_token(&self, hash: &KeyHash, token_id: &str, now: OffsetDateTime) -> Result<Option<KeyedToken>, RepoError>;
-        async fn find_by_key_hash_with_reactor(&self, hash: &KeyHash, reactor_id: Uuid) -> Result<Option<KeyedReactor>, RepoError>;
+        async fn find_by_key_hash_with_reactor(&self, hash: &KeyHash, reactor_id: Uuid, token_id: Option<String>, now: OffsetDateTime) -> Result<Option<KeyedReactor>, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
         async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
         async fn update(&self, application: &Application) -> Result<bool, RepoError>;

@@ -2,9 +2,12 @@
 
 use serde_json::{Map, json};
 
+use super::tokens::{rule, stored, token_ports};
 use super::*;
 use crate::ReactorError;
+use crate::access::Transform;
 use crate::ports::KeyedReactor;
+use crate::reactor::{ParamType, RequestParameter};
 
 const CODE: &str = "module.exports = async (req) => ({ raw: req.configuration });";
 
@@ -55,11 +58,12 @@ fn user(permissions: Vec<Permission>) -> Application {
 fn vault_with(app: Application, read: Option<(Reactor, Option<Formula>)>, runs: usize) -> Vault {
     let mut apps = MockApplications::new();
     apps.expect_find_by_key_hash_with_reactor()
-        .returning(move |_, _| {
+        .returning(move |_, _, _, _| {
             Ok(Some(KeyedReactor {
                 application: app.clone(),
                 settings: TenantSettings::default(),
                 reactor: read.clone(),
+                token: None,
             }))
         });
     let mut code = MockCode::new();
@@ -86,7 +90,7 @@ async fn a_reactor_read_with_the_key_runs_without_a_second_read() {
     let id = Uuid::from_u128(200);
     let (who, prefetched) = vault
         .auth
-        .authenticate_reacting(Some(KEY), id)
+        .authenticate_reacting(Some(KEY), id, None)
         .await
         .unwrap();
     let result = vault
@@ -105,7 +109,7 @@ async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
     // Read for reactor 200: another id reads again (and finds none here).
     let (who, prefetched) = vault
         .auth
-        .authenticate_reacting(Some(KEY), id)
+        .authenticate_reacting(Some(KEY), id, None)
         .await
         .unwrap();
     assert!(matches!(
@@ -118,7 +122,7 @@ async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
     // Read for this tenant: a caller of another tenant reads again.
     let (mut who, prefetched) = vault
         .auth
-        .authenticate_reacting(Some(KEY), id)
+        .authenticate_reacting(Some(KEY), id, None)
         .await
         .unwrap();
     who.tenant_id = Uuid::from_u128(999);
@@ -135,7 +139,7 @@ async fn the_caller_is_checked_before_anything_read_is_used() {
     let id = Uuid::from_u128(200);
     let (who, prefetched) = vault
         .auth
-        .authenticate_reacting(Some(KEY), id)
+        .authenticate_reacting(Some(KEY), id, None)
         .await
         .unwrap();
     assert!(matches!(
@@ -150,7 +154,7 @@ async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_
     let vault = vault_with(user(vec![Permission::TokenUse]), None, 0);
     let (who, prefetched) = vault
         .auth
-        .authenticate_reacting(Some(KEY), id)
+        .authenticate_reacting(Some(KEY), id, None)
         .await
         .unwrap();
     assert!(matches!(
@@ -164,7 +168,7 @@ async fn no_reactor_read_is_a_404_and_a_reactor_without_its_formula_an_internal_
     );
     let (who, prefetched) = vault
         .auth
-        .authenticate_reacting(Some(KEY), id)
+        .authenticate_reacting(Some(KEY), id, None)
         .await
         .unwrap();
     let outcome = vault.reactors.react(&who, id, None, None, prefetched).await;
@@ -183,9 +187,126 @@ async fn an_expired_key_is_refused_before_its_reactor_is_used() {
     assert!(matches!(
         vault
             .auth
-            .authenticate_reacting(Some(KEY), Uuid::from_u128(200))
+            .authenticate_reacting(Some(KEY), Uuid::from_u128(200), None)
             .await,
         Err(Error::Unauthenticated)
+    ));
+}
+
+/// A vault whose key read finds a private application revealing `/pci/` for `token:use`, the
+/// reactor 200 of a formula declaring `card`, and `token` beside them; whose token storage is
+/// never read (`reads`: how many `get_many` it answers, with nothing), and whose code returns
+/// the arguments it was given.
+fn token_vault(token: Option<StoredToken>, reads: usize) -> Vault {
+    let mut app = user(vec![]);
+    app.rules = vec![rule("/pci/", Transform::Reveal, &[Permission::TokenUse])];
+    let mut declared = formula(TENANT);
+    declared.request_parameters = vec![RequestParameter {
+        name: "card".into(),
+        description: None,
+        param_type: ParamType::String,
+        optional: false,
+    }];
+    let read = Some((reactor(TENANT, 200), Some(declared)));
+    let mut apps = MockApplications::new();
+    apps.expect_find_by_key_hash_with_reactor()
+        .returning(move |_, _, token_id, _| {
+            // The one token the arguments name, asked for with the key.
+            assert_eq!(token_id.as_deref(), Some("tok1"));
+            Ok(Some(KeyedReactor {
+                application: app.clone(),
+                settings: TenantSettings::default(),
+                reactor: read.clone(),
+                token: token.clone(),
+            }))
+        });
+    let mut tokens = MockTokens::new();
+    tokens
+        .expect_get_many()
+        .times(reads)
+        .returning(|_, _, _| Ok(Vec::new()));
+    let mut code = MockCode::new();
+    code.expect_run()
+        .returning(|call| Ok(json!({"raw": call.request["args"].clone()})));
+    let mut sessions = MockSessions::new();
+    sessions
+        .expect_find_by_key_hash()
+        .returning(|_, _| Ok(None));
+    Vault::new(Ports {
+        applications: Arc::new(apps),
+        code: Arc::new(code),
+        sessions: Arc::new(sessions),
+        ..token_ports(tokens)
+    })
+}
+
+#[tokio::test]
+async fn the_token_read_with_the_key_is_used_without_a_second_read() {
+    let card = stored("tok1", "/pci/high/", &json!("4242424242424242"));
+    let vault = token_vault(Some(card), 0);
+    let id = Uuid::from_u128(200);
+    let args = json!({"card": "{{ tok1 }}"});
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id, Some(&args))
+        .await
+        .unwrap();
+    let result = vault
+        .reactors
+        .react(&who, id, Some(args), None, prefetched)
+        .await
+        .unwrap();
+    assert_eq!(result.raw, Some(json!({"card": "4242424242424242"})));
+}
+
+#[tokio::test]
+async fn the_token_read_with_the_key_is_authorized_as_any_detokenization() {
+    let id = Uuid::from_u128(200);
+    let args = json!({"card": "{{ tok1 }}"});
+    // Outside the application's rule: refused, nothing run.
+    let bank = stored("tok1", "/bank/", &json!("1234"));
+    let vault = token_vault(Some(bank), 0);
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id, Some(&args))
+        .await
+        .unwrap();
+    assert!(matches!(
+        vault
+            .reactors
+            .react(&who, id, Some(args.clone()), None, prefetched)
+            .await,
+        Err(ReactorError::Failed(Error::Forbidden))
+    ));
+    // Not in the key's tenant (or expired): the argument's error, without a second read.
+    let vault = token_vault(None, 0);
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id, Some(&args))
+        .await
+        .unwrap();
+    assert!(matches!(
+        vault
+            .reactors
+            .react(&who, id, Some(args.clone()), None, prefetched)
+            .await,
+        Err(ReactorError::Failed(Error::Validation(_)))
+    ));
+    // Arguments other than those it was read for (the use case's own): read again.
+    let card = stored("tok1", "/pci/high/", &json!("4242424242424242"));
+    let vault = token_vault(Some(card), 1);
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id, Some(&args))
+        .await
+        .unwrap();
+    let other = json!({"card": "{{ tok2 }}"});
+    assert!(matches!(
+        vault
+            .reactors
+            .react(&who, id, Some(other), None, prefetched)
+            .await,
+        Err(ReactorError::Failed(Error::Validation(_)))
     ));
 }
 

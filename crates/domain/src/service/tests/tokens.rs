@@ -30,7 +30,7 @@ fn token_vault(tokens: MockTokens) -> Vault {
     Vault::new(token_ports(tokens))
 }
 
-fn token_ports(tokens: MockTokens) -> Ports {
+pub(super) fn token_ports(tokens: MockTokens) -> Ports {
     Ports {
         tenants: Arc::new(MockTenants::new()),
         applications: Arc::new(MockApplications::new()),
@@ -68,7 +68,11 @@ fn caller(
     }
 }
 
-fn rule(container: &str, transform: Transform, permissions: &[Permission]) -> AccessRule {
+pub(super) fn rule(
+    container: &str,
+    transform: Transform,
+    permissions: &[Permission],
+) -> AccessRule {
     AccessRule {
         description: None,
         priority: 1,
@@ -86,7 +90,7 @@ fn raw(ty: &str, data: serde_json::Value) -> RawNewToken {
     }
 }
 
-fn stored(id: &str, container: &str, data: &serde_json::Value) -> StoredToken {
+pub(super) fn stored(id: &str, container: &str, data: &serde_json::Value) -> StoredToken {
     StoredToken {
         id: id.into(),
         tenant_id: Uuid::from_u128(100),

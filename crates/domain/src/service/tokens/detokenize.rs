@@ -22,6 +22,7 @@ use uuid::Uuid;
 /// a round trip on PostgreSQL). Nothing is looked at until [`Tokens::detokenize_value`] has the
 /// acting principal: they stand only for the tenant and the ids they were read for, and every
 /// one is then authorized as any read is.
+#[derive(Debug)]
 pub(crate) struct ReadAhead {
     tenant_id: Uuid,
     wanted: Vec<String>,
@@ -41,7 +42,7 @@ impl ReadAhead {
 }
 
 /// The distinct token ids of `body`'s expressions, in order.
-fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
+pub(crate) fn wanted_ids(body: &Value, with_filters: bool) -> Vec<String> {
     let mut expressions = Vec::new();
     collect_all(body, with_filters, &mut expressions);
     let unique: BTreeSet<String> = expressions.into_iter().map(|e| e.id).collect();

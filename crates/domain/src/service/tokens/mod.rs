@@ -61,5 +61,5 @@ mod sealing;
 mod tokenize;
 mod update;
 
-pub(crate) use detokenize::{DetokenizeAs, ReadAhead, Used, active};
+pub(crate) use detokenize::{DetokenizeAs, ReadAhead, Used, active, wanted_ids};
 pub use read::MAX_ID_FILTERS;
