@@ -543,6 +543,76 @@ async fn a_calls_one_token_is_read_with_its_key_and_decided_as_any() {
     .await;
 }
 
+/// Sends `head` and the first `sent` bytes of `body` to `path` on a raw connection, then the rest
+/// `rest_after` later (never, for `None`); returns the answer's status line.
+async fn react_slowly(
+    app: &TestApp,
+    path: &str,
+    key: &str,
+    body: &str,
+    sent: usize,
+    rest_after: Option<std::time::Duration>,
+) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nsvc-api-key: {key}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..sent]).await.unwrap();
+    let (read, mut write) = stream.into_split();
+    let rest = body.as_bytes()[sent..].to_vec();
+    let writer = tokio::spawn(async move {
+        if let Some(after) = rest_after {
+            tokio::time::sleep(after).await;
+            write.write_all(&rest).await.unwrap();
+        }
+        // Held open until the answer is read.
+        std::future::pending::<()>().await;
+        drop(write);
+    });
+    let mut status = String::new();
+    tokio::io::BufReader::new(read)
+        .read_line(&mut status)
+        .await
+        .unwrap();
+    writer.abort();
+    status
+}
+
+/// A body still arriving is read only once the caller is known: a key that is no key is a 401
+/// at once (waiting for the body would have been a 408 after 30 s), and a good key's call reads
+/// its token on its own once the body is there.
+#[tokio::test]
+async fn a_body_still_arriving_is_read_once_the_caller_is_known() {
+    on_each_backend(async |app| {
+        let r = reactor(app, ECHO, json!([p("card", "string", false)]), json!({})).await;
+        let path = format!("/reactors/{}/react", r["id"].as_str().unwrap());
+        let owner = full(app).await;
+        let mine = owner
+            .create(&json!({"type": "token", "data": "4242"}))
+            .await;
+        let body = json!({"args": {"card": format!("{{{{ {} }}}}", mine["id"].as_str().unwrap())}})
+            .to_string();
+        let unknown = "key_00000000000000000000000000000000";
+        let status = react_slowly(app, &path, unknown, &body, 5, None).await;
+        assert!(status.starts_with("HTTP/1.1 401"), "{status}");
+        let user = with(
+            app,
+            &[],
+            json!([rule(1, "/general/", "reveal", &["token:use"])]),
+        )
+        .await;
+        let later = Some(std::time::Duration::from_millis(200));
+        let status = react_slowly(app, &path, &user.key, &body, 5, later).await;
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    })
+    .await;
+}
+
 /// Code that runs with an application's rights may be changed only by whoever may lend that
 /// application (decisions §9): a formula used by a reactor with an application, however the
 /// change is made (the formula's code, or the reactor moved to another formula).

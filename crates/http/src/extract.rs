@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::task::Poll;
 
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
@@ -133,9 +134,10 @@ impl FromRequest for CallerReading {
 /// The caller of `POST /reactors/{id}/react`, what was read in the same round trip as its key
 /// (the reactor the path names with its formula, and the token the arguments name:
 /// [`tokenvault_domain::service::Authenticator::authenticate_reacting`]), and the request's
-/// `args`. The body is read before the key is looked up, so its token can be read with the key
-/// (a request without a well-formed key is refused first); a body that cannot be read or parsed
-/// is the handler's error, answered only once the caller is authenticated. A request the idempotency middleware already
+/// `args`. A body that has already arrived is read before the key is looked up, so its token can
+/// be read with the key (a request without a well-formed key is refused first); one still
+/// arriving is read once the caller is known. A body that cannot be read or parsed is the
+/// handler's error, answered only once the caller is authenticated. A request the idempotency middleware already
 /// authenticated reads the reactor in the use case instead.
 pub struct CallerReacting(
     pub Principal,
@@ -170,17 +172,27 @@ impl FromRequest for CallerReacting {
         let key = api_key(req);
         // Decoded as the handler's `web::Path<String>` decodes it, as for [`CallerReading`].
         let id = web::Path::<String>::extract(req);
+        let mut body = Box::pin(body);
         Box::pin(async move {
             let vault = vault.ok_or_else(no_vault)?;
             // A request without a well-formed key is refused before its body is read.
             if key.as_deref().and_then(ApiKey::parse).is_none() {
                 return Err(tokenvault_domain::Error::Unauthenticated.into());
             }
-            let args = react_args(body.await);
+            // A body already here (a client's usual request) is read with the key; one still
+            // arriving is awaited only once the caller is known, so a slow body never holds the
+            // server for a key that is no key (the use case then reads its token itself).
+            let arrived = match poll_once(body.as_mut()).await {
+                Poll::Ready(body) => Some(react_args(body)),
+                Poll::Pending => None,
+            };
             let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
             let (principal, prefetched) = match id {
                 Some(id) => {
-                    let named = args.as_ref().ok().and_then(Option::as_ref);
+                    let named = arrived
+                        .as_ref()
+                        .and_then(|args| args.as_ref().ok())
+                        .and_then(Option::as_ref);
                     vault
                         .auth
                         .authenticate_reacting(key.as_deref(), id, named)
@@ -190,13 +202,19 @@ impl FromRequest for CallerReacting {
                 None => (vault.auth.authenticate(key.as_deref()).await?, None),
             };
             let limit = limit.as_ref().map(web::Data::get_ref);
-            Ok(CallerReacting(
-                admit(&vault, principal, limit).await?,
-                prefetched,
-                args,
-            ))
+            let caller = admit(&vault, principal, limit).await?;
+            let args = match arrived {
+                Some(args) => args,
+                None => react_args(body.await),
+            };
+            Ok(CallerReacting(caller, prefetched, args))
         })
     }
+}
+
+/// What `future` gives on one poll: its output when it is ready at once.
+async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 /// A request's body within the payload limit and [`BODY_TIMEOUT`]; a problem when it cannot be

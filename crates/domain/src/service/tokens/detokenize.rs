@@ -172,7 +172,16 @@ impl Tokens {
         let wanted: Vec<String> = unique.iter().cloned().collect();
         let found = match ahead {
             Some(ahead) if ahead.tenant_id == caller.tenant_id && ahead.wanted == wanted => {
-                ahead.found
+                // Read by another statement: each row is held to what the read stood for
+                // again (the caller's tenant, an id asked for, live now).
+                let now = self.clock.now();
+                let mut found = ahead.found;
+                found.retain(|t| {
+                    t.tenant_id == caller.tenant_id
+                        && wanted.contains(&t.id)
+                        && t.expires_at.is_none_or(|at| at > now)
+                });
+                found
             }
             _ => {
                 self.store
