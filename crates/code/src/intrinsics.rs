@@ -13,13 +13,13 @@
 //! are reached only through built-in modules, and loading one adds the typed arrays first.
 
 use std::cell::Cell;
-use std::ffi::c_int;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
 use rquickjs::{Context, Ctx, Error, Exception, Function, Runtime, Value, qjs};
 
 use crate::host_function::host_function;
+use crate::lazy::{OwnProperty, own_property};
 
 /// The globals `JS_AddIntrinsicTypedArrays` defines.
 pub(crate) const TYPED_ARRAYS: &[&str] = &[
@@ -206,16 +206,14 @@ unsafe fn plain_array_to_string(raw: *mut qjs::JSContext) -> bool {
             return false;
         }
         let atom = qjs::JS_NewAtom(raw, c"toString".as_ptr());
-        let mut descriptor = std::mem::MaybeUninit::<qjs::JSPropertyDescriptor>::uninit();
-        let found = atom != qjs::JS_ATOM_NULL
-            && qjs::JS_GetOwnProperty(raw, descriptor.as_mut_ptr(), prototype, atom) == 1;
-        let plain = found && {
-            let descriptor = descriptor.assume_init();
-            qjs::JS_FreeValue(raw, descriptor.value);
-            qjs::JS_FreeValue(raw, descriptor.getter);
-            qjs::JS_FreeValue(raw, descriptor.setter);
-            descriptor.flags & GETSET == 0
-        };
+        let plain = atom != qjs::JS_ATOM_NULL
+            && match own_property(raw, prototype, atom) {
+                OwnProperty::Found { value, accessor } => {
+                    qjs::JS_FreeValue(raw, value);
+                    !accessor
+                }
+                OwnProperty::Missing | OwnProperty::Thrown => false,
+            };
         if atom != qjs::JS_ATOM_NULL {
             qjs::JS_FreeAtom(raw, atom);
         }
@@ -223,7 +221,3 @@ unsafe fn plain_array_to_string(raw: *mut qjs::JSContext) -> bool {
         plain
     }
 }
-
-// QuickJS's flag of an accessor property (a small constant: the cast is exact).
-#[allow(clippy::cast_possible_wrap)]
-const GETSET: c_int = qjs::JS_PROP_GETSET as c_int;

@@ -227,19 +227,59 @@ unsafe fn own_value(
     global: qjs::JSValue,
     atom: qjs::JSAtom,
 ) -> qjs::JSValue {
+    // SAFETY: as the function's contract says; the value found is returned, so given on.
+    match unsafe { own_property(ctx, global, atom) } {
+        OwnProperty::Thrown => qjs::JS_EXCEPTION,
+        OwnProperty::Missing => qjs::JS_UNDEFINED,
+        OwnProperty::Found { value, .. } => value,
+    }
+}
+
+/// An object's own property, as [`own_property`] reads it (a value found is the caller's to
+/// free: `JSValue` has no `Drop`).
+#[must_use]
+pub(crate) enum OwnProperty {
+    /// None by that name.
+    Missing,
+    /// Reading it threw (the exception is pending in the context).
+    Thrown,
+    /// Its value (`undefined` for an accessor), the caller's to free, and whether it is an
+    /// accessor.
+    Found { value: qjs::JSValue, accessor: bool },
+}
+
+/// `object`'s own property `atom`, read without calling any accessor (its getter and setter,
+/// when it has them, are freed here): the one place a property descriptor's three values are
+/// taken apart.
+///
+/// # Safety
+/// `ctx` live, `object` a value of it, `atom` an atom of its runtime.
+#[allow(unsafe_code)]
+pub(crate) unsafe fn own_property(
+    ctx: *mut qjs::JSContext,
+    object: qjs::JSValue,
+    atom: qjs::JSAtom,
+) -> OwnProperty {
     // SAFETY: as the function's contract says; a found descriptor's three values are each
-    // returned or freed once.
+    // given on (the value) or freed (the getter and setter) once.
     unsafe {
         let mut descriptor = std::mem::MaybeUninit::<qjs::JSPropertyDescriptor>::uninit();
-        match qjs::JS_GetOwnProperty(ctx, descriptor.as_mut_ptr(), global, atom) {
-            found if found < 0 => qjs::JS_EXCEPTION,
-            0 => qjs::JS_UNDEFINED,
+        match qjs::JS_GetOwnProperty(ctx, descriptor.as_mut_ptr(), object, atom) {
+            found if found < 0 => OwnProperty::Thrown,
+            0 => OwnProperty::Missing,
             _ => {
                 let descriptor = descriptor.assume_init();
                 qjs::JS_FreeValue(ctx, descriptor.getter);
                 qjs::JS_FreeValue(ctx, descriptor.setter);
-                descriptor.value
+                OwnProperty::Found {
+                    value: descriptor.value,
+                    accessor: descriptor.flags & GETSET != 0,
+                }
             }
         }
     }
 }
+
+// QuickJS's flag of an accessor property (a small constant: the cast is exact).
+#[allow(clippy::cast_possible_wrap)]
+const GETSET: c_int = qjs::JS_PROP_GETSET as c_int;
