@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
 
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
@@ -137,8 +136,8 @@ impl FromRequest for CallerReading {
 /// `args`. A body that has already arrived is read before the key is looked up, so its token can
 /// be read with the key (a request without a well-formed key is refused first); one still
 /// arriving is read once the caller is known. A body that cannot be read or parsed is the
-/// handler's error, answered only once the caller is authenticated. A request the idempotency middleware already
-/// authenticated reads the reactor in the use case instead.
+/// handler's error, answered only once the caller is authenticated. A request the idempotency
+/// middleware already authenticated reads the reactor in the use case instead.
 pub struct CallerReacting(
     pub Principal,
     pub Option<PrefetchedReactor>,
@@ -182,10 +181,9 @@ impl FromRequest for CallerReacting {
             // A body already here (a client's usual request) is read with the key; one still
             // arriving is awaited only once the caller is known, so a slow body never holds the
             // server for a key that is no key (the use case then reads its token itself).
-            let arrived = match poll_once(body.as_mut()).await {
-                Poll::Ready(body) => Some(react_args(body)),
-                Poll::Pending => None,
-            };
+            let arrived = futures_util::future::poll_immediate(body.as_mut())
+                .await
+                .map(react_args);
             let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
             let (principal, prefetched) = match id {
                 Some(id) => {
@@ -210,11 +208,6 @@ impl FromRequest for CallerReacting {
             Ok(CallerReacting(caller, prefetched, args))
         })
     }
-}
-
-/// What `future` gives on one poll: its output when it is ready at once.
-async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> Poll<F::Output> {
-    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await
 }
 
 /// A request's body within the payload limit and [`BODY_TIMEOUT`]; a problem when it cannot be
