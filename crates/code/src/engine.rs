@@ -3,7 +3,7 @@
 //! loop for promises and timers, and the limits — an interrupt handler for CPU time, a deadline
 //! for the whole call, the runtime's memory limit, and the size of the result.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -17,16 +17,20 @@ use tokenvault_domain::code::CodeError;
 
 use crate::budget::{Budgeted, Meter};
 use crate::builtins::{BUILTINS, Source, common_js, install_builtins};
-use crate::failure::{NON_ERROR, Stop, caught_message, failure};
+use crate::code_cache::CodeCache;
+use crate::failure::{MAX_COMPILE_MESSAGE, NON_ERROR, Stop, caught_message, failure};
 pub(crate) use crate::host_calls::Host;
 use crate::host_calls::{CallState, HostFunctions, svc_host};
 use crate::intrinsics::{self, TYPED_ARRAYS, TypedArrays};
 use crate::lazy::{self, LAZY, Made};
 use crate::modules::ModuleStore;
 use crate::names::Names;
+use crate::script;
 
 /// One call: the module and the request it is called with.
 pub struct Call<'a> {
+    /// The tenant whose code it is (its compiled module is kept for its own calls only).
+    pub tenant: uuid::Uuid,
     /// The module's source.
     pub code: &'a str,
     /// The request object.
@@ -73,6 +77,8 @@ pub struct Engine {
     prelude: Rc<Vec<u8>>,
     /// The modules of [`BUILTINS`] as bytecode, loaded into a context on first use.
     builtins: Rc<Vec<(&'static str, Vec<u8>)>>,
+    /// The tenants' modules this worker compiled (`code_cache.rs`), kept across runtimes.
+    code_cache: Rc<RefCell<CodeCache>>,
     state: Rc<CallState>,
     host: Rc<dyn Host>,
     /// The operator's npm packages.
@@ -98,7 +104,7 @@ impl Engine {
         host: Rc<dyn Host>,
         modules: Rc<ModuleStore>,
     ) -> Result<Self, String> {
-        Self::start(limits, host, modules, None)
+        Self::start(limits, host, modules, None, Rc::default())
     }
 
     /// A new runtime in place of this one (for the next call, when this one is not to be
@@ -110,6 +116,7 @@ impl Engine {
             self.host.clone(),
             self.modules.clone(),
             Some(compiled),
+            self.code_cache.clone(),
         )
     }
 
@@ -118,6 +125,7 @@ impl Engine {
         host: Rc<dyn Host>,
         modules: Rc<ModuleStore>,
         compiled: Option<Compiled>,
+        code_cache: Rc<RefCell<CodeCache>>,
     ) -> Result<Self, String> {
         let meter = Rc::new(Meter::default());
         let runtime = Runtime::new_with_alloc(Budgeted::new(meter.clone(), limits.memory))
@@ -147,6 +155,7 @@ impl Engine {
             raw,
             prelude,
             builtins,
+            code_cache,
             state: Rc::default(),
             host,
             modules,
@@ -339,9 +348,10 @@ impl Engine {
             object.set("svc", client.clone()).map_err(internal)?;
             object.set("bt", client).map_err(internal)?;
         }
+        let module = self.module(ctx, call, deadline)?;
         let run = prepared.run.clone().restore(ctx).map_err(internal)?;
         let returned: Value = run
-            .call((call.code, request))
+            .call((module, request))
             .catch(ctx)
             .map_err(|e| failure(ctx, &e, deadline))?;
         let value = match returned.as_promise() {
@@ -366,6 +376,42 @@ impl Engine {
             },
         };
         self.to_json(ctx, value, deadline)
+    }
+
+    /// The call's module as a function of `exports`, `require`, `module`, `__filename` and
+    /// `__dirname`: loaded from the bytecode this worker compiled from the same tenant's same
+    /// text, else compiled (and kept when it compiles).
+    fn module<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        call: &Call<'_>,
+        deadline: Instant,
+    ) -> Result<Value<'js>, Result<CodeError, Stop>> {
+        let cached = self.code_cache.borrow_mut().get(call.tenant, call.code);
+        let bytecode = if let Some(bytecode) = cached {
+            bytecode
+        } else {
+            let compiled = script::compile_module(ctx, call.code);
+            // Memory refused while compiling or writing (the writer then leaves a gap in its
+            // bytes): the call is over its memory limit, and nothing it compiled is kept.
+            if self.meter.refused() {
+                drop(ctx.catch());
+                return Err(Err(Stop::Memory));
+            }
+            let bytecode = compiled.map_err(|why| {
+                Ok(CodeError::Compile(
+                    why.chars().take(MAX_COMPILE_MESSAGE).collect(),
+                ))
+            })?;
+            let bytecode = Rc::new(bytecode);
+            self.code_cache
+                .borrow_mut()
+                .put(call.tenant, call.code, bytecode.clone());
+            bytecode
+        };
+        script::load(ctx, &bytecode)
+            .catch(ctx)
+            .map_err(|e| failure(ctx, &e, deadline))
     }
 
     /// Waits for the earliest timer (never past the deadline) and runs its callback.

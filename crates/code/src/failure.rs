@@ -67,7 +67,7 @@ const MAX_THROWN: usize = 1 << 20;
 pub(crate) const NON_ERROR: &str = "a non-Error value was thrown";
 
 /// The longest compiler message passed on (characters).
-const MAX_COMPILE_MESSAGE: usize = 1000;
+pub(crate) const MAX_COMPILE_MESSAGE: usize = 1000;
 
 fn thrown_too_large() -> CodeError {
     CodeError::Limit("the error the code threw is larger than 1 MiB".into())

@@ -17,6 +17,7 @@
 mod budget;
 mod builtins;
 mod cipher;
+mod code_cache;
 mod ecdh;
 mod engine;
 mod failure;
@@ -478,6 +479,7 @@ impl QuickJsRunner {
         send(
             &mut worker.input,
             &ToWorker::Run {
+                tenant: call.tenant_id,
                 code: call.code.clone(),
                 request,
                 svc: call.svc.is_some(),

@@ -32,10 +32,9 @@ delete globalThis.__functions;
 const toHost = globalThis.__host;
 delete globalThis.__host;
 
-// Loads the tenant's module with `new Function` (the source is parsed as a function body in the
-// global scope, so it cannot close the wrapper early nor see this module) and calls its export.
-// Code is stored as given; one that does not compile fails here, marked for the host (a 422
-// naming the error and its line, counted from the module's first line).
+// Calls the tenant's module, which the host compiled as `new Function('exports', 'require',
+// 'module', '__filename', '__dirname', source)` would (`script.rs`: the source is parsed as a
+// function body in the global scope, and cannot see this module), and then its export.
 // `require` as a CommonJS module gets it: the built-in modules (docs/decisions.md §7), made by
 // the globals module the first time it is called.
 const require = function require(name) { return make('__require')(name); };
@@ -47,19 +46,8 @@ toHost.fireTimer = (id) => make('__fireTimer')(id);
 // What the lazy globals call (`lazy.rs`).
 toHost.make = make;
 
-toHost.run = function run(source, request) {
+toHost.run = function run(load, request) {
   const module = { id: '.', filename: '/index.js', exports: {}, loaded: false };
-  let load;
-  try {
-    load = new Function('exports', 'require', 'module', '__filename', '__dirname', source);
-  } catch (e) {
-    const name = (e && e.name) || 'SyntaxError';
-    const message = (e && e.message) || String(e);
-    const at = /:(\d+):\d+/.exec((e && e.stack) || '');
-    // `new Function` puts two lines before the source.
-    const line = at ? Math.max(1, Number(at[1]) - 2) : null;
-    throw { __tokenvault_compile: line === null ? `${name}: ${message}` : `${name}: ${message} (line ${line})` };
-  }
   load.call(module.exports, module.exports, require, module, '/index.js', '/');
   module.loaded = true;
   const main = module.exports;

@@ -40,6 +40,8 @@ pub enum ToWorker {
     },
     /// Run a module with a request.
     Run {
+        /// The tenant whose code it is.
+        tenant: uuid::Uuid,
         /// The module's source.
         code: String,
         /// The request object (`args`, `configuration`, …).

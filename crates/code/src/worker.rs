@@ -175,13 +175,19 @@ pub fn main() -> i32 {
 fn serve(channel: &Rc<RefCell<Channel>>, engine: &mut Engine) -> i32 {
     loop {
         let message = channel.borrow_mut().receive();
-        let (code, request, svc) = match message {
+        let (tenant, code, request, svc) = match message {
             Ok(None) => return 0,
-            Ok(Some(ToWorker::Run { code, request, svc })) => (code, request, svc),
+            Ok(Some(ToWorker::Run {
+                tenant,
+                code,
+                request,
+                svc,
+            })) => (tenant, code, request, svc),
             // Anything else breaks the protocol.
             Ok(Some(_)) | Err(_) => return 1,
         };
         let (result, discard) = engine.run(&Call {
+            tenant,
             code: &code,
             request: &request,
             svc,
