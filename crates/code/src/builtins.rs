@@ -4,7 +4,7 @@
 
 use crate::host_calls::HostFunctions;
 use crate::host_function::host_function;
-use crate::intrinsics::TypedArrays;
+use crate::intrinsics::LazyIntrinsics;
 use std::rc::Rc;
 
 use rquickjs::function::Opt;
@@ -100,11 +100,11 @@ pub(crate) fn install_builtins<'js>(
     ctx: &Ctx<'js>,
     host: &Object<'js>,
     builtins: &Rc<Vec<(&'static str, Vec<u8>)>>,
-    typed_arrays: &Rc<TypedArrays>,
+    intrinsics: &Rc<LazyIntrinsics>,
     functions: &Rc<HostFunctions>,
 ) -> rquickjs::Result<()> {
     let builtins = builtins.clone();
-    let typed_arrays = typed_arrays.clone();
+    let intrinsics = intrinsics.clone();
     let host_functions = functions.clone();
     host.set(
         "builtin",
@@ -114,8 +114,9 @@ pub(crate) fn install_builtins<'js>(
                   name: String,
                   functions: Opt<Object<'js>>|
                   -> rquickjs::Result<Value<'js>> {
-                // The modules' host functions take and make typed arrays (`intrinsics.rs`).
-                typed_arrays.ensure(&ctx)?;
+                // The modules' host functions take and make typed arrays, and their code uses
+                // `Map` and `Date` (`intrinsics.rs`).
+                intrinsics.ensure_all(&ctx)?;
                 // The first module a context loads (from the prelude, which hands over its object
                 // of host functions) has them made (`HostFunctions`).
                 match functions.0 {

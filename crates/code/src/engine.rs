@@ -21,7 +21,7 @@ use crate::code_cache::CodeCache;
 use crate::failure::{MAX_COMPILE_MESSAGE, NON_ERROR, Stop, caught_message, failure};
 pub(crate) use crate::host_calls::Host;
 use crate::host_calls::{CallState, HostFunctions, svc_host};
-use crate::intrinsics::{self, TYPED_ARRAYS, TypedArrays};
+use crate::intrinsics::{self, Group, LazyIntrinsics};
 use crate::lazy::{self, LAZY, Made};
 use crate::modules::ModuleStore;
 use crate::names::Names;
@@ -168,10 +168,10 @@ impl Engine {
         engine.prepare()?;
         let sample = engine.prepared.take();
         if let Some(sample) = &sample {
-            // Its typed arrays added, as a call that uses them has them.
+            // Its lazy intrinsics added, as a call that uses them has them.
             sample
                 .context
-                .with(|ctx| ctx.eval::<(), _>("void ArrayBuffer;"))
+                .with(|ctx| ctx.eval::<(), _>("void [ArrayBuffer, Date, Map, WeakRef];"))
                 .map_err(|e| e.to_string())?;
             // The prelude's, and those of the vault's own modules a call loads by itself.
             let mut sources = vec![PRELUDE];
@@ -194,7 +194,7 @@ impl Engine {
             return Ok(());
         }
         let context = intrinsics::context(&self.runtime, self.raw)?;
-        let typed_arrays = Rc::new(TypedArrays::new(&context));
+        let intrinsics = Rc::new(LazyIntrinsics::new(&context));
         let (run, svc, fire) = context.with(|ctx| {
             // The host functions, on one object the prelude takes off the global object (with
             // no prototype: a name it lacks is no lookup in `Object.prototype`, which code can
@@ -207,7 +207,7 @@ impl Engine {
                 self.host.clone(),
                 self.modules.clone(),
             ));
-            install_builtins(&ctx, &functions, &self.builtins, &typed_arrays, &later)
+            install_builtins(&ctx, &functions, &self.builtins, &intrinsics, &later)
                 .map_err(|e| e.to_string())?;
             ctx.globals()
                 .set("__functions", functions)
@@ -233,9 +233,11 @@ impl Engine {
             }
             let make: Function = to_host.get("make").map_err(|e| e.to_string())?;
             lazy::install(&ctx, LAZY, &make, Made::Value).map_err(|e| e.to_string())?;
-            let add_typed_arrays = typed_arrays.maker(&ctx).map_err(|e| e.to_string())?;
-            lazy::install(&ctx, TYPED_ARRAYS, &add_typed_arrays, Made::Intrinsic)
-                .map_err(|e| e.to_string())?;
+            let add_intrinsics = intrinsics.maker(&ctx).map_err(|e| e.to_string())?;
+            for group in Group::ALL {
+                lazy::install(&ctx, group.names(), &add_intrinsics, Made::Intrinsic)
+                    .map_err(|e| e.to_string())?;
+            }
             let run: Function = to_host.get("run").map_err(|e| e.to_string())?;
             let svc: Function = to_host.get("svc").map_err(|e| e.to_string())?;
             let fire: Function = to_host.get("fireTimer").map_err(|e| e.to_string())?;

@@ -245,6 +245,82 @@ fn typed_arrays_are_added_on_first_use() {
     }
 }
 
+/// `Date`, the maps and sets, and the weak references are added on first use as the typed arrays
+/// are: read, assigned, or needed by a built-in module (whose code uses `Map`) even after the
+/// code deleted the name; once added they are QuickJS's own.
+#[test]
+fn date_maps_and_weak_references_are_added_on_first_use() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "module.exports = () => {
+           const before = ['Date', 'Map', 'Set', 'WeakMap', 'WeakSet', 'WeakRef',
+             'FinalizationRegistry'].map((n) => typeof Object.getOwnPropertyDescriptor(globalThis, n).get);
+           const m = new Map([[1, 'a']]);
+           const checks = [
+             new Date(0).toISOString() === '1970-01-01T00:00:00.000Z',
+             typeof Date.now() === 'number' && JSON.stringify({ d: new Date(0) }).includes('1970'),
+             m.get(1) === 'a' && [...m.keys()][0] === 1 && m instanceof Map,
+             new Set([1, 1, 2]).size === 2 && Object.getPrototypeOf(new Set().values()) !== null,
+             new WeakMap([[m, 1]]).get(m) === 1 && new WeakSet([m]).has(m),
+             new WeakRef(m).deref() === m && typeof new FinalizationRegistry(() => {}).register === 'function',
+             Object.getOwnPropertyDescriptor(globalThis, 'Map').value === Map,
+             Map.groupBy([1, 2, 3], (x) => x % 2).get(1).length === 2,
+           ];
+           return { before, checks };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(value["before"], Json::from(vec!["function"; 7]));
+    assert_eq!(value["checks"], Json::from(vec![true; 8]));
+    assert!(!engine.finish());
+    assert_eq!(engine.runtime.memory_usage().obj_count, 0);
+    for (code, expected) in [
+        // Assigned before it is read.
+        (
+            "module.exports = () => { Date = 5; Set = 6; return [Date, Set, new Map().size]; };",
+            serde_json::json!([5, 6, 0]),
+        ),
+        // Deleted, then a built-in module (the globals', which uses `Map`) needs it.
+        (
+            "module.exports = () => { delete globalThis.Map; delete globalThis.Date; \
+             let timer = setTimeout(() => {}, 1); clearTimeout(timer); \
+             return [typeof Map, typeof Date, typeof require('util').inspect]; };",
+            serde_json::json!(["function", "function", "function"]),
+        ),
+        // Refused while one of the group's names cannot be deleted, leaving the others as
+        // they were.
+        (
+            "module.exports = () => { Object.defineProperty(globalThis, 'Set', \
+             { value: 1, configurable: false }); let why; \
+             try { new Map(); } catch (e) { why = e.message; } \
+             return [why, typeof Object.getOwnPropertyDescriptor(globalThis, 'Map').get]; };",
+            serde_json::json!([
+                "Map, Set, WeakMap and WeakSet cannot be added: one of their names cannot be deleted",
+                "function"
+            ]),
+        ),
+        // Refused on a global object code made non-extensible, in that call only.
+        (
+            "module.exports = () => { Object.preventExtensions(globalThis); \
+             try { new Map(); return 'added'; } catch (e) { return e.message; } };",
+            serde_json::json!(
+                "Map, Set, WeakMap and WeakSet cannot be added: the global object is not extensible"
+            ),
+        ),
+    ] {
+        let (outcome, _) = engine.run(&call(code));
+        assert_eq!(
+            outcome.map_err(|e| format!("{e:?}")),
+            Ok(expected),
+            "{code}"
+        );
+        engine.finish();
+        let (next, _) = engine.run(&call("module.exports = () => new Map([[1, 2]]).get(1);"));
+        assert_eq!(next.ok(), Some(Json::from(2)), "after {code}");
+        assert!(!engine.finish());
+    }
+}
+
 /// QuickJS's add of the typed arrays defines its names with no check (aborting the process on one
 /// it finds in its way) and reads `Uint8Array` and `Array.prototype.toString` as it goes: code that
 /// prepared the global object against it gets a `TypeError` in its own call, and the worker goes
