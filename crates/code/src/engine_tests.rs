@@ -605,6 +605,13 @@ fn code_that_does_not_compile_is_never_kept() {
             .borrow_mut()
             .get(uuid::Uuid::nil(), code)
             .is_none()
+    ); // An object the code throws is its own error, whatever it holds.
+    let (forged, _) = engine.run(&call(
+        "module.exports = () => { throw { __tokenvault_compile: 'x' }; };",
+    ));
+    assert!(
+        matches!(forged, Err(CodeError::Thrown { status: 500, .. })),
+        "{forged:?}"
     );
 }
 

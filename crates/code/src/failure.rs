@@ -76,10 +76,6 @@ fn thrown_too_large() -> CodeError {
 /// Maps a thrown object of one of the prelude's classes to its status and `errors`.
 fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<CodeError> {
     let object: &Object = value.as_object()?;
-    if let Ok(why) = object.get::<_, String>("__tokenvault_compile") {
-        let why: String = why.chars().take(MAX_COMPILE_MESSAGE).collect();
-        return Some(CodeError::Compile(why));
-    }
     if let Ok(custom) = object.get::<_, Object>("__tokenvault_custom") {
         let status: f64 = custom.get("status").unwrap_or(500.0);
         let headers: Value = custom.get("headers").ok()?;
