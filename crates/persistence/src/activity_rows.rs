@@ -9,12 +9,14 @@ use uuid::Uuid;
 
 /// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
 /// connection). Each row's tenant is locked `FOR KEY SHARE` as the foreign key would lock it,
-/// so a tenant deleted before the insert leaves its rows out, and one being deleted waits for
-/// this statement (or this statement for it), instead of failing the whole chunk.
+/// so a tenant deleted before the insert leaves its rows out instead of failing the whole
+/// chunk. `SKIP LOCKED`: only a delete locks a tenant's row against it, and the chunk carries
+/// every tenant's rows, so a tenant being deleted has its rows left out at once rather than
+/// holding the others' (a delete that waited for this statement instead is fine too).
 const ACTIVITY_UNNEST: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
      SELECT u.tenant_id, u.month, u.token_id \
      FROM UNNEST($1::uuid[], $2::varchar[], $3::varchar[]) AS u(tenant_id, month, token_id) \
-     WHERE EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id FOR KEY SHARE) \
+     WHERE EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id FOR KEY SHARE SKIP LOCKED) \
      ON CONFLICT DO NOTHING";
 
 /// Writes `entries` on the SQLite writer's connection: one transaction, a cached statement per

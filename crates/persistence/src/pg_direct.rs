@@ -1,8 +1,8 @@
 //! PostgreSQL's statements on connections of the adapter's own, beside SeaORM's pool: the
 //! repositories' point reads (`reads.rs`), among them the key's application (every request),
 //! and the key-and-token read of `GET /tokens/{id}`. Single token inserts go
-//! to the group writer (`pg_group.rs`, started here, one per database), or through SeaORM's
-//! pool when its thread could not start.
+//! to the group writer (`pg_group.rs`) and audit appends to the appender (`audit_copy.rs`),
+//! both threads started here, one each per database; `connect` fails when they cannot start.
 //!
 //! Why: sqlx 0.9 pings a connection every time it goes back to its pool, so each pooled
 //! statement cost two round trips to the server (the statement, then a `Sync` on release):
@@ -26,7 +26,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::audit_copy::AuditWriter;
 use crate::pg_group::PgWriter;
-use crate::supervise::answered;
+use crate::supervise::{self, answered};
 
 /// How long a statement waits for a connection, as SeaORM's pool does (`connect`).
 const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -104,8 +104,8 @@ impl PgDirect {
         let options = (*pool.connect_options()).clone();
         let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
         Ok(Arc::new(Self {
-            writer: PgWriter::start(options.clone())?,
-            audit: AuditWriter::start(options.clone())?,
+            writer: PgWriter::start(supervise::queue_options(options.clone()))?,
+            audit: AuditWriter::start(supervise::queue_options(options.clone()))?,
             options,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max.max(1)),

@@ -37,9 +37,6 @@ use crate::rows::token::{NOT_INSERTED, insert_order, write_conflict};
 use crate::stamp::stamp;
 use crate::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
 
-/// How long the writer's statements wait for a row lock.
-const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
-
 /// Rows in one statement at most.
 const MAX_GROUP: usize = 256;
 
@@ -49,24 +46,35 @@ fn columns() -> String {
     rows::columns(None, NOT_INSERTED)
 }
 
-/// The group insert; rows left out by a unique index are not returned.
+/// Takes the row's tenant as its foreign key would (`KEY SHARE`), but skips a tenant whose row
+/// is locked against it: only the last step of a tenant's delete does that, and every tenant's
+/// inserts queue behind this writer, so a tenant being deleted has its rows left out at once
+/// instead of holding the others'. A row left out this way is written alone ([`SINGLE_SQL`]),
+/// which answers it [`TokenWrite::Missing`] (a 401, as a deleted tenant's foreign key is).
+const TENANT_FREE: &str =
+    "EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id FOR KEY SHARE SKIP LOCKED)";
+
+/// The group insert; rows left out by a unique index or by [`TENANT_FREE`] are not returned.
 static GROUP_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO tokens ({}) SELECT * FROM UNNEST($1::uuid[], $2::varchar[], \
+        "INSERT INTO tokens ({cols}) SELECT u.* FROM UNNEST($1::uuid[], $2::varchar[], \
          $3::varchar[], $4::varchar[], $5::text[], $6::bytea[], $7::bytea[], $8::varchar[], \
          $9::varchar[], $10::text[], $11::uuid[], $12::timestamptz[], $13::uuid[], \
-         $14::timestamptz[], $15::timestamptz[], $16::bool[]) ON CONFLICT DO NOTHING \
-         RETURNING tenant_id, id",
-        columns()
+         $14::timestamptz[], $15::timestamptz[], $16::bool[]) AS u({cols}) \
+         WHERE {TENANT_FREE} ON CONFLICT DO NOTHING RETURNING tenant_id, id",
+        cols = columns()
     )
 });
 
-/// One row alone, to learn which index it hits.
+/// One row alone, to learn which index it hits; no row written and no error: its tenant is
+/// gone or being deleted ([`TENANT_FREE`]).
 static SINGLE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO tokens ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-         $12, $13, $14, $15, $16)",
-        columns()
+        "INSERT INTO tokens ({cols}) SELECT u.* FROM (VALUES ($1::uuid, $2::varchar, \
+         $3::varchar, $4::varchar, $5::text, $6::bytea, $7::bytea, $8::varchar, $9::varchar, \
+         $10::text, $11::uuid, $12::timestamptz, $13::uuid, $14::timestamptz, \
+         $15::timestamptz, $16::bool)) AS u({cols}) WHERE {TENANT_FREE}",
+        cols = columns()
     )
 });
 
@@ -155,7 +163,7 @@ async fn run(
         }
         let live = match conn.as_mut() {
             Some(live) => live,
-            None => match within(open(options)).await {
+            None => match within(PgConnection::connect_with(options)).await {
                 Ok(opened) => conn.insert(opened),
                 Err(e) => {
                     answer_all(group, &e);
@@ -176,16 +184,6 @@ async fn run(
         );
         idle_since = Instant::now();
     }
-}
-
-/// The writer's connection. Every tenant's inserts wait behind its statement, so it waits at
-/// most `LOCK_TIMEOUT` for a lock (a tenant being deleted holds its row until the cascade
-/// commits): the group then falls back to one row at a time, and only the rows that wait on
-/// that lock fail.
-async fn open(options: &PgConnectOptions) -> Result<PgConnection, sqlx::Error> {
-    let mut conn = PgConnection::connect_with(options).await?;
-    sqlx::query(LOCK_TIMEOUT).execute(&mut conn).await?;
-    Ok(conn)
 }
 
 fn backend(e: &sqlx::Error) -> RepoError {
@@ -312,8 +310,13 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
         .bind(t.deduplicate);
     let result = within(statement.execute(&mut *conn)).await;
     match result {
-        Ok(_) => {
-            let _ = p.reply.send(Ok(TokenWrite::Done));
+        Ok(done) => {
+            let written = if done.rows_affected() == 0 {
+                TokenWrite::Missing
+            } else {
+                TokenWrite::Done
+            };
+            let _ = p.reply.send(Ok(written));
             Ok(())
         }
         Err(e) if answered(&e) => {

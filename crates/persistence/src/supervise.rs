@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::sqlx;
-use sea_orm::sqlx::postgres::{PgDatabaseError, PgSeverity};
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgSeverity};
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -23,6 +23,18 @@ pub(crate) const CHECK_AFTER_IDLE: Duration = Duration::from_secs(1);
 /// answering (dropped packets) must not hold the thread, and every caller queued behind it,
 /// forever.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long a statement of such a thread waits for a lock. Every tenant's writes queue behind
+/// the thread, so one tenant's locked row (the last step of its delete, an administrator's open
+/// transaction) must not hold them: the write that waited fails alone, and its caller writes it
+/// again later (the audit) or answers an error (a token insert).
+const LOCK_TIMEOUT: &str = "2s";
+
+/// `options` for such a thread's connection: [`LOCK_TIMEOUT`] as a start-up option, so it holds
+/// from the first statement of every connection the thread opens, a reconnection's included.
+pub(crate) fn queue_options(options: PgConnectOptions) -> PgConnectOptions {
+    options.options([("lock_timeout", LOCK_TIMEOUT)])
+}
 
 pub(crate) fn timed_out() -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::new(

@@ -130,9 +130,10 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
     }
 }
 
-/// The group writer carries every tenant's inserts; a tenant being deleted (its row locked
-/// until the cascade commits) holds up only its own rows: the writer waits at most its lock
-/// timeout, then writes row by row.
+/// The group writer carries every tenant's inserts; a tenant being deleted (its row locked by
+/// the delete's last step) holds up none of them: its row is answered `Missing` (a 401, as
+/// once its delete commits) at once, without waiting out the writer's lock timeout, and the
+/// other tenant's row of the same group is written.
 #[tokio::test]
 async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
     use sea_orm::sqlx::{Connection, Executor, PgConnection};
@@ -160,12 +161,108 @@ async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
         );
         let (theirs, ours) = tokio::join!(tokens.insert(&l1), tokens.insert(&s1));
         assert_eq!(ours.unwrap(), TokenWrite::Done);
-        assert!(
-            theirs.is_err(),
-            "the row behind the lock fails alone: {theirs:?}"
-        );
+        assert_eq!(theirs.unwrap(), TokenWrite::Missing);
+        // Alone in its group too, and on the second try: nothing waited out a timeout and
+        // left the connection out of step.
+        for id in ["l-2", "l-3"] {
+            let alone = tokens.insert(&token(leaving, id, "/", now())).await;
+            assert_eq!(alone.unwrap(), TokenWrite::Missing);
+        }
         deleting.execute("ROLLBACK").await.unwrap();
         drop(deleting);
+        db.destroy().await;
+    }
+}
+
+/// A connection that holds `tenant`'s row as its delete does (in an open transaction), until
+/// it is dropped.
+async fn deleting(db: &TestDatabase, tenant: uuid::Uuid) -> sea_orm::sqlx::PgConnection {
+    use sea_orm::sqlx::{Connection, Executor, PgConnection};
+    let options = db.db.get_postgres_connection_pool().connect_options();
+    let mut conn = PgConnection::connect_with(&options).await.unwrap();
+    conn.execute("BEGIN").await.unwrap();
+    conn.execute(sea_orm::sqlx::AssertSqlSafe(format!(
+        "DELETE FROM tenants WHERE id = '{tenant}'"
+    )))
+    .await
+    .unwrap();
+    conn
+}
+
+/// Ends the delete `conn` holds without committing it.
+async fn rollback(mut conn: sea_orm::sqlx::PgConnection) {
+    use sea_orm::sqlx::Executor;
+    conn.execute("ROLLBACK").await.unwrap();
+}
+
+/// The audit appender carries every tenant's appends, one after another; one behind a tenant
+/// being deleted is not held up by it: the locked tenant's append fails at once (`55P03`, the
+/// lock not available, not the appender's 30-second deadline), and the next tenant's lands
+/// while the lock is still held.
+#[tokio::test]
+async fn an_audit_append_does_not_wait_behind_a_tenant_being_deleted() {
+    for backend in backends() {
+        if backend != Backend::Postgres {
+            continue; // the appender thread exists on PostgreSQL only
+        }
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let audit = SeaOrmAuditRepository::new(db.db.clone());
+        let leaving = common::tenant(&tenants).await;
+        let staying = common::tenant(&tenants).await;
+        let lock = deleting(&db, leaving).await;
+        let (first, second) = ([audit_entry(leaving, 1)], [audit_entry(staying, 1)]);
+        let (theirs, ours) = tokio::join!(
+            audit.append(leaving, None, &first),
+            audit.append(staying, None, &second)
+        );
+        assert_eq!(ours.unwrap(), AppendOutcome::Appended);
+        let theirs = format!("{:?}", theirs.unwrap_err());
+        assert!(theirs.contains("55P03"), "{theirs}");
+        assert_eq!(audit.head(staying).await.unwrap().unwrap().seq, 1);
+        rollback(lock).await;
+        // Once the delete is gone (rolled back here), the tenant's append goes through.
+        assert_eq!(
+            audit
+                .append(leaving, None, &[audit_entry(leaving, 1)])
+                .await
+                .unwrap(),
+            AppendOutcome::Appended
+        );
+        db.destroy().await;
+    }
+}
+
+/// The activity flush writes every tenant's rows in one statement; a tenant being deleted has
+/// its rows left out at once instead of holding the others' (or failing them).
+#[tokio::test]
+async fn an_activity_flush_leaves_out_a_tenant_being_deleted() {
+    for backend in backends() {
+        if backend != Backend::Postgres {
+            continue; // SQLite has one writer: a delete and a flush never overlap
+        }
+        let db = TestDatabase::create(backend).await;
+        let tenants = SeaOrmTenantRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let leaving = common::tenant(&tenants).await;
+        let staying = common::tenant(&tenants).await;
+        let month = "2026-11".to_owned();
+        let lock = deleting(&db, leaving).await;
+        let rows = [
+            (leaving, month.clone(), "l-1".to_owned()),
+            (staying, month.clone(), "s-1".to_owned()),
+        ];
+        // Were the flush to wait on the lock, it would wait for this test: forever.
+        tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            tokens.record_activity(&rows),
+        )
+        .await
+        .expect("the flush waited on the tenant being deleted")
+        .unwrap();
+        assert_eq!(tokens.count_active(staying, &month).await.unwrap(), 1);
+        rollback(lock).await;
+        assert_eq!(tokens.count_active(leaving, &month).await.unwrap(), 0);
         db.destroy().await;
     }
 }
