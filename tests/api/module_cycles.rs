@@ -17,6 +17,11 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let rel = path.strip_prefix(src).unwrap().with_extension("");
+                // A binary beside a library is a crate of its own, which imports the library
+                // by its name, never by `crate::`.
+                if rel == Path::new("main") && src.join("lib.rs").is_file() {
+                    continue;
+                }
                 let mut parts: Vec<String> = rel
                     .components()
                     .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -88,24 +93,68 @@ fn crate_paths(text: &str) -> Vec<Vec<String>> {
     paths
 }
 
-/// The import graph of one crate's `src`.
+/// The crate root's own code: its text without its `mod` declarations and `use` items (a
+/// re-export is the crate's face, not a dependency of the root's code).
+fn root_code(text: &str) -> String {
+    let mut code = String::new();
+    let mut in_use = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let item = trimmed
+            .strip_prefix("pub(crate) ")
+            .or_else(|| trimmed.strip_prefix("pub "))
+            .unwrap_or(trimmed);
+        if !in_use && (item.starts_with("use ") || item.starts_with("mod ")) {
+            in_use = !trimmed.ends_with(';');
+            continue;
+        }
+        if in_use {
+            in_use = !trimmed.ends_with(';');
+            continue;
+        }
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
+}
+
+/// The first-level modules the root's `code` names by their bare name (`engine::Database`).
+fn bare_paths(code: &str, mods: &BTreeMap<String, PathBuf>) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    for (at, _) in code.match_indices("::") {
+        let before = &code[..at];
+        let start = before.rfind(|c: char| !is_ident(c)).map_or(0, |i| i + 1);
+        let first = &before[start..];
+        let qualified = before[..start].ends_with("::");
+        if !first.is_empty() && !qualified && mods.contains_key(first) {
+            paths.push(path_at(&code[start..]));
+        }
+    }
+    paths
+}
+
+/// The import graph of one crate's `src`. The crate root (`""`) is a node too: a file that
+/// names an item the root defines depends on it, and the root on what its own code names.
 fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mods = modules(src);
     let mut edges = BTreeMap::new();
     for (name, file) in &mods {
-        if name.is_empty() {
-            continue;
-        }
         let text = std::fs::read_to_string(file).unwrap();
         let text = text
             .find("#[cfg(test)]\nmod tests")
             .map_or(text.as_str(), |cut| &text[..cut]);
+        let mut named = crate_paths(text);
+        if name.is_empty() {
+            let code = root_code(text);
+            named = crate_paths(&code);
+            named.extend(bare_paths(&code, &mods));
+        }
         let mut to = BTreeSet::new();
-        for path in crate_paths(text) {
-            let target = (1..=path.len())
+        for path in named {
+            let target = (0..=path.len())
                 .rev()
                 .map(|k| path[..k].join("::"))
-                .find(|cand| mods.contains_key(cand) && !cand.is_empty());
+                .find(|cand| mods.contains_key(cand));
             if let Some(target) = target {
                 let related = target == *name
                     || name.starts_with(&format!("{target}::"))
@@ -217,4 +266,22 @@ fn the_check_finds_a_circle_and_reads_groups() {
     .map(|(k, v)| (k.to_string(), v.iter().map(|s| (*s).to_string()).collect()))
     .collect();
     assert_eq!(circles(&graph), vec![vec!["a", "b", "c"]]);
+}
+
+#[test]
+fn the_crate_root_is_a_node_with_its_own_code_only() {
+    let root = "//! doc\nmod engine;\npub mod rows;\npub use engine::{\n    Database,\n    Engine,\n};\nuse std::fmt;\n\npub fn connect() { engine::open(); sea_orm::engine::x(); }\n";
+    let code = root_code(root);
+    assert!(
+        !code.contains("Database") && !code.contains("mod "),
+        "{code}"
+    );
+    let mods: BTreeMap<String, PathBuf> = ["", "engine", "rows"]
+        .into_iter()
+        .map(|m| (m.to_string(), PathBuf::new()))
+        .collect();
+    assert_eq!(
+        bare_paths(&code, &mods),
+        vec![vec!["engine".to_string(), "open".to_string()]]
+    );
 }

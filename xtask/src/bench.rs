@@ -16,8 +16,8 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::destination;
+use crate::workspace::{DEFAULT_TEST_POSTGRES, cargo, root};
 use crate::wrk::{Measured, Target, ensure_wrk, run_wrk_at};
-use crate::{DEFAULT_TEST_POSTGRES, cargo, root};
 
 const BOOTSTRAP_KEY: &str = "key_benchbenchbenchbenchbenchbench12";
 

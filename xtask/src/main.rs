@@ -8,9 +8,6 @@
 //! - `ci` — everything CI runs: rustfmt, clippy, the whole test suite on SQLite and PostgreSQL,
 //!   and the docs. `.ci/run` runs exactly this.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use anyhow::{Context as _, bail};
 use sea_orm_migration::MigratorTrait;
 use sea_orm_migration::sea_orm::Database;
@@ -18,31 +15,10 @@ use tokenvault_migrations::Migrator;
 
 mod bench;
 mod destination;
+mod workspace;
 mod wrk;
 
-const DEFAULT_TEST_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the workspace")
-        .to_path_buf()
-}
-
-fn cargo(args: &[&str], envs: &[(&str, &str)]) -> anyhow::Result<()> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    eprintln!("xtask: cargo {}", args.join(" "));
-    let status = Command::new(cargo)
-        .args(args)
-        .envs(envs.iter().copied())
-        .current_dir(root())
-        .status()
-        .context("cannot run cargo")?;
-    if !status.success() {
-        bail!("`cargo {}` failed ({status})", args.join(" "));
-    }
-    Ok(())
-}
+use workspace::{DEFAULT_TEST_POSTGRES, cargo, root};
 
 fn ci() -> anyhow::Result<()> {
     let pg = std::env::var("TOKENVAULT_TEST_DATABASE_URL")

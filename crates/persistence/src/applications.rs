@@ -22,9 +22,10 @@ use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
 use crate::pg_key_group::KeyGroup;
 use crate::reads::Reads;
+use crate::repo_error::repo_err;
 use crate::rows::application::{hash_hex, to_active, to_domain};
 use crate::stamp::stamp;
-use crate::{grants, keyed_reactor, keyed_read, repo_err};
+use crate::{grants, keyed_reactor, keyed_read};
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]

@@ -32,7 +32,7 @@ use crate::audit_rows::{micros, sqlite_time};
 use crate::engine::{Database, Engine};
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]

@@ -138,7 +138,7 @@ pub(crate) fn bound_time(now: OffsetDateTime) -> Result<String, RepoError> {
 }
 
 impl DirectReads {
-    /// Direct reads on the SQLite `file` [`crate::connect`] opened, with its writer and
+    /// Direct reads on the SQLite `file` `connect` (`connect.rs`) opened, with its writer and
     /// checkpoint threads, which start here.
     ///
     /// # Errors

@@ -1,4 +1,4 @@
-//! An open database: what [`crate::connect`] returns, owned by whoever opened it.
+//! An open database: what `connect` (`connect.rs`) returns, owned by whoever opened it.
 //!
 //! Beside SeaORM's pool, each backend has machinery of its own, made here at connect and
 //! nowhere else (no process-wide registry, no thread started by a repository's constructor):

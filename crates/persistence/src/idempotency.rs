@@ -14,7 +14,7 @@ use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository};
 
 use crate::engine::Database;
 use crate::entity::idempotency::{self, Column, Entity};
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::stamp::stamp;
 
 /// How many times a claim starts over when the record it lost to vanished before it could be

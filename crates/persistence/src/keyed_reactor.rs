@@ -32,7 +32,7 @@ use crate::keyed_read::{application_and_settings, application_and_settings_of, p
 use crate::pg_direct::PgDirect;
 use crate::reactors::{formula_by_id, formula_to_domain, reactor_by_id, reactor_to_domain};
 use crate::reads::Reads;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
 

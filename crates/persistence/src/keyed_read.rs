@@ -17,7 +17,7 @@ use tokenvault_domain::tenant::TenantSettings;
 
 use crate::entity::application;
 use crate::pg_direct::PgDirect;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 
 /// The key's application and its tenant's settings alone: every request's authentication on
 /// PostgreSQL. Fixed text (SeaORM's builder made this statement anew per request, and its

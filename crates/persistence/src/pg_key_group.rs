@@ -39,7 +39,7 @@ use tokio::sync::oneshot;
 use crate::entity::token;
 use crate::keyed_read::{application_and_settings, application_and_settings_of, prefixed};
 use crate::pg_direct::PgDirect;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::stamp::stamp;
 
 /// Reads in one statement at most.

@@ -26,7 +26,7 @@ use crate::engine::Database;
 use crate::entity::proxy::{self, Column, Entity};
 use crate::entity::{application, token};
 use crate::reads::Reads;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
 use crate::rows::{self, columns};
 use crate::search::list_condition;

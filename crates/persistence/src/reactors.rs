@@ -23,7 +23,7 @@ use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::rows::{self, columns};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};

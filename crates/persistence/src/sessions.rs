@@ -18,9 +18,10 @@ use uuid::Uuid;
 use crate::engine::Database;
 use crate::entity::session::{self, Column, Entity};
 use crate::entity::{application, tenant};
+use crate::grants;
+use crate::repo_error::repo_err;
 use crate::rows::application::hash_hex;
 use crate::stamp::{stamp, unstamp};
-use crate::{grants, repo_err};
 
 /// Sessions in the `sessions` table.
 #[derive(Clone, Debug)]

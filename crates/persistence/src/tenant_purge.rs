@@ -23,7 +23,7 @@ use tokenvault_domain::RepoError;
 use uuid::Uuid;
 
 use crate::entity::tenant;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::stamp::stamp;
 
 /// The tenant-owned tables, in the order their rows are purged: the tables holding its keys

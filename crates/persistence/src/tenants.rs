@@ -19,7 +19,7 @@ use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::{application, tenant};
 use crate::reads::Reads;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::rows::application::to_active;
 use crate::rows::tenant::to_domain;
 use crate::rows::{self, columns};

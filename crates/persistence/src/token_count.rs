@@ -13,7 +13,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenFilter;
 use uuid::Uuid;
 
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::stamp::stamp;
 
 /// Live tokens per container and type: the kept counts less the expired rows still stored, in

@@ -17,7 +17,7 @@ use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::entity::{association, token};
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::rows::token::{live, to_domain};
 
 fn escape_like(prefix: &str) -> String {

@@ -21,7 +21,7 @@ use crate::direct::DirectReads;
 use crate::engine::{Database, Engine};
 use crate::entity::{activity, association, token, token_month};
 use crate::reads::Reads;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::rows::token::{insert_order, live, metadata_json, to_active, to_domain, write_conflict};
 use crate::stamp::{stamp, unstamp};
 use crate::token_count::{counted_total, drop_empty};

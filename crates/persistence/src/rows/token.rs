@@ -15,7 +15,7 @@ use tokenvault_domain::token::StoredToken;
 
 use super::Fields;
 use crate::entity::token;
-use crate::repo_err;
+use crate::repo_error::repo_err;
 use crate::stamp::{stamp, unstamp};
 
 /// A unique violation, told apart by the index it hit; other errors are backend failures.
