@@ -2,7 +2,7 @@
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use tokenvault_tests::{assert_invalid, assert_problem, on_each_backend, unique};
+use tokenvault_tests::{TestApp, assert_invalid, assert_problem, on_each_backend, unique};
 
 #[tokio::test]
 async fn bootstrap_tenant_is_default_with_false_settings() {
@@ -299,4 +299,30 @@ async fn operator_lists_shows_and_deletes_tenants() {
         );
     })
     .await;
+}
+
+/// A command closes the database it opened, as the server does when it stops: with no server
+/// running, what `tenants create` wrote on SQLite is copied back from the log into the file
+/// before the command answers (and the engine's threads have ended).
+#[tokio::test]
+async fn a_command_closes_the_database_it_opened() {
+    let mut app = TestApp::spawn(tokenvault_tests::DbBackend::Sqlite).await;
+    app.shutdown().await.unwrap();
+    let url = app.config.effective_database_url();
+    let file = tokenvault_persistence::sqlite_backup::sqlite_file(&url).expect("a SQLite URL");
+    let mut wal = file.into_os_string();
+    wal.push("-wal");
+    let made = tokenvault_server::tenant_commands::create(&app.config, "closed", None)
+        .await
+        .unwrap();
+    assert!(made["management_key"].is_string());
+    let logged = std::fs::metadata(&wal).map_or(0, |m| m.len());
+    assert_eq!(
+        logged, 0,
+        "the command's writes are copied back from the log"
+    );
+    let listed = tokenvault_server::tenant_commands::list(&app.config)
+        .await
+        .unwrap();
+    assert_eq!(listed["tenants"].as_array().unwrap().len(), 2, "{listed}");
 }

@@ -120,7 +120,7 @@ pub async fn measure(
         sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
-    let tokens = Arc::new(SeaOrmTokenRepository::new(db));
+    let tokens = Arc::new(SeaOrmTokenRepository::new(db.clone()));
 
     let (repo, c) = (tokens.clone(), cipher.clone());
     let insert_per_s = rate(duration, concurrency, move |n| {
@@ -159,6 +159,8 @@ pub async fn measure(
         pairs += 1000;
     }
     let encrypt_decrypt_per_s = per_second(pairs, started);
+    db.close().await?;
+    vault.close().await?;
     Ok(Ceilings {
         insert_per_s,
         read_per_s,
@@ -173,7 +175,7 @@ async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
         sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
-    let tenants = SeaOrmTenantRepository::new(db);
+    let tenants = SeaOrmTenantRepository::new(db.clone());
     let mut others = 0_usize;
     for (id, _) in tenants.data_keys().await? {
         if tenants
@@ -184,6 +186,7 @@ async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
             others += 1;
         }
     }
+    db.close().await?;
     anyhow::ensure!(
         others == 0,
         "the database holds {others} tenant(s) besides those `ceilings` added: it measures on a \
@@ -237,5 +240,6 @@ pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u
     // What a bulk load is followed by on PostgreSQL (its autovacuum would do it later, or
     // never where it is off): fresh statistics, so plans are made for the table's new size.
     tokenvault_persistence::refresh_statistics(&db).await?;
+    db.close().await?;
     Ok(added)
 }

@@ -40,11 +40,11 @@ pub(crate) async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch
 }
 
 /// Rows of a deleted tenant removed per statement by [`purge_deleted_tenants`].
-const PURGE_BATCH: u64 = 500;
+pub(crate) const PURGE_BATCH: u64 = 500;
 
 /// The pause between two purge statements: on SQLite the writer thread and the pool take
 /// turns at the one write lock, and a purge that never paused could keep it from the writer.
-const PURGE_PAUSE: Duration = Duration::from_millis(5);
+pub(crate) const PURGE_PAUSE: Duration = Duration::from_millis(5);
 
 /// Rounds of the purge job between two checks of the cached data keys: each check looks up
 /// the tenant of every key this instance holds, so it runs every 30 s, not every second.

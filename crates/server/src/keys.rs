@@ -12,7 +12,7 @@ use tokenvault_domain::ports::{Cipher as _, KeyWrapping, TenantRepository as _};
 use tokenvault_outbound::transit::{TransitKeys, TransitSettings};
 use tokenvault_persistence::SeaOrmTenantRepository;
 
-use crate::{Config, Opened, Shared, dev_key, open_vault_with};
+use crate::{CommandVault, Config, Opened, Shared, dev_key, open_vault_with};
 
 /// The master key in effect: `TOKENVAULT_MASTER_KEY`, else `TOKENVAULT_MASTER_KEY_FILE`, else
 /// (development mode) `<data_dir>/master.key`, generated with mode 0600 on first use.
@@ -155,13 +155,17 @@ pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCip
 /// under the Transit key's newest version (rotate it in Transit first), and any tenant key still
 /// wrapped by a local master key (moving a vault to Transit).
 pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Value> {
-    let Opened { vault, .. } =
+    let Opened { vault, db, .. } =
         open_vault_with(config, master_cipher(config).await?, &Shared::new(config)).await?;
-    let rewrapped = vault
-        .tenants
-        .rotate_master_key()
-        .await
-        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+    let rewrapped = CommandVault { vault, db }
+        .run(async |vault| {
+            vault
+                .tenants
+                .rotate_master_key()
+                .await
+                .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))
+        })
+        .await?;
     Ok(serde_json::json!({
         "rewrapped_tenant_keys": rewrapped,
         "master_key": "Transit",
@@ -201,20 +205,31 @@ pub async fn rotate_master_key(
         &Shared::new(config),
     )
     .await?;
-    let rewrapped = vault
-        .tenants
-        .rotate_master_key()
-        .await
-        .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+    let tenants = SeaOrmTenantRepository::new(db.clone());
+    let finishing = files.filter(|_| replaces_file);
+    let (rewrapped, wrapped) = CommandVault { vault, db }
+        .run(async |vault| {
+            let rewrapped = vault
+                .tenants
+                .rotate_master_key()
+                .await
+                .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+            // A key of the old `master.key.previous` is kept only while a tenant key the
+            // re-wrap left behind (changed meanwhile, see `Tenants::rotate_master_key`) still
+            // needs it: the keys as they are now, read before the database closes.
+            let wrapped = match &finishing {
+                Some(_) => tenants
+                    .data_keys()
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot read the tenant keys: {e}"))?,
+                None => Vec::new(),
+            };
+            Ok((rewrapped, wrapped))
+        })
+        .await?;
     let mut printed =
         serde_json::json!({ "rewrapped_tenant_keys": rewrapped, "master_key_id": id });
-    if let Some(files) = files.filter(|_| replaces_file) {
-        // A key of the old `master.key.previous` is kept only while a tenant key the re-wrap
-        // left behind (changed meanwhile, see `Tenants::rotate_master_key`) still needs it.
-        let wrapped = SeaOrmTenantRepository::new(db)
-            .data_keys()
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot read the tenant keys: {e}"))?;
+    if let Some(files) = finishing {
         files.finish(&current, |key| {
             let only = EnvelopeCipher::new(key.clone(), Vec::new());
             // A local key unwraps without waiting: its future is ready at once.

@@ -67,11 +67,60 @@ impl Clock for SystemClock {
     }
 }
 
-/// Opens (creating if needed) and migrates the database, and builds the use cases on it.
-pub async fn open_vault(config: &Config) -> anyhow::Result<Vault> {
-    Ok(open_metered_vault(config, &Shared::new(config))
-        .await?
-        .vault)
+/// Opens (creating if needed) and migrates the database, and builds the use cases on it, for
+/// one command; [`CommandVault::close`] it when the command is done.
+pub async fn open_vault(config: &Config) -> anyhow::Result<CommandVault> {
+    let Opened { vault, db, .. } = open_metered_vault(config, &Shared::new(config)).await?;
+    Ok(CommandVault { vault, db })
+}
+
+/// The use cases of a command (`tokenvault tenants …`, `keys rotate-master`, `ceilings`) and
+/// the database under them.
+pub struct CommandVault {
+    /// The use cases.
+    pub vault: Vault,
+    db: Database,
+}
+
+impl std::ops::Deref for CommandVault {
+    type Target = Vault;
+
+    fn deref(&self) -> &Vault {
+        &self.vault
+    }
+}
+
+impl CommandVault {
+    /// Ends the command as the server ends: writes the audit entries and activity it left in
+    /// memory, then closes the database, whose threads end once their queues are written (and a
+    /// SQLite file's log is copied back into it).
+    ///
+    /// # Errors
+    /// What could not be written; the database is closed all the same.
+    pub async fn close(self) -> anyhow::Result<()> {
+        let audit = self.vault.audit.flush_audit().await;
+        let activity = self.vault.usage.flush_activity().await;
+        let closed = self.db.close().await;
+        audit.map_err(|e| anyhow::anyhow!("cannot write the audit log: {e}"))?;
+        activity.map_err(|e| anyhow::anyhow!("cannot write the token activity: {e}"))?;
+        closed.context("cannot close the database")?;
+        Ok(())
+    }
+
+    /// Runs `command` on the use cases, then [`Self::close`], whatever `command` answered.
+    ///
+    /// # Errors
+    /// `command`'s error, else [`Self::close`]'s.
+    pub async fn run<T>(
+        self,
+        command: impl AsyncFnOnce(&Vault) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let answer = command(&self.vault).await;
+        let closed = self.close().await;
+        let answer = answer?;
+        closed?;
+        Ok(answer)
+    }
 }
 
 /// What the HTTP server and the use cases share: the code runner's counters for `GET /metrics`,
@@ -372,6 +421,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
     let pending = tokenvault_persistence::pending_migrations(&db).await?;
     tokenvault_persistence::migrate(&db).await?;
     startup.release().await;
+    db.close().await.context("cannot close the database")?;
     Ok(pending)
 }
 
