@@ -232,21 +232,17 @@ impl ProxyRepository for SeaOrmProxyRepository {
             return Ok(None);
         };
         // The key may have moved between the two statements: only the proxy's tenant. A
-        // failed read is no error here: the caller reads the tokens again once authorized.
+        // failed read fails the call, as the proxy's own read does: a second path that read
+        // them again once the caller is known would run only when the database fails, which
+        // no test brings about.
         let tenant_id = proxy.proxy.tenant_id;
-        let tokens = match tokens {
-            Ok(rows) => rows
-                .into_iter()
-                .filter(|row| row.tenant_id == tenant_id)
-                .map(crate::rows::token::to_domain)
-                .collect::<Result<Vec<_>, _>>()
-                .ok(),
-            Err(e) => {
-                tracing::warn!(error = %e, "the tokens read with a proxy failed; read again once the caller is known");
-                None
-            }
-        };
-        Ok(Some((proxy, tokens)))
+        let tokens = tokens
+            .map_err(repo_err)?
+            .into_iter()
+            .filter(|row| row.tenant_id == tenant_id)
+            .map(crate::rows::token::to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some((proxy, Some(tokens))))
     }
 
     async fn list(
