@@ -5,11 +5,22 @@ use std::process::Command;
 
 /// The names of the packages `package` depends on (normal dependencies, transitively).
 fn dependencies(package: &str) -> Vec<String> {
+    tree(package, &[])
+}
+
+/// The names of the packages `package` depends on itself (normal dependencies).
+fn direct_dependencies(package: &str) -> Vec<String> {
+    tree(package, &["--depth", "1"])
+}
+
+/// `cargo tree` of `package`'s normal dependencies with `extra` arguments, as package names.
+fn tree(package: &str, extra: &[&str]) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
             "tree", "-p", package, "-e", "normal", "--prefix", "none", "--format", "{p}",
         ])
+        .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run cargo tree");
@@ -69,5 +80,35 @@ fn domain_depends_on_no_io_crate() {
             !names.contains(&forbidden),
             "the domain depends on {forbidden}"
         );
+    }
+}
+
+/// Domain types derive no `Serialize` or `Deserialize`: wire formats live in the adapters.
+/// The domain does not depend on `serde` itself (only `serde_json`, for tenant code's values),
+/// so no derive can be written there, and none is.
+#[test]
+fn the_domain_has_no_wire_format() {
+    let direct = direct_dependencies("tokenvault-domain");
+    assert!(
+        !direct.iter().any(|n| n == "serde"),
+        "the domain depends on serde: {direct:?}"
+    );
+    assert!(direct.iter().any(|n| n == "serde_json"), "{direct:?}");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/domain/src");
+    let mut dirs = vec![src];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    !text.contains("Serialize"),
+                    "{} names Serialize or Deserialize",
+                    path.display()
+                );
+            }
+        }
     }
 }
