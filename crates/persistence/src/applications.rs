@@ -43,7 +43,7 @@ impl SeaOrmApplicationRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
-            key_group: db.postgres().map(|pg| Arc::new(KeyGroup::new(pg))),
+            key_group: db.key_group(),
             direct: db.sqlite(),
             reads: db.reads(),
             db: db.connection().clone(),

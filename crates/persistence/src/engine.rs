@@ -7,7 +7,9 @@
 //!   (`writer.rs`: token inserts in groups, audit appends, activity) and its checkpoint thread
 //!   (`checkpoint.rs`);
 //! - PostgreSQL: the adapter's own connections for point reads (`pg_direct.rs`), the token
-//!   group writer thread (`pg_group.rs`) and the audit appender thread (`audit_copy.rs`).
+//!   group writer thread (`pg_group.rs`), the audit appender thread (`audit_copy.rs`) and the
+//!   queue of key-and-token reads answered together (`pg_key_group.rs`: one per database, so
+//!   its bound on statements running at once holds for the database).
 //!
 //! Every repository is made from a [`Database`] and shares its engine; its owner stops the
 //! threads with [`Database::close`] (the server does, last, `crates/server/src/lib.rs`), and
@@ -20,6 +22,7 @@ use sea_orm::DatabaseConnection;
 
 use crate::direct::DirectReads;
 use crate::pg_direct::PgDirect;
+use crate::pg_key_group::KeyGroup;
 use crate::reads::Reads;
 
 /// One backend's machinery beside the pool.
@@ -37,11 +40,26 @@ pub(crate) enum Engine {
 pub struct Database {
     db: DatabaseConnection,
     engine: Engine,
+    /// PostgreSQL's grouped key-and-token reads; `None` on SQLite.
+    key_group: Option<Arc<KeyGroup>>,
 }
 
 impl Database {
     pub(crate) fn new(db: DatabaseConnection, engine: Engine) -> Self {
-        Self { db, engine }
+        let key_group = match &engine {
+            Engine::Postgres(pg) => Some(Arc::new(KeyGroup::new(pg.clone()))),
+            Engine::Sqlite(_) => None,
+        };
+        Self {
+            db,
+            engine,
+            key_group,
+        }
+    }
+
+    /// PostgreSQL's key-and-token reads answered together; `None` on SQLite.
+    pub(crate) fn key_group(&self) -> Option<Arc<KeyGroup>> {
+        self.key_group.clone()
     }
 
     /// SeaORM's pool.
