@@ -12,7 +12,7 @@ use crate::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
-    TenantRepository, TokenRepository,
+    TenantRepository, TokenRepository, UsageRepository,
 };
 use crate::tenant::Tenant;
 
@@ -29,6 +29,8 @@ pub struct Ports {
     pub clock: Arc<dyn Clock>,
     /// Token storage.
     pub tokens: Arc<dyn TokenRepository>,
+    /// Token counts and monthly activity (usually the token storage's adapter too).
+    pub usage: Arc<dyn UsageRepository>,
     /// Envelope encryption and fingerprints.
     pub cipher: Arc<dyn Cipher>,
     /// The expression language.
@@ -191,13 +193,13 @@ impl Areas {
                 shared: shared.clone(),
             },
             usage: Usage {
-                tokens: p.tokens.clone(),
+                store: p.usage.clone(),
                 activity,
                 clock: p.clock.clone(),
             },
             tenants: Tenants {
                 store: p.tenants,
-                tokens: p.tokens,
+                usage: p.usage,
                 keys: p.keys,
                 cipher: p.cipher.clone(),
                 clock: p.clock.clone(),

@@ -41,6 +41,7 @@ mod token_count;
 mod token_months;
 mod token_queries;
 mod tokens;
+mod usage;
 mod writer;
 
 pub use applications::SeaOrmApplicationRepository;
@@ -63,3 +64,4 @@ pub use token_count::counted_total;
 pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]
 pub use tokens::{explain_fingerprint_lookup, explain_list_page};
+pub use usage::SeaOrmUsageRepository;

@@ -7,30 +7,26 @@ use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
-    Iterable, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    Iterable, PaginatorTrait, QueryFilter, QueryOrder, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, TypeCount, month_of};
+use tokenvault_domain::ports::{TokenFilter, TokenRepository, TokenWrite, month_of};
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::activity_rows;
 use crate::direct::DirectReads;
 use crate::engine::{Database, Engine};
-use crate::entity::{activity, association, token, token_month};
+use crate::entity::{association, token};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::token::{insert_order, live, metadata_json, to_active, to_domain, write_conflict};
-use crate::stamp::{stamp, unstamp};
+use crate::stamp::stamp;
 use crate::token_count::{counted_total, drop_empty};
 use crate::token_months::Created;
 use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
 use crate::token_queries::{live_token, live_tokens};
-
-/// Activity rows per statement (on a SQLite file: per job of the writer thread).
-const ACTIVITY_CHUNK: usize = 200;
 
 /// Tokens in the `tokens` table.
 #[derive(Clone, Debug)]
@@ -340,33 +336,6 @@ impl TokenRepository for SeaOrmTokenRepository {
         Ok(result.rows_affected)
     }
 
-    async fn count_by_type(
-        &self,
-        tenant_id: Uuid,
-        now: OffsetDateTime,
-    ) -> Result<Vec<TypeCount>, RepoError> {
-        let rows: Vec<(String, i64, Option<OffsetDateTime>)> = token::Entity::find()
-            .select_only()
-            .column(token::Column::TokenType)
-            .column_as(token::Column::Id.count(), "count")
-            .column_as(token::Column::CreatedAt.max(), "last_created_at")
-            .filter(token::Column::TenantId.eq(tenant_id))
-            .filter(live(now))
-            .group_by(token::Column::TokenType)
-            .into_tuple()
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(token_type, count, last_created_at)| TypeCount {
-                token_type,
-                count: u64::try_from(count).unwrap_or(0),
-                last_created_at: last_created_at.map(unstamp),
-            })
-            .collect())
-    }
-
     async fn associate(
         &self,
         tenant_id: Uuid,
@@ -401,42 +370,6 @@ impl TokenRepository for SeaOrmTokenRepository {
             .await
             .map_err(repo_err)?;
         Ok(result.rows_affected > 0)
-    }
-
-    async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
-        for chunk in entries.chunks(ACTIVITY_CHUNK) {
-            match &self.engine {
-                // On a SQLite file a job of the writer thread per chunk, between token groups.
-                Engine::Sqlite(file) => {
-                    let chunk = chunk.to_vec();
-                    file.writer()
-                        .run(move |conn| activity_rows::insert_on_writer(conn, &chunk))
-                        .await?;
-                }
-                Engine::Postgres(_) => activity_rows::insert_postgres(&self.db, chunk).await?,
-            }
-        }
-        Ok(())
-    }
-
-    async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError> {
-        // Created in the month (a few counter rows, `token_months`), and recorded active in it.
-        let created: i64 = token_month::Entity::find()
-            .filter(token_month::Column::TenantId.eq(tenant_id))
-            .filter(token_month::Column::Month.eq(month))
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .iter()
-            .map(|m| m.created)
-            .sum();
-        let recorded = activity::Entity::find()
-            .filter(activity::Column::TenantId.eq(tenant_id))
-            .filter(activity::Column::Month.eq(month))
-            .count(&self.db)
-            .await
-            .map_err(repo_err)?;
-        Ok(u64::try_from(created).unwrap_or(0) + recorded)
     }
 }
 
@@ -480,7 +413,7 @@ pub async fn explain_fingerprint_lookup(
     tenant_id: Uuid,
     now: OffsetDateTime,
 ) -> Result<Vec<String>, sea_orm::DbErr> {
-    use sea_orm::QueryTrait as _;
+    use sea_orm::{QuerySelect as _, QueryTrait as _};
     let query = fingerprint_lookup(tenant_id, "card", "/", "FP", now).limit(1);
     explain(db, query.build(db.get_database_backend())).await
 }

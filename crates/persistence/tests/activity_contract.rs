@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
-use tokenvault_domain::ports::TokenRepository;
+use tokenvault_domain::ports::UsageRepository;
 
 mod common;
 
@@ -19,14 +19,14 @@ async fn activity_recorded_while_its_tenant_is_deleted_keeps_the_other_tenants_r
                 .collect();
             entries.extend((0..50).map(|i| (r.tenant, month.clone(), format!("k-{round}-{i}"))));
             let (recorded, deleted) = tokio::join!(
-                r.tokens.record_activity(&entries),
+                r.usage.record_activity(&entries),
                 common::delete_tenant_purged(&r.tenants, doomed)
             );
             recorded.unwrap();
             assert!(deleted.unwrap(), "the delete goes through");
-            assert_eq!(r.tokens.count_active(doomed, &month).await.unwrap(), 0);
+            assert_eq!(r.usage.count_active(doomed, &month).await.unwrap(), 0);
             assert_eq!(
-                r.tokens.count_active(r.tenant, &month).await.unwrap(),
+                r.usage.count_active(r.tenant, &month).await.unwrap(),
                 50 * (u64::from(round) / 12 + 1),
                 "round {round}"
             );

@@ -12,15 +12,15 @@ use time::Duration;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead, StoredEvent};
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::AuditRepository;
 use tokenvault_domain::ports::{
     ApplicationRepository, TenantRepository, TokenRepository, TokenWrite,
 };
+use tokenvault_domain::ports::{AuditRepository, UsageRepository};
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmTenantRepository,
-    SeaOrmTokenRepository,
+    SeaOrmTokenRepository, SeaOrmUsageRepository,
 };
 
 mod common;
@@ -243,7 +243,7 @@ async fn an_activity_flush_leaves_out_a_tenant_being_deleted() {
         }
         let db = TestDatabase::create(backend).await;
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
-        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let usage = SeaOrmUsageRepository::new(db.db.clone());
         let leaving = common::tenant(&tenants).await;
         let staying = common::tenant(&tenants).await;
         let month = "2026-11".to_owned();
@@ -255,14 +255,14 @@ async fn an_activity_flush_leaves_out_a_tenant_being_deleted() {
         // Were the flush to wait on the lock, it would wait for this test: forever.
         tokio::time::timeout(
             std::time::Duration::from_secs(20),
-            tokens.record_activity(&rows),
+            usage.record_activity(&rows),
         )
         .await
         .expect("the flush waited on the tenant being deleted")
         .unwrap();
-        assert_eq!(tokens.count_active(staying, &month).await.unwrap(), 1);
+        assert_eq!(usage.count_active(staying, &month).await.unwrap(), 1);
         rollback(lock).await;
-        assert_eq!(tokens.count_active(leaving, &month).await.unwrap(), 0);
+        assert_eq!(usage.count_active(leaving, &month).await.unwrap(), 0);
         db.destroy().await;
     }
 }

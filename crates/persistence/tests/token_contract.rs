@@ -5,7 +5,9 @@
 use time::Duration;
 use time::macros::datetime;
 use tokenvault_domain::page::PageRequest;
-use tokenvault_domain::ports::{TenantRepository, TokenFilter, TokenRepository, TokenWrite};
+use tokenvault_domain::ports::{
+    TenantRepository, TokenFilter, TokenRepository, TokenWrite, UsageRepository,
+};
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
@@ -280,7 +282,7 @@ async fn expiry_counts_and_activity() {
                 .total_items,
             2
         );
-        let mut counts = r.tokens.count_by_type(r.tenant, now()).await.unwrap();
+        let mut counts = r.usage.count_by_type(r.tenant, now()).await.unwrap();
         counts.sort_by(|a, b| a.token_type.cmp(&b.token_type));
         assert_eq!(
             counts
@@ -296,17 +298,17 @@ async fn expiry_counts_and_activity() {
             (r.tenant, "2020-11".to_string(), "later".to_string()),
             (r.tenant, "2020-11".to_string(), "card-1".to_string()),
         ];
-        r.tokens.record_activity(&entries).await.unwrap();
-        r.tokens.record_activity(&entries).await.unwrap();
-        r.tokens
+        r.usage.record_activity(&entries).await.unwrap();
+        r.usage.record_activity(&entries).await.unwrap();
+        r.usage
             .record_activity(&[(r.tenant, "2020-12".to_string(), "later".to_string())])
             .await
             .unwrap();
-        assert_eq!(r.tokens.count_active(r.tenant, "2020-11").await.unwrap(), 2);
-        assert_eq!(r.tokens.count_active(r.tenant, "2020-12").await.unwrap(), 1);
+        assert_eq!(r.usage.count_active(r.tenant, "2020-11").await.unwrap(), 2);
+        assert_eq!(r.usage.count_active(r.tenant, "2020-12").await.unwrap(), 1);
         r.tokens.delete(r.tenant, "card-1").await.unwrap();
         assert_eq!(
-            r.tokens.count_active(r.tenant, "2020-11").await.unwrap(),
+            r.usage.count_active(r.tenant, "2020-11").await.unwrap(),
             2,
             "a deleted token keeps its count"
         );
@@ -337,15 +339,15 @@ async fn created_tokens_count_active_in_their_month() {
         ];
         assert_eq!(r.tokens.insert_all(&all).await.unwrap(), TokenWrite::Done);
         let active = |month: &'static str| {
-            let tokens = r.tokens.clone();
+            let usage = r.usage.clone();
             let tenant = r.tenant;
-            async move { tokens.count_active(tenant, month).await.unwrap() }
+            async move { usage.count_active(tenant, month).await.unwrap() }
         };
         assert_eq!(active("2026-11").await, 2);
         assert_eq!(active("2026-12").await, 2);
         assert_eq!(active("2027-01").await, 0);
         // A November token read in December is one more active token of December.
-        r.tokens
+        r.usage
             .record_activity(&[(r.tenant, "2026-12".into(), "n-1".into())])
             .await
             .unwrap();
@@ -357,7 +359,7 @@ async fn created_tokens_count_active_in_their_month() {
             "a deleted token keeps its count"
         );
         let other = tenant(&r.tenants).await;
-        assert_eq!(r.tokens.count_active(other, "2026-11").await.unwrap(), 0);
+        assert_eq!(r.usage.count_active(other, "2026-11").await.unwrap(), 0);
     })
     .await;
 }
@@ -390,7 +392,7 @@ async fn tenant_keys_and_cascade() {
             .insert(&token(r.tenant, "x-1", "/", now()))
             .await
             .unwrap();
-        r.tokens
+        r.usage
             .record_activity(&[(r.tenant, "2026-11".into(), "x-1".into())])
             .await
             .unwrap();
@@ -402,15 +404,15 @@ async fn tenant_keys_and_cascade() {
                 .unwrap()
                 .is_none()
         );
-        assert_eq!(r.tokens.count_active(r.tenant, "2026-11").await.unwrap(), 0);
+        assert_eq!(r.usage.count_active(r.tenant, "2026-11").await.unwrap(), 0);
         // Activity of a tenant deleted meanwhile is dropped, not an error, and never takes
         // another tenant's activity of the same flush with it.
         let other = common::tenant(&r.tenants).await;
         let mut entries = vec![(r.tenant, "2026-11".to_string(), "x-1".to_string())];
         entries.extend((0..5).map(|i| (other, "2026-11".to_string(), format!("o-{i}"))));
-        r.tokens.record_activity(&entries).await.unwrap();
-        assert_eq!(r.tokens.count_active(r.tenant, "2026-11").await.unwrap(), 0);
-        assert_eq!(r.tokens.count_active(other, "2026-11").await.unwrap(), 5);
+        r.usage.record_activity(&entries).await.unwrap();
+        assert_eq!(r.usage.count_active(r.tenant, "2026-11").await.unwrap(), 0);
+        assert_eq!(r.usage.count_active(other, "2026-11").await.unwrap(), 5);
     })
     .await;
 }

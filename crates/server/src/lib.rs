@@ -37,7 +37,7 @@ use tokenvault_persistence::{Database, StartupLock};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmFormulaRepository,
     SeaOrmIdempotencyRepository, SeaOrmProxyRepository, SeaOrmReactorRepository,
-    SeaOrmSessionRepository, SeaOrmTenantRepository, SeaOrmTokenRepository,
+    SeaOrmSessionRepository, SeaOrmTenantRepository, SeaOrmTokenRepository, SeaOrmUsageRepository,
 };
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -220,6 +220,7 @@ async fn open_vault_with(
         keys: Arc::new(Sha256KeyService),
         clock: Arc::new(SystemClock),
         tokens: Arc::new(SeaOrmTokenRepository::new(db.clone())),
+        usage: Arc::new(SeaOrmUsageRepository::new(db.clone())),
         formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
         reactors: Arc::new(SeaOrmReactorRepository::new(db.clone())),
         proxies: Arc::new(SeaOrmProxyRepository::new(db.clone())),

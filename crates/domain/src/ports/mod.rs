@@ -280,7 +280,7 @@ pub struct TypeCount {
     pub last_created_at: Option<OffsetDateTime>,
 }
 
-/// Storage of tokens, their associations and their monthly activity. Expired tokens
+/// Storage of tokens and their associations. Expired tokens
 /// (`expires_at` at or before `now`) are never returned.
 ///
 /// # Errors
@@ -353,13 +353,6 @@ pub trait TokenRepository: Send + Sync {
     /// Deletes expired tokens; returns how many.
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
 
-    /// Live tokens per type.
-    async fn count_by_type(
-        &self,
-        tenant_id: Uuid,
-        now: OffsetDateTime,
-    ) -> Result<Vec<TypeCount>, RepoError>;
-
     /// Links parent → child: `Done`, `DuplicateId` when the link exists, `Missing` when either
     /// token is gone.
     async fn associate(
@@ -376,6 +369,22 @@ pub trait TokenRepository: Send + Sync {
         parent: &str,
         child: &str,
     ) -> Result<bool, RepoError>;
+}
+
+/// What the usage report and the operator's tenant summary count: live tokens per type and
+/// monthly active tokens, the latter fed by the activity flush. Apart from
+/// [`TokenRepository`], so the areas that only count never hold the tokens' storage.
+///
+/// # Errors
+/// `RepoError::Backend` for any storage failure.
+#[async_trait]
+pub trait UsageRepository: Send + Sync {
+    /// Live tokens per type.
+    async fn count_by_type(
+        &self,
+        tenant_id: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Vec<TypeCount>, RepoError>;
 
     /// Records tokens as active in a month ([`month_of`]); one upsert per (tenant, month, token).
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;

@@ -13,7 +13,7 @@ use crate::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
-    TenantRepository, TokenRepository,
+    TenantRepository, TokenRepository, UsageRepository,
 };
 
 /// Tokens: create, read, update, delete, list, tokenize, detokenize, associations.
@@ -112,7 +112,8 @@ pub struct AuditLog {
 /// usage report.
 #[derive(Clone)]
 pub struct Usage {
-    pub(super) tokens: Arc<dyn TokenRepository>,
+    /// The area's own store.
+    pub(super) store: Arc<dyn UsageRepository>,
     pub(super) activity: Arc<ActivityBuffer>,
     pub(super) clock: Arc<dyn Clock>,
 }
@@ -122,7 +123,7 @@ pub struct Usage {
 pub struct Tenants {
     /// The area's own store.
     pub(super) store: Arc<dyn TenantRepository>,
-    pub(super) tokens: Arc<dyn TokenRepository>,
+    pub(super) usage: Arc<dyn UsageRepository>,
     pub(super) keys: Arc<dyn KeyService>,
     pub(super) cipher: Arc<dyn Cipher>,
     pub(super) clock: Arc<dyn Clock>,

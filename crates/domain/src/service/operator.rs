@@ -32,7 +32,7 @@ impl Tenants {
     /// [`Error::NotFound`] when it does not exist; a storage failure.
     pub async fn tenant_summary(&self, id: Uuid) -> Result<TenantSummary, Error> {
         let tenant = self.store.get(id).await?.ok_or(Error::NotFound)?;
-        let tokens = self.tokens.count_by_type(id, self.clock.now()).await?;
+        let tokens = self.usage.count_by_type(id, self.clock.now()).await?;
         Ok(TenantSummary { tenant, tokens })
     }
 

@@ -130,7 +130,7 @@ impl Usage {
             batch,
             _one_at_a_time: one_at_a_time,
         };
-        self.tokens.record_activity(&unwritten.batch).await?;
+        self.store.record_activity(&unwritten.batch).await?;
         let batch = std::mem::take(&mut unwritten.batch);
         let month = month_of(self.clock.now());
         let mut flushed = self
@@ -155,9 +155,9 @@ impl Usage {
             tracing::warn!(error = %e, "activity flush before the report failed");
         }
         let now = self.clock.now();
-        let by_type = self.tokens.count_by_type(caller.tenant_id, now).await?;
+        let by_type = self.store.count_by_type(caller.tenant_id, now).await?;
         let monthly_active_tokens = self
-            .tokens
+            .store
             .count_active(caller.tenant_id, &month_of(now))
             .await?;
         Ok(UsageReport {

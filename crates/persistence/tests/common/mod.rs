@@ -12,7 +12,9 @@ use tokenvault_domain::ports::{TenantRepository, TokenFilter, Visibility};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use tokenvault_domain::token::StoredToken;
 use tokenvault_persistence::testing::{TestDatabase, read_paths};
-use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
+use tokenvault_persistence::{
+    SeaOrmTenantRepository, SeaOrmTokenRepository, SeaOrmUsageRepository,
+};
 use uuid::Uuid;
 
 /// Now, at the microsecond precision the databases keep.
@@ -140,6 +142,7 @@ pub fn ids(page: &Page<StoredToken>) -> Vec<&str> {
 pub struct Repos {
     pub tenants: SeaOrmTenantRepository,
     pub tokens: SeaOrmTokenRepository,
+    pub usage: SeaOrmUsageRepository,
     pub tenant: Uuid,
 }
 
@@ -157,6 +160,7 @@ where
         story(Repos {
             tenants,
             tokens: SeaOrmTokenRepository::new(db.db.clone()),
+            usage: SeaOrmUsageRepository::new(db.db.clone()),
             tenant,
         })
         .await;

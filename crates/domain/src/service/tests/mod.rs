@@ -24,7 +24,7 @@ use crate::ports::{
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
     KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, RenderError,
     SessionRepository, StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite,
-    TypeCount,
+    TypeCount, UsageRepository,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
@@ -81,9 +81,16 @@ mock! {
         async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
         async fn list(&self, tenant_id: Uuid, filter: &TokenFilter, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
         async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
-        async fn count_by_type(&self, tenant_id: Uuid, now: OffsetDateTime) -> Result<Vec<TypeCount>, RepoError>;
         async fn associate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<TokenWrite, RepoError>;
         async fn dissociate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<bool, RepoError>;
+    }
+}
+
+mock! {
+    pub Usage {}
+    #[async_trait]
+    impl UsageRepository for Usage {
+        async fn count_by_type(&self, tenant_id: Uuid, now: OffsetDateTime) -> Result<Vec<TypeCount>, RepoError>;
         async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
         async fn count_active(&self, tenant_id: Uuid, month: &str) -> Result<u64, RepoError>;
     }
@@ -483,6 +490,7 @@ fn ports(tenants: MockTenants, applications: MockApplications) -> Ports {
         keys: Arc::new(keys()),
         clock: Arc::new(FixedClock),
         tokens: Arc::new(MockTokens::new()),
+        usage: Arc::new(MockUsage::new()),
         cipher: Arc::new(cipher),
         expressions: Arc::new(MockExprs::new()),
         formulas: Arc::new(NoFormulas),

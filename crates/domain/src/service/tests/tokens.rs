@@ -37,6 +37,7 @@ pub(super) fn token_ports(tokens: MockTokens) -> Ports {
         keys: Arc::new(keys()),
         clock: Arc::new(FixedClock),
         tokens: Arc::new(tokens),
+        usage: Arc::new(MockUsage::new()),
         cipher: Arc::new(cipher()),
         expressions: Arc::new(exprs()),
         formulas: Arc::new(NoFormulas),
@@ -356,8 +357,9 @@ async fn a_report_waits_for_the_flush_in_flight() {
         token.created_at = now() - Duration::days(40);
         Ok(Some(token))
     });
+    let mut usage = MockUsage::new();
     let w = written.clone();
-    tokens.expect_record_activity().returning(move |entries| {
+    usage.expect_record_activity().returning(move |entries| {
         if let Some(tx) = entered_tx.lock().unwrap().take() {
             let _ = tx.send(());
         }
@@ -366,11 +368,13 @@ async fn a_report_waits_for_the_flush_in_flight() {
         Ok(())
     });
     let w = written.clone();
-    tokens
+    usage
         .expect_count_active()
         .returning(move |_, _| Ok(w.load(Ordering::SeqCst)));
-    tokens.expect_count_by_type().returning(|_, _| Ok(vec![]));
-    let vault = token_vault(tokens);
+    usage.expect_count_by_type().returning(|_, _| Ok(vec![]));
+    let mut ports = token_ports(tokens);
+    ports.usage = Arc::new(usage);
+    let vault = Vault::new(ports);
     let who = caller(
         &[Permission::TokenRead, Permission::ReportRead],
         vec![],

@@ -7,7 +7,7 @@ use futures_util::FutureExt;
 use super::*;
 use crate::ports::month_of;
 
-/// Token storage that only records activity, and can hang while doing so.
+/// Usage storage that records activity, and can hang while doing so.
 #[derive(Default)]
 struct Activity {
     hang: AtomicBool,
@@ -15,74 +15,9 @@ struct Activity {
 }
 
 #[async_trait]
-impl TokenRepository for Activity {
-    async fn insert(&self, _: &StoredToken) -> Result<TokenWrite, RepoError> {
-        unreachable!()
-    }
-    async fn insert_all(&self, _: &[StoredToken]) -> Result<TokenWrite, RepoError> {
-        unreachable!()
-    }
-    async fn get(
-        &self,
-        _: Uuid,
-        _: &str,
-        _: OffsetDateTime,
-    ) -> Result<Option<StoredToken>, RepoError> {
-        unreachable!()
-    }
-    async fn get_many(
-        &self,
-        _: Uuid,
-        _: &[String],
-        _: OffsetDateTime,
-    ) -> Result<Vec<StoredToken>, RepoError> {
-        unreachable!()
-    }
-    async fn find_by_fingerprint(
-        &self,
-        _: Uuid,
-        _: &str,
-        _: &str,
-        _: &str,
-        _: Option<String>,
-        _: OffsetDateTime,
-    ) -> Result<Option<StoredToken>, RepoError> {
-        unreachable!()
-    }
-    async fn update(&self, _: &StoredToken) -> Result<TokenWrite, RepoError> {
-        unreachable!()
-    }
-    async fn delete_expired_holders(
-        &self,
-        _: Uuid,
-        _: &[(String, String)],
-        _: OffsetDateTime,
-    ) -> Result<u64, RepoError> {
-        unreachable!()
-    }
-    async fn delete(&self, _: Uuid, _: &str) -> Result<bool, RepoError> {
-        unreachable!()
-    }
-    async fn list(
-        &self,
-        _: Uuid,
-        _: &TokenFilter,
-        _: PageRequest,
-        _: OffsetDateTime,
-    ) -> Result<Page<StoredToken>, RepoError> {
-        unreachable!()
-    }
-    async fn delete_expired(&self, _: OffsetDateTime) -> Result<u64, RepoError> {
-        unreachable!()
-    }
+impl UsageRepository for Activity {
     async fn count_by_type(&self, _: Uuid, _: OffsetDateTime) -> Result<Vec<TypeCount>, RepoError> {
         Ok(Vec::new())
-    }
-    async fn associate(&self, _: Uuid, _: &str, _: &str) -> Result<TokenWrite, RepoError> {
-        unreachable!()
-    }
-    async fn dissociate(&self, _: Uuid, _: &str, _: &str) -> Result<bool, RepoError> {
-        unreachable!()
     }
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
         if self.hang.load(Ordering::SeqCst) {
@@ -111,7 +46,7 @@ async fn a_token_created_this_month_is_not_recorded_active_again() {
     // count it twice.
     let store = Arc::new(Activity::default());
     let mut p = ports(MockTenants::new(), MockApplications::new());
-    p.tokens = store.clone();
+    p.usage = store.clone();
     let vault = Vault::new(p);
     let tenant = Uuid::from_u128(100);
     let now = super::now();
@@ -133,7 +68,7 @@ async fn a_token_created_this_month_is_not_recorded_active_again() {
 async fn a_usage_report_dropped_during_its_flush_loses_no_activity() {
     let store = Arc::new(Activity::default());
     let mut p = ports(MockTenants::new(), MockApplications::new());
-    p.tokens = store.clone();
+    p.usage = store.clone();
     let vault = Vault::new(p);
     let tenant = Uuid::from_u128(100);
     vault
@@ -165,7 +100,7 @@ async fn activity_waiting_past_its_bound_is_dropped_and_the_rest_written() {
     // under load must not grow the buffer without end.
     let store = Arc::new(Activity::default());
     let mut p = ports(MockTenants::new(), MockApplications::new());
-    p.tokens = store.clone();
+    p.usage = store.clone();
     let vault = Vault::new(p);
     let tenant = Uuid::from_u128(100);
     vault
