@@ -167,7 +167,7 @@ async fn run(
         for _attempt in 0..2 {
             let live = match conn.as_mut() {
                 Some(live) => live,
-                None => match within(PgConnection::connect_with(options)).await {
+                None => match within(supervise::connect(options)).await {
                     Ok(opened) => conn.insert(opened),
                     Err(e) => {
                         outcome = Err(Failed::Before(e));

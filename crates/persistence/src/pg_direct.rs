@@ -26,7 +26,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::audit_copy::AuditWriter;
 use crate::pg_group::PgWriter;
-use crate::supervise::{self, answered};
+use crate::supervise::answered;
 
 /// How long a statement waits for a connection, as SeaORM's pool does (`connect`).
 const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -104,8 +104,8 @@ impl PgDirect {
         let options = (*pool.connect_options()).clone();
         let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
         Ok(Arc::new(Self {
-            writer: PgWriter::start(supervise::queue_options(options.clone()))?,
-            audit: AuditWriter::start(supervise::queue_options(options.clone()))?,
+            writer: PgWriter::start(options.clone())?,
+            audit: AuditWriter::start(options.clone())?,
             options,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max.max(1)),

@@ -54,6 +54,11 @@ fn columns() -> String {
 const TENANT_FREE: &str =
     "EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id FOR KEY SHARE SKIP LOCKED)";
 
+/// Whether a row's tenant is live (neither gone nor a tombstone): asked only of a row
+/// [`TENANT_FREE`] left out.
+const TENANT_LIVE: &str =
+    "SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL)";
+
 /// The group insert; rows left out by a unique index or by [`TENANT_FREE`] are not returned.
 static GROUP_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -163,7 +168,7 @@ async fn run(
         }
         let live = match conn.as_mut() {
             Some(live) => live,
-            None => match within(PgConnection::connect_with(options)).await {
+            None => match within(supervise::connect(options)).await {
                 Ok(opened) => conn.insert(opened),
                 Err(e) => {
                     answer_all(group, &e);
@@ -310,14 +315,39 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
         .bind(t.deduplicate);
     let result = within(statement.execute(&mut *conn)).await;
     match result {
-        Ok(done) => {
-            let written = if done.rows_affected() == 0 {
-                TokenWrite::Missing
-            } else {
-                TokenWrite::Done
-            };
-            let _ = p.reply.send(Ok(written));
+        Ok(done) if done.rows_affected() > 0 => {
+            let _ = p.reply.send(Ok(TokenWrite::Done));
             Ok(())
+        }
+        // Left out by `TENANT_FREE`: the tenant is gone, or its row is locked. Only the last
+        // step of a tombstone's purge locks it so; a live tenant's row locked otherwise (an
+        // administrator's open transaction) is an error its client may retry, never a 401.
+        Ok(_) => {
+            let live = within(
+                sqlx::query_scalar::<_, bool>(TENANT_LIVE)
+                    .bind(t.tenant_id)
+                    .fetch_one(&mut *conn),
+            )
+            .await;
+            match live {
+                Ok(false) => {
+                    let _ = p.reply.send(Ok(TokenWrite::Missing));
+                    Ok(())
+                }
+                Ok(true) => {
+                    let locked = "token insert: the tenant's row is locked by another transaction";
+                    let _ = p.reply.send(Err(RepoError::Backend(locked.into())));
+                    Ok(())
+                }
+                Err(e) if answered(&e) => {
+                    let _ = p.reply.send(Err(backend(&e)));
+                    Ok(())
+                }
+                Err(e) => {
+                    let _ = p.reply.send(Err(backend(&e)));
+                    Err(e)
+                }
+            }
         }
         Err(e) if answered(&e) => {
             // The same translation as every other token write (`tokens.rs`).

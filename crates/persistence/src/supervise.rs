@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::sqlx;
-use sea_orm::sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgSeverity};
+use sea_orm::sqlx::Connection as _;
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError, PgSeverity};
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -28,12 +29,15 @@ pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 /// the thread, so one tenant's locked row (the last step of its delete, an administrator's open
 /// transaction) must not hold them: the write that waited fails alone, and its caller writes it
 /// again later (the audit) or answers an error (a token insert).
-const LOCK_TIMEOUT: &str = "2s";
+const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
 
-/// `options` for such a thread's connection: [`LOCK_TIMEOUT`] as a start-up option, so it holds
-/// from the first statement of every connection the thread opens, a reconnection's included.
-pub(crate) fn queue_options(options: PgConnectOptions) -> PgConnectOptions {
-    options.options([("lock_timeout", LOCK_TIMEOUT)])
+/// A connection of such a thread, every one it opens (a reconnection's included), with
+/// [`LOCK_TIMEOUT`] set by a statement: a start-up option would be refused by poolers such as
+/// PgBouncer, which the server's own pool goes through.
+pub(crate) async fn connect(options: &PgConnectOptions) -> Result<PgConnection, sqlx::Error> {
+    let mut conn = PgConnection::connect_with(options).await?;
+    sqlx::query(LOCK_TIMEOUT).execute(&mut conn).await?;
+    Ok(conn)
 }
 
 pub(crate) fn timed_out() -> sqlx::Error {

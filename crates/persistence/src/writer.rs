@@ -197,11 +197,19 @@ fn run(conn: &Connection, mut rx: mpsc::Receiver<Message>) {
     }
 }
 
+/// How long the last checkpoint waits for other connections' readers and writers.
+const LAST_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// At the writer's end: copies the whole log back into the database file and empties it, so a
 /// stopped server leaves one self-contained file (as a backup or `sqlite3` reads it) and the
 /// next start has no log to go through. Readers still open may keep it from finishing: the log
-/// then stays, as after a crash, and is no less durable.
+/// then stays, as after a crash, and is no less durable. It waits for them [`LAST_WAIT`] at
+/// most, since it holds the write lock meanwhile: a command (`tokenvault tenants list`) closing
+/// beside a running server must not stall the server's writes.
 fn truncate_log(conn: &Connection) {
+    if let Err(e) = conn.busy_timeout(LAST_WAIT) {
+        tracing::warn!(error = %e, "the last SQLite checkpoint's wait could not be set");
+    }
     let done = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
         row.get::<_, i64>(0)
     });

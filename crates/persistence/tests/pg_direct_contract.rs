@@ -136,7 +136,6 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
 /// other tenant's row of the same group is written.
 #[tokio::test]
 async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
-    use sea_orm::sqlx::{Connection, Executor, PgConnection};
     for backend in backends() {
         if backend != Backend::Postgres {
             continue; // the group writer exists on PostgreSQL only
@@ -146,15 +145,15 @@ async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
         let tokens = SeaOrmTokenRepository::new(db.db.clone());
         let leaving = common::tenant(&tenants).await;
         let staying = common::tenant(&tenants).await;
-        let options = db.db.get_postgres_connection_pool().connect_options();
-        let mut deleting = PgConnection::connect_with(&options).await.unwrap();
-        deleting.execute("BEGIN").await.unwrap();
-        deleting
-            .execute(sea_orm::sqlx::AssertSqlSafe(format!(
-                "DELETE FROM tenants WHERE id = '{leaving}'"
-            )))
+        let held = common::tenant(&tenants).await;
+        // The purge's last step: the tenant is a tombstone, its row held by the `DELETE`.
+        db.db
+            .execute_unprepared(&format!(
+                "UPDATE tenants SET deleted_at = now() WHERE id = '{leaving}'"
+            ))
             .await
             .unwrap();
+        let lock = deleting(&db, leaving).await;
         let (l1, s1) = (
             token(leaving, "l-1", "/", now()),
             token(staying, "s-1", "/", now()),
@@ -168,8 +167,15 @@ async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
             let alone = tokens.insert(&token(leaving, id, "/", now())).await;
             assert_eq!(alone.unwrap(), TokenWrite::Missing);
         }
-        deleting.execute("ROLLBACK").await.unwrap();
-        drop(deleting);
+        // A live tenant's row held by some other transaction: an error to retry, never a 401,
+        // and still at once.
+        let admin = deleting(&db, held).await;
+        let refused = tokens.insert(&token(held, "h-1", "/", now())).await;
+        assert!(refused.is_err(), "{refused:?}");
+        rollback(admin).await;
+        let written = tokens.insert(&token(held, "h-1", "/", now())).await;
+        assert_eq!(written.unwrap(), TokenWrite::Done);
+        rollback(lock).await;
         db.destroy().await;
     }
 }

@@ -107,19 +107,21 @@ impl CommandVault {
         Ok(())
     }
 
-    /// Runs `command` on the use cases, then [`Self::close`], whatever `command` answered.
+    /// Runs `command` on the use cases, then [`Self::close`], whatever `command` answered. A
+    /// command that succeeded has committed its work, and its answer may be the one sight of a
+    /// new key: a close that fails after it is logged, and the answer given.
     ///
     /// # Errors
-    /// `command`'s error, else [`Self::close`]'s.
+    /// `command`'s error.
     pub async fn run<T>(
         self,
         command: impl AsyncFnOnce(&Vault) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let answer = command(&self.vault).await;
-        let closed = self.close().await;
-        let answer = answer?;
-        closed?;
-        Ok(answer)
+        if let Err(e) = self.close().await {
+            tracing::warn!(error = %format!("{e:#}"), "closing the database after the command failed");
+        }
+        answer
     }
 }
 
@@ -432,12 +434,16 @@ pub async fn verify_audit(
     config: &Config,
     tenant: Option<Uuid>,
 ) -> anyhow::Result<(serde_json::Value, bool)> {
-    let vault = open_vault(config).await?;
-    let results = vault
-        .audit
-        .verify_audit(tenant)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot verify the audit log: {e}"))?;
+    let results = open_vault(config)
+        .await?
+        .run(async |vault| {
+            vault
+                .audit
+                .verify_audit(tenant)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot verify the audit log: {e}"))
+        })
+        .await?;
     let ok = results.iter().all(|r| r.broken.is_none());
     let tenants: Vec<serde_json::Value> = results
         .iter()
