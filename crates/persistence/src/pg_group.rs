@@ -195,6 +195,15 @@ fn backend(e: &sqlx::Error) -> RepoError {
     RepoError::Backend(format!("token insert: {e}").into())
 }
 
+/// Whether `e` is PostgreSQL's `lock_not_available` (`55P03`): the connection's
+/// `lock_timeout` ran out.
+fn lock_not_available(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db.code().as_deref() == Some("55P03"),
+        _ => false,
+    }
+}
+
 fn answer_all(group: Vec<Pending>, e: &sqlx::Error) {
     for p in group {
         let _ = p.reply.send(Err(backend(e)));
@@ -272,6 +281,13 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
                 }
             }
             write_each(conn, left_out).await
+        }
+        // A lock waited out (a table's, as a schema change takes it, or another
+        // transaction's uncommitted rows): every row would wait as long again alone, with
+        // every tenant's inserts queued behind; the group fails at once instead.
+        Err(e) if lock_not_available(&e) => {
+            answer_all(group, &e);
+            Ok(())
         }
         // Refused as a whole (a foreign key): each row alone gets its own answer.
         Err(e) if answered(&e) => write_each(conn, group).await,
