@@ -431,7 +431,7 @@ pub trait KeyWrapping: Send + Sync + std::fmt::Debug {
 }
 
 /// The UTC calendar month of `t` as the monthly active count keys it (`YYYY-MM`): the month of
-/// [`TokenRepository::record_activity`] and [`TokenRepository::count_active`], and the month a
+/// [`UsageRepository::record_activity`] and [`UsageRepository::count_active`], and the month a
 /// store counts a new token in.
 pub fn month_of(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);

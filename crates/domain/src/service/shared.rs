@@ -161,7 +161,7 @@ impl Shared {
 
     /// Notes that tokens of `tenant_id`, given as (id, creation time), were used now (the
     /// monthly active count). A token created this UTC month is left out: the store counts it
-    /// from its creation (`TokenRepository::count_active`), so an activity row for it would
+    /// from its creation (`UsageRepository::count_active`), so an activity row for it would
     /// count it twice, and tokenizing writes no activity row at all.
     pub(in crate::service) fn record_active<'a>(
         &self,
