@@ -95,20 +95,12 @@ fn the_domain_has_no_wire_format() {
     );
     assert!(direct.iter().any(|n| n == "serde_json"), "{direct:?}");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/domain/src");
-    let mut dirs = vec![src];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                assert!(
-                    !text.contains("Serialize"),
-                    "{} names Serialize or Deserialize",
-                    path.display()
-                );
-            }
-        }
+    for path in crate::module_cycles::rust_files(&src) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("Serialize"),
+            "{} names Serialize or Deserialize",
+            path.display()
+        );
     }
 }

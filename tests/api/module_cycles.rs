@@ -6,35 +6,44 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Module path (`a::b`, empty for the crate root) → its file.
-fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
-    let mut found = BTreeMap::new();
-    let mut dirs = vec![src.to_path_buf()];
+/// Every `.rs` file under `dir`, at any depth.
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                let rel = path.strip_prefix(src).unwrap().with_extension("");
-                // A binary beside a library is a crate of its own, which imports the library
-                // by its name, never by `crate::`.
-                if rel == Path::new("main") && src.join("lib.rs").is_file() {
-                    continue;
-                }
-                let mut parts: Vec<String> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect();
-                if parts
-                    .last()
-                    .is_some_and(|p| ["lib", "main", "mod"].contains(&p.as_str()))
-                {
-                    parts.pop();
-                }
-                found.insert(parts.join("::"), path);
+                found.push(path);
             }
         }
+    }
+    found
+}
+
+/// Module path (`a::b`, empty for the crate root) → its file.
+fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    for path in rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap().with_extension("");
+        // A binary beside a library is a crate of its own, which imports the library by its
+        // name, never by `crate::`.
+        if rel == Path::new("main") && src.join("lib.rs").is_file() {
+            continue;
+        }
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts
+            .last()
+            .is_some_and(|p| ["lib", "main", "mod"].contains(&p.as_str()))
+        {
+            parts.pop();
+        }
+        found.insert(parts.join("::"), path);
     }
     found
 }

@@ -355,13 +355,9 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
                     let _ = p.reply.send(Err(RepoError::Backend(locked.into())));
                     Ok(())
                 }
-                Err(e) if answered(&e) => {
-                    let _ = p.reply.send(Err(backend(&e)));
-                    Ok(())
-                }
                 Err(e) => {
                     let _ = p.reply.send(Err(backend(&e)));
-                    Err(e)
+                    if answered(&e) { Ok(()) } else { Err(e) }
                 }
             }
         }
