@@ -121,8 +121,8 @@ impl Vault {
 
 impl Areas {
     fn new(p: Ports, vault: &std::sync::Weak<Areas>) -> Self {
-        let audit_buffer = Arc::new(audit::AuditBuffer::default());
-        let activity = Arc::new(usage::ActivityBuffer::default());
+        let audit_buffer = Arc::new(audit::buffer::AuditBuffer::default());
+        let activity = Arc::new(activity::ActivityBuffer::default());
         let shared = Shared {
             clock: p.clock.clone(),
             tenants: p.tenants.clone(),
@@ -217,6 +217,7 @@ impl Areas {
     }
 }
 
+mod activity;
 mod applications;
 mod areas;
 mod audit;
@@ -224,6 +225,7 @@ mod authenticate;
 mod idempotency;
 mod keys;
 mod operator;
+mod prefetched;
 mod proxies;
 mod reactors;
 mod sealed_config;
@@ -238,10 +240,10 @@ pub use areas::{
     Tokens, Usage,
 };
 /// The default high-water mark of a tenant's audit events in memory (docs/decisions.md §11).
-pub use audit::room::HIGH_WATER as AUDIT_HIGH_WATER;
-pub use authenticate::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
+pub use audit::buffer::HIGH_WATER as AUDIT_HIGH_WATER;
 pub use idempotency::{Idempotent, StoredResponse};
 pub use operator::TenantSummary;
+pub use prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use sessions::StartedSession;

@@ -2,22 +2,45 @@
 //! activity flush. A row already there is skipped, and so is a row of a tenant deleted
 //! meanwhile, alone: the other tenants' rows of the same chunk are kept.
 
+use std::sync::LazyLock;
+
 use sea_orm::DatabaseConnection;
 use sea_orm::sqlx;
 use tokenvault_domain::RepoError;
 use uuid::Uuid;
 
+use crate::entity::activity;
+use crate::rows::write::{PgArrays, SqliteValues, WriteError, pg_params, put_row};
+use crate::rows::{self, columns};
+
 /// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
-/// connection). Each row's tenant is locked `FOR KEY SHARE` as the foreign key would lock it,
-/// so a tenant deleted before the insert leaves its rows out instead of failing the whole
-/// chunk. `SKIP LOCKED`: only a delete locks a tenant's row against it, and the chunk carries
-/// every tenant's rows, so a tenant being deleted has its rows left out at once rather than
-/// holding the others' (a delete that waited for this statement instead is fine too).
-const ACTIVITY_UNNEST: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
-     SELECT u.tenant_id, u.month, u.token_id \
-     FROM UNNEST($1::uuid[], $2::varchar[], $3::varchar[]) AS u(tenant_id, month, token_id) \
-     WHERE EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id FOR KEY SHARE SKIP LOCKED) \
-     ON CONFLICT DO NOTHING";
+/// connection), one array per column (`rows/activity.rs`). Each row's tenant is locked
+/// `FOR KEY SHARE` as the foreign key would lock it, so a tenant deleted before the insert
+/// leaves its rows out instead of failing the whole chunk. `SKIP LOCKED`: only a delete locks
+/// a tenant's row against it, and the chunk carries every tenant's rows, so a tenant being
+/// deleted has its rows left out at once rather than holding the others' (a delete that
+/// waited for this statement instead is fine too).
+static ACTIVITY_UNNEST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO token_activity ({cols}) SELECT u.* FROM UNNEST({arrays}) AS u({cols}) \
+         WHERE EXISTS (SELECT 1 FROM tenants t WHERE t.id = u.tenant_id \
+         FOR KEY SHARE SKIP LOCKED) ON CONFLICT DO NOTHING",
+        cols = columns::<activity::Column>(None, &[]),
+        arrays = pg_params::<activity::Column>(&[], "[]"),
+    )
+});
+
+/// SQLite: a row, skipped if it is there already.
+static ACTIVITY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO token_activity ({}) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+        columns::<activity::Column>(None, &[])
+    )
+});
+
+fn encoding(e: WriteError) -> RepoError {
+    RepoError::Backend(e)
+}
 
 /// Writes `entries` on the SQLite writer's connection: one transaction, a cached statement per
 /// row.
@@ -25,16 +48,18 @@ pub(crate) fn insert_on_writer(
     conn: &rusqlite::Connection,
     entries: &[(Uuid, String, String)],
 ) -> Result<(), RepoError> {
-    const ACTIVITY: &str = "INSERT INTO token_activity (tenant_id, month, token_id) \
-         VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
+    let rows = entries
+        .iter()
+        .map(|entry| {
+            let mut values = SqliteValues::untimed();
+            put_row(&mut values, &[], |row| rows::activity::put(entry, row)).map(|()| values.values)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(encoding)?;
     crate::sqlite_tx::transaction(conn, |conn| {
-        let mut insert = conn.prepare_cached(ACTIVITY)?;
-        for (tenant_id, month, token_id) in entries {
-            match insert.execute(rusqlite::params![
-                &tenant_id.as_bytes()[..],
-                month,
-                token_id
-            ]) {
+        let mut insert = conn.prepare_cached(&ACTIVITY)?;
+        for values in &rows {
+            match insert.execute(rusqlite::params_from_iter(values)) {
                 Err(rusqlite::Error::SqliteFailure(f, _))
                     if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {}
                 other => {
@@ -56,10 +81,12 @@ pub(crate) async fn insert_postgres(
     // Tenants and keys locked in one order by every flush (of this instance or another),
     // so two flushes of the same rows never wait on each other in opposite orders.
     sorted.sort_unstable();
-    sqlx::query(ACTIVITY_UNNEST)
-        .bind(sorted.iter().map(|e| e.0).collect::<Vec<_>>())
-        .bind(sorted.iter().map(|e| e.1.clone()).collect::<Vec<_>>())
-        .bind(sorted.iter().map(|e| e.2.clone()).collect::<Vec<_>>())
+    let mut arrays = PgArrays::default();
+    for entry in sorted {
+        put_row(&mut arrays, &[], |row| rows::activity::put(entry, row)).map_err(encoding)?;
+    }
+    let arguments = arrays.into_arguments().map_err(encoding)?;
+    sqlx::query_with(sqlx::AssertSqlSafe(ACTIVITY_UNNEST.as_str()), arguments)
         .execute(db.get_postgres_connection_pool())
         .await
         .map_err(|e| RepoError::Backend(Box::new(e)))?;

@@ -28,11 +28,11 @@ use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
 
-use crate::audit_rows::{micros, sqlite_time};
 use crate::engine::{Database, Engine};
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
 use crate::repo_error::repo_err;
+use crate::rows::audit_entry::{micros, sqlite_time};
 
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]

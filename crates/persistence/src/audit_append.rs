@@ -5,19 +5,21 @@
 //! first entries), then the entries go in; a head that did not move means another appender got
 //! there first (`HeadMoved`), an entry that lands on a taken (tenant, seq) behind a head that
 //! did move means a row beyond the head that no append wrote (`SeqTaken`: the chain is broken).
-//! Either way nothing is written. Values
-//! are bound as sqlx binds them: UUIDs as 16 bytes, `created_at` as fixed-width UTC text.
+//! Either way nothing is written. Values are bound as sqlx binds them (`rows/write.rs`): UUIDs
+//! as 16 bytes, `created_at` as fixed-width UTC text.
 
 use std::sync::LazyLock;
 
-use rusqlite::{Connection, ErrorCode, params};
+use rusqlite::{Connection, ErrorCode, params, params_from_iter};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
-use crate::audit_rows::sqlite_time;
 use crate::entity::audit_entry;
+use crate::rows::audit_entry as audit_entry_row;
+use crate::rows::audit_entry::sqlite_text;
 use crate::rows::columns;
+use crate::rows::write::{SqliteValues, put_row};
 use crate::sqlite_tx::{backend, transaction};
 
 const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (?1, ?2, ?3) \
@@ -26,7 +28,7 @@ const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES 
 const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = ?1, hash = ?2 \
      WHERE tenant_id = ?3 AND seq = ?4 AND hash = ?5";
 
-/// An entry, bound below in the entity's column order (`entity/audit_entry.rs`).
+/// An entry, its values bound in the entity's column order (`rows/audit_entry.rs`).
 static ENTRY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO audit_log ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -65,6 +67,15 @@ pub(crate) fn append(
         return Ok(AppendOutcome::Appended);
     };
     let tenant = &tenant_id.as_bytes()[..];
+    let rows = entries
+        .iter()
+        .map(|entry| {
+            let mut values = SqliteValues::new(sqlite_text);
+            put_row(&mut values, &[], |row| audit_entry_row::put(entry, row))
+                .map(|()| values.values)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RepoError::Backend)?;
     let written = transaction(conn, |conn| {
         let moved = match expected {
             None => conn
@@ -78,21 +89,8 @@ pub(crate) fn append(
             return Err(Refused::HeadMoved);
         }
         let mut insert = conn.prepare_cached(&ENTRY)?;
-        for entry in entries {
-            let e = &entry.event;
-            insert.execute(params![
-                &e.id.as_bytes()[..],
-                tenant,
-                entry.seq,
-                e.actor_type,
-                e.actor_id.map(|id| id.as_bytes().to_vec()),
-                e.operation,
-                e.entity_type,
-                e.entity_id,
-                e.trace_id,
-                sqlite_time(e.created_at),
-                entry.hash,
-            ])?;
+        for values in &rows {
+            insert.execute(params_from_iter(values))?;
         }
         Ok(())
     });

@@ -22,15 +22,16 @@ use std::time::Instant;
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
 use sea_orm::sqlx::{self, Connection};
-use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, micros};
+use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX};
 use crate::entity::audit_entry;
+use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::columns;
+use crate::rows::write::{CopyRows, put_row};
 use crate::supervise::answered as database_answered;
 use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, Supervised, timed_out, within};
 
@@ -41,16 +42,13 @@ const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = $1, hash = $2 \
      WHERE tenant_id = $3 AND seq = $4 AND hash = $5";
 
 /// The entries' columns, the entity's in its order (`entity/audit_entry.rs`), in which
-/// [`binary_rows`] writes each tuple's fields.
+/// [`binary_rows`] writes each tuple's fields (`rows/audit_entry.rs`).
 static COPY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "COPY audit_log ({}) FROM STDIN (FORMAT binary)",
         columns::<audit_entry::Column>(None, &[])
     )
 });
-
-/// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC).
-const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 /// One append, as the thread runs it.
 struct Append {
@@ -301,57 +299,19 @@ fn seq_taken(err: &sqlx::Error) -> bool {
     }
 }
 
-/// `entries` as the data of a binary `COPY` (header, one tuple each, trailer), in the
-/// statement's column order.
+/// `entries` as the data of a binary `COPY`, in the statement's column order
+/// (`rows/audit_entry.rs`).
 fn binary_rows(entries: &[AuditEntry]) -> Result<Vec<u8>, RepoError> {
-    let mut out = Vec::with_capacity(32 + entries.len() * 256);
-    out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
-    out.extend_from_slice(&0_i32.to_be_bytes()); // flags
-    out.extend_from_slice(&0_i32.to_be_bytes()); // header extension
+    let mut rows = CopyRows::new(entries.len() * 256);
     for entry in entries {
-        let e = &entry.event;
-        out.extend_from_slice(&11_i16.to_be_bytes());
-        field(&mut out, Some(e.id.as_bytes()))?;
-        field(&mut out, Some(e.tenant_id.as_bytes()))?;
-        field(&mut out, Some(&entry.seq.to_be_bytes()))?;
-        field(&mut out, Some(e.actor_type.as_bytes()))?;
-        field(&mut out, e.actor_id.as_ref().map(|id| &id.as_bytes()[..]))?;
-        field(&mut out, Some(e.operation.as_bytes()))?;
-        field(&mut out, Some(e.entity_type.as_bytes()))?;
-        field(&mut out, Some(e.entity_id.as_bytes()))?;
-        field(&mut out, e.trace_id.as_deref().map(str::as_bytes))?;
-        field(&mut out, Some(&timestamptz(e.created_at).to_be_bytes()))?;
-        field(&mut out, Some(entry.hash.as_bytes()))?;
+        put_row(&mut rows, &[], |row| audit_entry_row::put(entry, row))
+            .map_err(RepoError::Backend)?;
     }
-    out.extend_from_slice(&(-1_i16).to_be_bytes());
-    Ok(out)
-}
-
-/// One field: its length (-1 for `NULL`), then its bytes.
-fn field(out: &mut Vec<u8>, value: Option<&[u8]>) -> Result<(), RepoError> {
-    match value {
-        None => out.extend_from_slice(&(-1_i32).to_be_bytes()),
-        Some(bytes) => {
-            let len = i32::try_from(bytes.len())
-                .map_err(|_| RepoError::Backend("an audit field over 2 GiB".into()))?;
-            out.extend_from_slice(&len.to_be_bytes());
-            out.extend_from_slice(bytes);
-        }
-    }
-    Ok(())
-}
-
-/// `t` as a binary `timestamptz`: whole microseconds since 2000-01-01 UTC, as `created_at` is
-/// stored (`micros`).
-fn timestamptz(t: OffsetDateTime) -> i64 {
-    let since_unix = micros(t).unix_timestamp_nanos() / 1_000;
-    i64::try_from(since_unix).unwrap_or(i64::MAX) - PG_EPOCH_MICROS
+    Ok(rows.finish())
 }
 
 #[cfg(test)]
 mod tests {
-    use time::macros::datetime;
-
     use super::*;
 
     #[tokio::test]
@@ -363,16 +323,5 @@ mod tests {
         writer.settled().await.unwrap();
         writer.queue.send(Message::Panic).unwrap();
         writer.settled().await.unwrap();
-    }
-
-    #[test]
-    fn timestamps_count_microseconds_from_postgres_epoch() {
-        assert_eq!(timestamptz(datetime!(2000-01-01 00:00 UTC)), 0);
-        assert_eq!(
-            timestamptz(datetime!(2000-01-01 00:00:01.000_002_999 UTC)),
-            1_000_002
-        );
-        assert_eq!(timestamptz(datetime!(2000-01-01 01:00 +01:00)), 0);
-        assert_eq!(timestamptz(datetime!(1999-12-31 23:59:59 UTC)), -1_000_000);
     }
 }

@@ -29,7 +29,8 @@ use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::checkpoint::{self, Checkpointer};
-use crate::entity::{application, tenant, token};
+use crate::entity::{application, token};
+use crate::rows::tenant::{settings_columns, settings_from_sqlite};
 use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
 use crate::writer::{OnDisk, Writer};
@@ -66,10 +67,11 @@ impl std::fmt::Debug for DirectReads {
 /// The key's application and its tenant's settings.
 static APPLICATION_BY_KEY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, t.fingerprint_tokens, t.deduplicate_tokens \
+        "SELECT {}, {} \
          FROM applications a JOIN tenants t ON t.id = a.tenant_id \
          WHERE a.key_hash = ?1 AND t.deleted_at IS NULL",
-        columns::<application::Column>(Some("a"), &[])
+        columns::<application::Column>(Some("a"), &[]),
+        settings_columns("t", None)
     )
 });
 
@@ -92,23 +94,16 @@ static LIVE_TOKEN: LazyLock<String> = LazyLock::new(|| {
 /// token `?2` of its tenant: one statement, one read transaction (`keyed_read.rs`).
 static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, t.fingerprint_tokens, t.deduplicate_tokens, {} \
+        "SELECT {}, {}, {} \
          FROM applications a JOIN tenants t ON t.id = a.tenant_id \
          LEFT JOIN tokens k ON a.app_type = 'private' AND k.tenant_id = a.tenant_id \
            AND k.id = ?2 AND (k.expires_at IS NULL OR k.expires_at > ?3) \
          WHERE a.key_hash = ?1 AND t.deleted_at IS NULL",
         columns::<application::Column>(Some("a"), &[]),
+        settings_columns("t", None),
         columns::<token::Column>(Some("k"), &[])
     )
 });
-
-/// The tenant settings selected after an application's columns.
-pub(crate) fn settings(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
-    Ok(TenantSettings {
-        fingerprint_tokens: f.get(tenant::Column::FingerprintTokens)?,
-        deduplicate_tokens: f.get(tenant::Column::DeduplicateTokens)?,
-    })
-}
 
 /// How long a direct read waits on a lock before it leaves the read to SeaORM (which waits
 /// without holding a thread). WAL readers wait only in the cases SQLite documents (the WAL being
@@ -254,7 +249,7 @@ impl DirectReads {
                 .query_row(params![key_hash], |row| {
                     let mut f = Fields::new(row, 0);
                     let model = rows::application::from_sqlite(&mut f)?;
-                    Ok((model, settings(&mut f)?))
+                    Ok((model, settings_from_sqlite(&mut f)?))
                 })
                 .optional()
         })?;
@@ -356,7 +351,7 @@ impl DirectReads {
                 .query_row(params![key_hash, token_id, now], |row| {
                     let mut f = Fields::new(row, 0);
                     let application = rows::application::from_sqlite(&mut f)?;
-                    let settings = settings(&mut f)?;
+                    let settings = settings_from_sqlite(&mut f)?;
                     // No token joined: its primary key columns (the first two) are NULL.
                     let token = if f.is_null_ahead(1)? {
                         None

@@ -27,13 +27,14 @@ use tokenvault_domain::ports::KeyedReactor;
 use tokenvault_domain::reactor::{Formula, Reactor};
 use uuid::Uuid;
 
-use crate::direct::{DirectReads, bound_time, settings};
+use crate::direct::{DirectReads, bound_time};
 use crate::entity::{application, formula, reactor, token};
 use crate::keyed_read::{application_and_settings, application_and_settings_of, prefixed};
 use crate::pg_direct::PgDirect;
 use crate::reactors::{formula_by_id, formula_to_domain, reactor_by_id, reactor_to_domain};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
+use crate::rows::tenant::{settings_columns, settings_from_sqlite};
 use crate::rows::{self, Fields, columns};
 use crate::stamp::stamp;
 
@@ -60,7 +61,7 @@ static KEY_AND_REACTOR: LazyLock<String> = LazyLock::new(|| {
 /// the token's before the reactor's, whose formula is read only when the reactor was found.
 static KEY_AND_REACTOR_SQLITE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {}, s.fingerprint_tokens, s.deduplicate_tokens, {}, {}, {} \
+        "SELECT {}, {}, {}, {}, {} \
          FROM applications a JOIN tenants s ON s.id = a.tenant_id \
          LEFT JOIN tokens t ON a.app_type = 'private' AND t.tenant_id = a.tenant_id \
          AND t.id = ?3 AND (t.expires_at IS NULL OR t.expires_at > ?4) \
@@ -69,6 +70,7 @@ static KEY_AND_REACTOR_SQLITE: LazyLock<String> = LazyLock::new(|| {
          LEFT JOIN reactor_formulas f ON f.tenant_id = r.tenant_id AND f.id = r.formula_id \
          WHERE a.key_hash = ?1 AND s.deleted_at IS NULL",
         columns::<application::Column>(Some("a"), &[]),
+        settings_columns("s", None),
         columns::<token::Column>(Some("t"), &[]),
         columns::<reactor::Column>(Some("r"), &[]),
         columns::<formula::Column>(Some("f"), &[]),
@@ -94,7 +96,7 @@ pub(crate) fn key_and_reactor_sqlite(
         |row| {
             let mut f = Fields::new(row, 0);
             let app = rows::application::from_sqlite(&mut f)?;
-            let settings = settings(&mut f)?;
+            let settings = settings_from_sqlite(&mut f)?;
             // Nothing joined: the primary key's columns (the first two) are NULL.
             let token = if f.is_null_ahead(1)? {
                 f.skip::<token::Column>();

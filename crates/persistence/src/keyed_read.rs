@@ -18,6 +18,7 @@ use tokenvault_domain::tenant::TenantSettings;
 use crate::entity::application;
 use crate::pg_direct::PgDirect;
 use crate::repo_error::repo_err;
+use crate::rows::tenant::{settings_columns, settings_of};
 
 /// The key's application and its tenant's settings alone: every request's authentication on
 /// PostgreSQL. Fixed text (SeaORM's builder made this statement anew per request, and its
@@ -34,9 +35,9 @@ static KEY: LazyLock<String> = LazyLock::new(|| {
 /// the application under `a_`, the settings under `s_`.
 pub(crate) fn application_and_settings() -> String {
     format!(
-        "{}, s.fingerprint_tokens AS s_fingerprint_tokens, \
-         s.deduplicate_tokens AS s_deduplicate_tokens",
-        prefixed::<application::Column>("a")
+        "{}, {}",
+        prefixed::<application::Column>("a"),
+        settings_columns("s", Some("s_"))
     )
 }
 
@@ -46,10 +47,7 @@ pub(crate) fn application_and_settings_of(
     row: &QueryResult,
 ) -> Result<(Application, TenantSettings), RepoError> {
     let app = application::Model::from_query_result(row, "a_").map_err(repo_err)?;
-    let settings = TenantSettings {
-        fingerprint_tokens: row.try_get("s_", "fingerprint_tokens").map_err(repo_err)?,
-        deduplicate_tokens: row.try_get("s_", "deduplicate_tokens").map_err(repo_err)?,
-    };
+    let settings = settings_of(row, "s_").map_err(repo_err)?;
     Ok((crate::rows::application::to_domain(app)?, settings))
 }
 

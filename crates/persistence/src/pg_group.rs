@@ -25,25 +25,24 @@ use std::time::Instant;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection};
 use sea_orm::sqlx::{self, Connection};
 use sea_orm::{DbErr, RuntimeErr};
-use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
 use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
+use crate::entity::token;
 use crate::rows;
-use crate::rows::token::{NOT_INSERTED, insert_order, write_conflict};
-use crate::stamp::stamp;
+use crate::rows::token::{NOT_INSERTED, insert_order, put_new, write_conflict};
+use crate::rows::write::{PgArrays, PgValues, pg_params, put_row};
 use crate::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
 
 /// Rows in one statement at most.
 const MAX_GROUP: usize = 256;
 
-/// The columns a new row is written with, the entity's in its order (`rows/token.rs`); the
-/// arrays below are bound in that order, each with its column's type.
+/// The columns a new row is written with, the entity's in its order (`rows/token.rs`).
 fn columns() -> String {
-    rows::columns(None, NOT_INSERTED)
+    rows::columns::<token::Column>(None, NOT_INSERTED)
 }
 
 /// Takes the row's tenant as its foreign key would (`KEY SHARE`), but skips a tenant whose row
@@ -60,14 +59,14 @@ const TENANT_LIVE: &str =
     "SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1 AND deleted_at IS NULL)";
 
 /// The group insert; rows left out by a unique index or by [`TENANT_FREE`] are not returned.
+/// One array per column, each cast to its column's type, bound in the codec's order
+/// (`rows::token::put_new`).
 static GROUP_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO tokens ({cols}) SELECT u.* FROM UNNEST($1::uuid[], $2::varchar[], \
-         $3::varchar[], $4::varchar[], $5::text[], $6::bytea[], $7::bytea[], $8::varchar[], \
-         $9::varchar[], $10::text[], $11::uuid[], $12::timestamptz[], $13::uuid[], \
-         $14::timestamptz[], $15::timestamptz[], $16::bool[]) AS u({cols}) \
+        "INSERT INTO tokens ({cols}) SELECT u.* FROM UNNEST({arrays}) AS u({cols}) \
          WHERE {TENANT_FREE} ON CONFLICT DO NOTHING RETURNING tenant_id, id",
-        cols = columns()
+        cols = columns(),
+        arrays = pg_params::<token::Column>(NOT_INSERTED, "[]"),
     )
 });
 
@@ -75,11 +74,10 @@ static GROUP_SQL: LazyLock<String> = LazyLock::new(|| {
 /// gone or being deleted ([`TENANT_FREE`]).
 static SINGLE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO tokens ({cols}) SELECT u.* FROM (VALUES ($1::uuid, $2::varchar, \
-         $3::varchar, $4::varchar, $5::text, $6::bytea, $7::bytea, $8::varchar, $9::varchar, \
-         $10::text, $11::uuid, $12::timestamptz, $13::uuid, $14::timestamptz, \
-         $15::timestamptz, $16::bool)) AS u({cols}) WHERE {TENANT_FREE}",
-        cols = columns()
+        "INSERT INTO tokens ({cols}) SELECT u.* FROM (VALUES ({values})) AS u({cols}) \
+         WHERE {TENANT_FREE}",
+        cols = columns(),
+        values = pg_params::<token::Column>(NOT_INSERTED, ""),
     )
 });
 
@@ -233,41 +231,28 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
     // As `/tokenize` batches are: `ON CONFLICT DO NOTHING` still waits for another
     // transaction's uncommitted entry while holding the ones it made.
     group.sort_unstable_by(|a, b| insert_order(&a.row, &b.row));
-    let rows: Vec<&StoredToken> = group.iter().map(|p| &p.row).collect();
-    let stamped = |f: fn(&StoredToken) -> Option<OffsetDateTime>| -> Vec<Option<OffsetDateTime>> {
-        rows.iter().map(|t| f(t).map(stamp)).collect()
+    let mut arrays = PgArrays::default();
+    let encoded = group
+        .iter()
+        .try_for_each(|p| {
+            put_row(&mut arrays, NOT_INSERTED, |row| {
+                put_new(&p.row, &p.metadata, row);
+            })
+        })
+        .and_then(|()| arrays.into_arguments());
+    let arguments = match encoded {
+        Ok(arguments) => arguments,
+        Err(e) => {
+            answer_all(group, &sqlx::Error::Encode(e));
+            return Ok(());
+        }
     };
     // Each statement within the deadline: past it, its rows may or may not have been committed,
     // as when a connection breaks, and their callers are answered with the error.
-    let statement = sqlx::query_as::<_, (Uuid, String)>(sqlx::AssertSqlSafe(GROUP_SQL.as_str()))
-        .bind(rows.iter().map(|t| t.tenant_id).collect::<Vec<_>>())
-        .bind(rows.iter().map(|t| t.id.clone()).collect::<Vec<_>>())
-        .bind(
-            rows.iter()
-                .map(|t| t.token_type.clone())
-                .collect::<Vec<_>>(),
-        )
-        .bind(rows.iter().map(|t| t.container.clone()).collect::<Vec<_>>())
-        .bind(group.iter().map(|p| p.metadata.clone()).collect::<Vec<_>>())
-        .bind(rows.iter().map(|t| t.data.clone()).collect::<Vec<_>>())
-        .bind(rows.iter().map(|t| t.mask.clone()).collect::<Vec<_>>())
-        .bind(
-            rows.iter()
-                .map(|t| t.fingerprint.clone())
-                .collect::<Vec<_>>(),
-        )
-        .bind(rows.iter().map(|t| t.dedup_key.clone()).collect::<Vec<_>>())
-        .bind(
-            rows.iter()
-                .map(|t| t.fingerprint_expression.clone())
-                .collect::<Vec<_>>(),
-        )
-        .bind(rows.iter().map(|t| t.created_by).collect::<Vec<_>>())
-        .bind(rows.iter().map(|t| stamp(t.created_at)).collect::<Vec<_>>())
-        .bind(rows.iter().map(|t| t.modified_by).collect::<Vec<_>>())
-        .bind(stamped(|t| t.modified_at))
-        .bind(stamped(|t| t.expires_at))
-        .bind(rows.iter().map(|t| t.deduplicate).collect::<Vec<_>>());
+    let statement = sqlx::query_as_with::<_, (Uuid, String), _>(
+        sqlx::AssertSqlSafe(GROUP_SQL.as_str()),
+        arguments,
+    );
     let result = within(statement.fetch_all(&mut *conn)).await;
     match result {
         Ok(stored) => {
@@ -312,23 +297,14 @@ async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), 
 /// One row in its own statement, answered with the index it hits.
 async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Error> {
     let t = &p.row;
-    let statement = sqlx::query(sqlx::AssertSqlSafe(SINGLE_SQL.as_str()))
-        .bind(t.tenant_id)
-        .bind(&t.id)
-        .bind(&t.token_type)
-        .bind(&t.container)
-        .bind(&p.metadata)
-        .bind(&t.data)
-        .bind(&t.mask)
-        .bind(&t.fingerprint)
-        .bind(&t.dedup_key)
-        .bind(&t.fingerprint_expression)
-        .bind(t.created_by)
-        .bind(stamp(t.created_at))
-        .bind(t.modified_by)
-        .bind(t.modified_at.map(stamp))
-        .bind(t.expires_at.map(stamp))
-        .bind(t.deduplicate);
+    let mut values = PgValues::default();
+    if let Err(e) = put_row(&mut values, NOT_INSERTED, |row| {
+        put_new(t, &p.metadata, row);
+    }) {
+        let _ = p.reply.send(Err(backend(&sqlx::Error::Encode(e))));
+        return Ok(());
+    }
+    let statement = sqlx::query_with(sqlx::AssertSqlSafe(SINGLE_SQL.as_str()), values.0);
     let result = within(statement.execute(&mut *conn)).await;
     match result {
         Ok(done) if done.rows_affected() > 0 => {
@@ -378,6 +354,22 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
 mod tests {
 
     use super::*;
+
+    #[test]
+    fn each_array_and_value_is_cast_to_its_columns_type() {
+        let group = GROUP_SQL.as_str();
+        for cast in ["$1::uuid[]", "$5::text[]", "$6::bytea[]", "$16::bool[]"] {
+            assert!(group.contains(cast), "{cast} in {group}");
+        }
+        assert!(
+            !group.contains("$17"),
+            "version is left to its default: {group}"
+        );
+        let single = SINGLE_SQL.as_str();
+        for cast in ["$2::varchar,", "$12::timestamptz,", "$16::bool)"] {
+            assert!(single.contains(cast), "{cast} in {single}");
+        }
+    }
 
     /// The id of a row whose group panics (a bug, as a test brings it about).
     pub(super) const A_BUG: &str = "tokenvault-test-a-bug";

@@ -108,7 +108,7 @@ impl Writer {
     pub(crate) async fn insert_token(&self, row: StoredToken) -> Result<TokenWrite, RepoError> {
         // Encoded here, on the caller's thread: the writer thread only binds and steps.
         let (tenant_id, month) = (row.tenant_id, month_of(row.created_at));
-        let values = crate::rows::token::to_sqlite(row)?;
+        let values = crate::rows::token::to_sqlite(&row)?;
         let (reply, answer) = oneshot::channel();
         let pending = Pending {
             values,

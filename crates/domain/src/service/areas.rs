@@ -5,8 +5,8 @@
 
 use std::sync::{Arc, Weak};
 
-use super::audit::AuditBuffer;
-use super::usage::ActivityBuffer;
+use super::activity::ActivityBuffer;
+use super::audit::buffer::AuditBuffer;
 use super::{Areas, Shared, SvcFactory};
 use crate::code::CodeRunner;
 use crate::forward::Forwarder;

@@ -10,49 +10,9 @@ use crate::application::{ApiKey, Application, KeyHash};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::ApplicationType;
-use crate::reactor::{Formula, Reactor};
+use crate::service::prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
 use crate::service::tokens::ReadAhead;
 use crate::tenant::TenantSettings;
-use crate::token::StoredToken;
-
-/// What was read in the same round trip as the caller's key, for one resource `id` of the
-/// key's tenant: a token ([`Authenticator::authenticate_reading`]) or a reactor with its formula
-/// ([`Authenticator::authenticate_reacting`]). Nothing of it is looked at before the use case has
-/// checked the caller, and it only stands for the tenant and id it was read for.
-#[derive(Debug)]
-pub struct Prefetched<K, T> {
-    tenant_id: Uuid,
-    id: K,
-    read: T,
-}
-
-/// A token read with the key (`None` inside: the tenant has no live token by that id).
-pub type PrefetchedToken = Prefetched<String, Option<StoredToken>>;
-
-/// A reactor and its formula read with the key, with the token its arguments name.
-pub type PrefetchedReactor = Prefetched<Uuid, ReactorRead>;
-
-/// What [`Authenticator::authenticate_reacting`] read beside the key.
-#[derive(Debug)]
-pub struct ReactorRead {
-    /// The reactor and its formula (`None`: the tenant has no such reactor; a formula `None`:
-    /// the reactor's formula is missing).
-    pub(super) reactor: Option<(Reactor, Option<Formula>)>,
-    /// The token the arguments name, read for the key's tenant (`None`: not read here).
-    pub(super) tokens: Option<ReadAhead>,
-}
-
-impl<K, T> Prefetched<K, T> {
-    /// What was read, when it was read for this tenant and id (otherwise the use case reads
-    /// again).
-    pub(super) fn read_for<Q>(self, tenant_id: Uuid, id: &Q) -> Option<T>
-    where
-        K: std::borrow::Borrow<Q>,
-        Q: PartialEq + ?Sized,
-    {
-        (self.tenant_id == tenant_id && self.id.borrow() == id).then_some(self.read)
-    }
-}
 
 impl Authenticator {
     /// Resolves an API key to its application, or to its session (docs/decisions.md §4,
@@ -166,11 +126,7 @@ impl Authenticator {
         if application.is_expired(self.clock.now()) {
             return Err(Error::Unauthenticated);
         }
-        let prefetched = Prefetched {
-            tenant_id: application.tenant_id,
-            id,
-            read,
-        };
+        let prefetched = Prefetched::new(application.tenant_id, id, read);
         Ok((
             Principal::of_application(application, settings),
             Some(prefetched),

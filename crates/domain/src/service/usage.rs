@@ -1,66 +1,10 @@
 //! Monthly active tokens and the usage report (docs/decisions.md §10).
 
-use std::collections::HashSet;
-use std::sync::Mutex;
-
-use uuid::Uuid;
-
 use super::Usage;
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
-use crate::ports::{ActivityTrail, TypeCount, month_of};
-
-/// Activity entries remembered as written, to skip re-writing them within a month.
-const MAX_REMEMBERED_ACTIVITY: usize = 1_000_000;
-
-/// Activity entries waiting at most: past this (the database has been unreachable for long
-/// under load), new entries are dropped and counted, and the next flush reports the count as
-/// an error, as the audit buffer does; the memory they take stays bounded.
-#[cfg(not(test))]
-const MAX_PENDING_ACTIVITY: usize = 1_000_000;
-#[cfg(test)]
-const MAX_PENDING_ACTIVITY: usize = 3;
-
-/// Tokens read or used, per (tenant, month, token), waiting to be written in one batch.
-#[derive(Default)]
-pub struct ActivityBuffer {
-    pending: Mutex<HashSet<(Uuid, String, String)>>,
-    flushed: Mutex<HashSet<(Uuid, String, String)>>,
-    /// Entries dropped because `pending` was full, not yet reported.
-    dropped: std::sync::atomic::AtomicU64,
-    /// Held for a whole flush: one flush at a time, so a report's flush waits for the one in
-    /// flight and then reads only after every activity recorded before it was written.
-    flushing: futures_util::lock::Mutex<()>,
-}
-
-/// A flush's batch until it is written: dropped with anything in it (the write failed, or the
-/// flush's future was dropped at an `await`), it puts the batch back in the buffer, before the
-/// flush lock it holds is released.
-struct Unwritten<'a> {
-    buffer: &'a ActivityBuffer,
-    batch: Vec<(Uuid, String, String)>,
-    _one_at_a_time: futures_util::lock::MutexGuard<'a, ()>,
-}
-
-impl Drop for Unwritten<'_> {
-    fn drop(&mut self) {
-        if self.batch.is_empty() {
-            return;
-        }
-        self.buffer
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(self.batch.drain(..));
-    }
-}
-
-impl std::fmt::Debug for ActivityBuffer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActivityBuffer").finish_non_exhaustive()
-    }
-}
+use crate::ports::{TypeCount, month_of};
 
 /// The live usage report.
 #[derive(Clone, Debug)]
@@ -71,31 +15,6 @@ pub struct UsageReport {
     pub monthly_active_tokens: u64,
 }
 
-impl ActivityTrail for ActivityBuffer {
-    fn record(&self, tenant_id: Uuid, month: &str, ids: &mut dyn Iterator<Item = &str>) {
-        let flushed = self
-            .flushed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for id in ids {
-            let entry = (tenant_id, month.to_owned(), id.to_string());
-            if flushed.contains(&entry) || pending.contains(&entry) {
-                continue;
-            }
-            if pending.len() >= MAX_PENDING_ACTIVITY {
-                self.dropped
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                continue;
-            }
-            pending.insert(entry);
-        }
-    }
-}
-
 impl Usage {
     /// Background job (and the usage report): writes buffered activity in one batch. Flushes
     /// run one at a time: a caller that finds a flush in flight waits for it, so on return
@@ -103,49 +22,11 @@ impl Usage {
     /// dropped before it finished (actix drops a report whose client left), puts its batch
     /// back (`Unwritten`); writing it twice is harmless (upserts).
     pub async fn flush_activity(&self) -> Result<usize, Error> {
-        let one_at_a_time = self.activity.flushing.lock().await;
-        let dropped = self
-            .activity
-            .dropped
-            .swap(0, std::sync::atomic::Ordering::Relaxed);
-        if dropped > 0 {
-            tracing::error!(
-                dropped,
-                "token activity dropped: it could not be written for long; the usage report undercounts"
-            );
-        }
-        let batch: Vec<(Uuid, String, String)> = {
-            let mut pending = self
-                .activity
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            pending.drain().collect()
-        };
-        if batch.is_empty() {
+        let Some(unwritten) = self.activity.take().await else {
             return Ok(0);
-        }
-        let mut unwritten = Unwritten {
-            buffer: &self.activity,
-            batch,
-            _one_at_a_time: one_at_a_time,
         };
-        self.store.record_activity(&unwritten.batch).await?;
-        let batch = std::mem::take(&mut unwritten.batch);
-        let month = month_of(self.clock.now());
-        let mut flushed = self
-            .activity
-            .flushed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        flushed.retain(|(_, m, _)| *m == month);
-        if flushed.len() > MAX_REMEMBERED_ACTIVITY {
-            // Only an optimisation (upserts are idempotent): bound the memory it takes.
-            flushed.clear();
-        }
-        let n = batch.len();
-        flushed.extend(batch);
-        Ok(n)
+        self.store.record_activity(unwritten.batch()).await?;
+        Ok(unwritten.written(&month_of(self.clock.now())))
     }
 
     /// `GET /tenants/self/reports/usage` (docs/decisions.md §10).

@@ -12,11 +12,13 @@ pub struct Model {
     pub id: String,
     pub token_type: String,
     pub container: String,
+    #[sea_orm(column_type = "Text")]
     pub metadata: String,
     pub data: Vec<u8>,
     pub mask: Option<Vec<u8>>,
     pub fingerprint: Option<String>,
     pub dedup_key: Option<String>,
+    #[sea_orm(column_type = "Text", nullable)]
     pub fingerprint_expression: Option<String>,
     pub created_by: Option<Uuid>,
     pub created_at: TimeDateTimeWithTimeZone,

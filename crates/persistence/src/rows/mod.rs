@@ -1,16 +1,21 @@
 //! Row codecs: how a table's rows become the domain's values and back, the lowest layer of the
 //! adapter (it imports no repository, engine or query module; they import it). One file per
-//! table: `application.rs`, `tenant.rs`, `token.rs`, `proxy.rs`, `reactor.rs` (formulas and
-//! reactors). The SeaORM entity (`entity/`) is each table's one column list: SeaORM's queries
-//! read it, and the fast paths' statements select [`columns`] of it, in its order, which is the
-//! order in which the table's `from_sqlite` reads a rusqlite row through [`Fields`]. Here: those
-//! two, and the column readers, which read values as sqlx stored them.
+//! table the fast paths read or write: `activity.rs`, `application.rs`, `audit_entry.rs`,
+//! `tenant.rs`, `token.rs`, `proxy.rs`, `reactor.rs` (formulas and reactors). The SeaORM entity
+//! (`entity/`) is each table's one column list: SeaORM's queries read it, and the fast paths'
+//! statements select or insert [`columns`] of it, in its order, which is the order in which the
+//! table's `from_sqlite` reads a rusqlite row through [`Fields`] and its `put` writes one
+//! through [`write::put_row`] (checked in debug builds, both ways). Here: those two, and the
+//! column readers, which read values as sqlx stored them.
 
+pub(crate) mod activity;
 pub(crate) mod application;
+pub(crate) mod audit_entry;
 pub(crate) mod proxy;
 pub(crate) mod reactor;
 pub(crate) mod tenant;
 pub(crate) mod token;
+pub(crate) mod write;
 
 use rusqlite::Row;
 use rusqlite::types::FromSql;

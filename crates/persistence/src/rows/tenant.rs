@@ -1,5 +1,6 @@
 //! The `tenants` rows: the domain's [`Tenant`] (the wrapped data key is read on its own).
 
+use sea_orm::{DbErr, Iden, QueryResult};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 
 use super::Fields;
@@ -42,5 +43,41 @@ pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<tenant::Mo
             data_key: None,
             deleted_at: None,
         })
+    })
+}
+
+/// A tenant's settings, as every keyed read selects them after its key's application.
+const SETTINGS: [tenant::Column; 2] = [
+    tenant::Column::FingerprintTokens,
+    tenant::Column::DeduplicateTokens,
+];
+
+/// [`SETTINGS`] of the tenant under `alias`, in their order; with a `prefix`, each
+/// `AS "{prefix}{column}"`, as SeaORM reads them back ([`settings_of`]).
+pub(crate) fn settings_columns(alias: &str, prefix: Option<&str>) -> String {
+    SETTINGS
+        .iter()
+        .map(|c| match prefix {
+            Some(prefix) => format!("{alias}.\"{c}\" AS \"{prefix}{c}\"", c = c.to_string()),
+            None => format!("{alias}.{}", c.to_string()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The settings a rusqlite row holds where [`settings_columns`] selected them.
+pub(crate) fn settings_from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<TenantSettings> {
+    Ok(TenantSettings {
+        fingerprint_tokens: f.get(tenant::Column::FingerprintTokens)?,
+        deduplicate_tokens: f.get(tenant::Column::DeduplicateTokens)?,
+    })
+}
+
+/// The settings a PostgreSQL row holds under `prefix` ([`settings_columns`]).
+pub(crate) fn settings_of(row: &QueryResult, prefix: &str) -> Result<TenantSettings, DbErr> {
+    let get = |c: tenant::Column| row.try_get::<bool>(prefix, &c.to_string());
+    Ok(TenantSettings {
+        fingerprint_tokens: get(tenant::Column::FingerprintTokens)?,
+        deduplicate_tokens: get(tenant::Column::DeduplicateTokens)?,
     })
 }

@@ -14,6 +14,7 @@ use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
 
 use super::Fields;
+use super::write::{Put, SqliteValues, WriteError, put_row};
 use crate::entity::token;
 use crate::repo_error::repo_err;
 use crate::stamp::{stamp, unstamp};
@@ -130,40 +131,50 @@ pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Mod
 /// sets it.
 pub(crate) const NOT_INSERTED: &[token::Column] = &[token::Column::Version];
 
-/// A new token's values as the SQLite writer binds them, in the order of
-/// `columns::<token::Column>(None, NOT_INSERTED)`: UUIDs as 16 bytes and timestamps as
-/// fixed-width RFC 3339 text, as sqlx binds them. Made by the caller, off the writer thread.
-pub(crate) fn to_sqlite(t: StoredToken) -> Result<Vec<SqlValue>, RepoError> {
-    let time = |t: OffsetDateTime| {
-        stamp(t)
-            .format(&Rfc3339)
-            .map(SqlValue::Text)
-            .map_err(|e| RepoError::Backend(Box::new(e)))
-    };
-    let opt_time = |t: Option<OffsetDateTime>| t.map_or(Ok(SqlValue::Null), time);
-    let uuid = |u: uuid::Uuid| SqlValue::Blob(u.as_bytes().to_vec());
-    let opt_uuid = |u: Option<uuid::Uuid>| u.map_or(SqlValue::Null, uuid);
-    let opt_text = |s: Option<String>| s.map_or(SqlValue::Null, SqlValue::Text);
-    let metadata = metadata_json(&t);
-    Ok(vec![
-        uuid(t.tenant_id),
-        SqlValue::Text(t.id),
-        SqlValue::Text(t.token_type),
-        SqlValue::Text(t.container),
-        SqlValue::Text(metadata),
-        SqlValue::Blob(t.data),
-        t.mask.map_or(SqlValue::Null, SqlValue::Blob),
-        opt_text(t.fingerprint),
-        opt_text(t.dedup_key),
-        opt_text(t.fingerprint_expression),
-        opt_uuid(t.created_by),
-        time(t.created_at)?,
-        opt_uuid(t.modified_by),
-        opt_time(t.modified_at)?,
-        opt_time(t.expires_at)?,
-        t.deduplicate
-            .map_or(SqlValue::Null, |d| SqlValue::Integer(i64::from(d))),
-    ])
+/// A new token's values, in the entity's order less [`NOT_INSERTED`] (its `metadata` as JSON
+/// text, [`metadata_json`]): the one list of them every fast path binds, whatever the backend
+/// (`group_commit.rs` on SQLite, `pg_group.rs` on PostgreSQL). Timestamps are stamped
+/// (`stamp.rs`).
+pub(crate) fn put_new<'a>(
+    t: &'a StoredToken,
+    metadata: &'a str,
+    row: &mut Put<'_, 'a, token::Column>,
+) {
+    use token::Column as C;
+    row.uuid(C::TenantId, t.tenant_id);
+    row.text(C::Id, &t.id);
+    row.text(C::TokenType, &t.token_type);
+    row.text(C::Container, &t.container);
+    row.text(C::Metadata, metadata);
+    row.bytes(C::Data, &t.data);
+    row.opt_bytes(C::Mask, t.mask.as_deref());
+    row.opt_text(C::Fingerprint, t.fingerprint.as_deref());
+    row.opt_text(C::DedupKey, t.dedup_key.as_deref());
+    row.opt_text(
+        C::FingerprintExpression,
+        t.fingerprint_expression.as_deref(),
+    );
+    row.opt_uuid(C::CreatedBy, t.created_by);
+    row.time(C::CreatedAt, stamp(t.created_at));
+    row.opt_uuid(C::ModifiedBy, t.modified_by);
+    row.opt_time(C::ModifiedAt, t.modified_at.map(stamp));
+    row.opt_time(C::ExpiresAt, t.expires_at.map(stamp));
+    row.opt_bool(C::Deduplicate, t.deduplicate);
+}
+
+/// A stamped timestamp as sqlx writes it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
+fn sqlite_text(t: OffsetDateTime) -> Result<String, WriteError> {
+    Ok(t.format(&Rfc3339)?)
+}
+
+/// A new token's values as the SQLite writer binds them ([`put_new`]). Made by the caller, off
+/// the writer thread.
+pub(crate) fn to_sqlite(t: &StoredToken) -> Result<Vec<SqlValue>, RepoError> {
+    let metadata = metadata_json(t);
+    let mut values = SqliteValues::new(sqlite_text);
+    put_row(&mut values, NOT_INSERTED, |row| put_new(t, &metadata, row))
+        .map_err(RepoError::Backend)?;
+    Ok(values.values)
 }
 
 /// A new token of tenant 1 with the least set (unit tests).
@@ -199,7 +210,7 @@ mod tests {
     fn a_new_rows_values_are_one_per_inserted_column() {
         let mut row = sample("t");
         row.deduplicate = Some(true);
-        let values = to_sqlite(row).unwrap();
+        let values = to_sqlite(&row).unwrap();
         assert_eq!(values.len(), column_count::<token::Column>(NOT_INSERTED));
         assert_eq!(values[15], SqlValue::Integer(1), "deduplicate, last");
     }

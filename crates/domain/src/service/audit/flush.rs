@@ -6,7 +6,7 @@ use std::collections::{HashSet, VecDeque};
 
 use uuid::Uuid;
 
-use super::{Unsure, Unwritten};
+use super::buffer::{Unsure, Unwritten};
 use crate::audit::{AppendOutcome, AuditEntry, StoredEvent};
 use crate::error::Error;
 use crate::service::AuditLog;

@@ -3,8 +3,9 @@
 //! Every request a tenant makes records its audit events in memory, and the flusher writes
 //! them (`flush.rs`). A load that outruns the database would otherwise grow the tenant's
 //! waiting events until their bound (`MAX_PENDING_PER_TENANT`), and then drop later ones: the
-//! memory and the loss would follow the load. Instead, once a tenant has [`HIGH_WATER`] events
-//! in memory (waiting, or taken by the flush in progress; `TOKENVAULT_AUDIT_HIGH_WATER`), its
+//! memory and the loss would follow the load. Instead, once a tenant has
+//! [`HIGH_WATER`](super::buffer::HIGH_WATER) events in memory (waiting, or taken by the flush
+//! in progress; `TOKENVAULT_AUDIT_HIGH_WATER`), its
 //! next requests wait once admitted (their key and rate limit checked: `Authenticator::room`)
 //! until the flush brings it below, and one that waited [`MAX_WAIT`] in vain is refused
 //! (`Error::Overloaded`, a 503 with `Retry-After`) without having run; so is one that finds
@@ -24,15 +25,9 @@ use std::time::Duration;
 use futures_util::future::{Either, select};
 use uuid::Uuid;
 
-use super::AuditBuffer;
+use super::buffer::AuditBuffer;
 use crate::error::Error;
 use crate::ports::Clock;
-
-/// The default of a tenant's events in memory from which its requests wait (about 6 MB of
-/// events; `AuditLog::set_high_water`): about two flushes' worth at the fastest rate measured
-/// (a children-page load, ~50,000 events a second), so a log that keeps up never makes a
-/// request wait.
-pub const HIGH_WATER: usize = 20_000;
 
 /// How long a request waits for room before it is refused.
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(2);

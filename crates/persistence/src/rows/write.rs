@@ -1,0 +1,435 @@
+//! The write half of the row codecs: a table's codec ([`put_row`]) hands a row's values over
+//! one column at a time, named by the entity's column, and a sink takes them as its driver binds
+//! them: rusqlite values ([`SqliteValues`]), sqlx arguments ([`PgValues`]), one sqlx array per
+//! column for an `UNNEST` of many rows ([`PgArrays`]), binary `COPY` data ([`CopyRows`]). So a
+//! table's values are listed once, in its codec, whichever backend and statement writes them;
+//! the statement's columns come from the entity ([`super::columns`], [`pg_types`]).
+//!
+//! In debug builds (every test) each value's column is checked against the entity's order, as
+//! [`super::Fields`] checks each read: a codec out of step with its entity fails.
+
+use sea_orm::sea_query::{ColumnType, StringLen};
+use sea_orm::sqlx::postgres::{PgArguments, Postgres};
+use sea_orm::sqlx::{Arguments, Encode, Type};
+use sea_orm::{ColumnTrait, Iden, Iterable};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::column_count;
+
+/// Why a value could not be taken (a timestamp past year 9999, a field over 2 GiB).
+pub(crate) type WriteError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One value of a row being written, typed as its column stores it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cell<'a> {
+    Uuid(Option<Uuid>),
+    Text(Option<&'a str>),
+    Bytes(Option<&'a [u8]>),
+    Int(i64),
+    Time(Option<OffsetDateTime>),
+    Bool(Option<bool>),
+}
+
+/// Where a codec's values go.
+pub(crate) trait Sink<'a> {
+    /// A row of `width` values begins.
+    fn start_row(&mut self, _width: usize) -> Result<(), WriteError> {
+        Ok(())
+    }
+
+    /// The row's next value.
+    fn put(&mut self, cell: Cell<'a>) -> Result<(), WriteError>;
+}
+
+/// A row being written by its table's codec: each value named by its column.
+pub(crate) struct Put<'s, 'a, C> {
+    sink: &'s mut dyn Sink<'a>,
+    skip: &'s [C],
+    at: usize,
+    failed: Option<WriteError>,
+}
+
+impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
+    pub(crate) fn uuid(&mut self, column: C, value: Uuid) {
+        self.cell(&column, Cell::Uuid(Some(value)));
+    }
+
+    pub(crate) fn opt_uuid(&mut self, column: C, value: Option<Uuid>) {
+        self.cell(&column, Cell::Uuid(value));
+    }
+
+    pub(crate) fn text(&mut self, column: C, value: &'a str) {
+        self.cell(&column, Cell::Text(Some(value)));
+    }
+
+    pub(crate) fn opt_text(&mut self, column: C, value: Option<&'a str>) {
+        self.cell(&column, Cell::Text(value));
+    }
+
+    pub(crate) fn bytes(&mut self, column: C, value: &'a [u8]) {
+        self.cell(&column, Cell::Bytes(Some(value)));
+    }
+
+    pub(crate) fn opt_bytes(&mut self, column: C, value: Option<&'a [u8]>) {
+        self.cell(&column, Cell::Bytes(value));
+    }
+
+    pub(crate) fn int(&mut self, column: C, value: i64) {
+        self.cell(&column, Cell::Int(value));
+    }
+
+    pub(crate) fn time(&mut self, column: C, value: OffsetDateTime) {
+        self.cell(&column, Cell::Time(Some(value)));
+    }
+
+    pub(crate) fn opt_time(&mut self, column: C, value: Option<OffsetDateTime>) {
+        self.cell(&column, Cell::Time(value));
+    }
+
+    pub(crate) fn opt_bool(&mut self, column: C, value: Option<bool>) {
+        self.cell(&column, Cell::Bool(value));
+    }
+
+    fn cell(&mut self, column: &C, cell: Cell<'a>) {
+        debug_assert_eq!(
+            Some(column.to_string()),
+            written::<C>(self.skip).nth(self.at),
+            "a row codec out of step with its entity at column {}",
+            self.at
+        );
+        self.at += 1;
+        if self.failed.is_none()
+            && let Err(e) = self.sink.put(cell)
+        {
+            self.failed = Some(e);
+        }
+    }
+}
+
+/// The entity's column names less `skip`, in its order.
+fn written<C: Iterable + Iden>(skip: &[C]) -> impl Iterator<Item = String> {
+    let skipped: Vec<String> = skip.iter().map(Iden::to_string).collect();
+    C::iter()
+        .map(|c| c.to_string())
+        .filter(move |c| !skipped.contains(c))
+}
+
+/// Writes one row into `sink` with `codec`: every column of the entity less `skip`, in its
+/// order (checked in debug builds).
+pub(crate) fn put_row<'a, C: Iterable + Iden>(
+    sink: &mut dyn Sink<'a>,
+    skip: &[C],
+    codec: impl FnOnce(&mut Put<'_, 'a, C>),
+) -> Result<(), WriteError> {
+    let width = column_count::<C>(skip);
+    sink.start_row(width)?;
+    let mut row = Put {
+        sink,
+        skip,
+        at: 0,
+        failed: None,
+    };
+    codec(&mut row);
+    debug_assert_eq!(row.at, width, "a row codec out of step with its entity");
+    row.failed.map_or(Ok(()), Err)
+}
+
+/// The PostgreSQL type of each column of an entity less `skip`, in its order: the casts of an
+/// `UNNEST` of one array per column.
+pub(crate) fn pg_types<C: Iterable + Iden + ColumnTrait>(skip: &[C]) -> Vec<&'static str> {
+    let skipped: Vec<String> = skip.iter().map(Iden::to_string).collect();
+    C::iter()
+        .filter(|c| !skipped.contains(&c.to_string()))
+        .map(|c| pg_type(c.def().get_column_type()))
+        .collect()
+}
+
+/// The parameters of one row of an entity's columns less `skip`, each cast to its column's type
+/// followed by `suffix`: `$1::uuid, $2::varchar, …`, or with `[]` one array per column.
+pub(crate) fn pg_params<C: Iterable + Iden + ColumnTrait>(skip: &[C], suffix: &str) -> String {
+    pg_types::<C>(skip)
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("${}::{t}{suffix}", i + 1))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The types the entities use; any other is named `unknown`, which PostgreSQL refuses when the
+/// statement is prepared (every such statement runs in the tests).
+fn pg_type(column: &ColumnType) -> &'static str {
+    match column {
+        ColumnType::Uuid => "uuid",
+        ColumnType::String(StringLen::None) => "varchar",
+        ColumnType::Text => "text",
+        ColumnType::Binary(_) | ColumnType::VarBinary(_) | ColumnType::Blob => "bytea",
+        ColumnType::BigInteger => "int8",
+        ColumnType::Integer => "int4",
+        ColumnType::SmallInteger => "int2",
+        ColumnType::Boolean => "bool",
+        ColumnType::TimestampWithTimeZone => "timestamptz",
+        _ => "unknown",
+    }
+}
+
+/// Values as rusqlite binds them, as sqlx stored them on SQLite: UUIDs as 16 bytes, booleans as
+/// integers, timestamps as the text `time` makes (each table's own: `rows/token.rs`,
+/// `rows/audit_entry.rs`).
+pub(crate) struct SqliteValues {
+    pub(crate) values: Vec<rusqlite::types::Value>,
+    time: fn(OffsetDateTime) -> Result<String, WriteError>,
+}
+
+impl SqliteValues {
+    pub(crate) fn new(time: fn(OffsetDateTime) -> Result<String, WriteError>) -> Self {
+        Self {
+            values: Vec::new(),
+            time,
+        }
+    }
+}
+
+impl SqliteValues {
+    /// For a table that stores no timestamps.
+    pub(crate) fn untimed() -> Self {
+        Self::new(|_| Err("this table stores no timestamps".into()))
+    }
+}
+
+impl Sink<'_> for SqliteValues {
+    fn put(&mut self, cell: Cell<'_>) -> Result<(), WriteError> {
+        use rusqlite::types::Value;
+        let value = match cell {
+            Cell::Uuid(v) => v.map_or(Value::Null, |u| Value::Blob(u.as_bytes().to_vec())),
+            Cell::Text(v) => v.map_or(Value::Null, |s| Value::Text(s.to_owned())),
+            Cell::Bytes(v) => v.map_or(Value::Null, |b| Value::Blob(b.to_vec())),
+            Cell::Int(v) => Value::Integer(v),
+            Cell::Time(v) => v
+                .map(self.time)
+                .transpose()?
+                .map_or(Value::Null, Value::Text),
+            Cell::Bool(v) => v.map_or(Value::Null, |b| Value::Integer(i64::from(b))),
+        };
+        self.values.push(value);
+        Ok(())
+    }
+}
+
+/// Values as sqlx binds them on PostgreSQL, one parameter each.
+#[derive(Default)]
+pub(crate) struct PgValues(pub(crate) PgArguments);
+
+fn add<'t, T: Encode<'t, Postgres> + Type<Postgres>>(
+    args: &mut PgArguments,
+    value: T,
+) -> Result<(), WriteError> {
+    args.add(value)
+}
+
+impl Sink<'_> for PgValues {
+    fn put(&mut self, cell: Cell<'_>) -> Result<(), WriteError> {
+        let args = &mut self.0;
+        match cell {
+            Cell::Uuid(v) => add(args, v),
+            Cell::Text(v) => add(args, v),
+            Cell::Bytes(v) => add(args, v),
+            Cell::Int(v) => add(args, v),
+            Cell::Time(v) => add(args, v),
+            Cell::Bool(v) => add(args, v),
+        }
+    }
+}
+
+/// Many rows as one PostgreSQL array per column, for `INSERT … SELECT … FROM UNNEST($1::t[],
+/// …)`; the arrays borrow the rows' text and bytes.
+#[derive(Default)]
+pub(crate) struct PgArrays<'a> {
+    arrays: Vec<Array<'a>>,
+    at: usize,
+}
+
+enum Array<'a> {
+    Uuid(Vec<Option<Uuid>>),
+    Text(Vec<Option<&'a str>>),
+    Bytes(Vec<Option<&'a [u8]>>),
+    Int(Vec<i64>),
+    Time(Vec<Option<OffsetDateTime>>),
+    Bool(Vec<Option<bool>>),
+}
+
+impl PgArrays<'_> {
+    /// The arrays, one parameter each, in column order.
+    pub(crate) fn into_arguments(self) -> Result<PgArguments, WriteError> {
+        let mut args = PgArguments::default();
+        for array in self.arrays {
+            match array {
+                Array::Uuid(v) => add(&mut args, v)?,
+                Array::Text(v) => add(&mut args, v)?,
+                Array::Bytes(v) => add(&mut args, v)?,
+                Array::Int(v) => add(&mut args, v)?,
+                Array::Time(v) => add(&mut args, v)?,
+                Array::Bool(v) => add(&mut args, v)?,
+            }
+        }
+        Ok(args)
+    }
+}
+
+impl<'a> Sink<'a> for PgArrays<'a> {
+    fn start_row(&mut self, _width: usize) -> Result<(), WriteError> {
+        self.at = 0;
+        Ok(())
+    }
+
+    fn put(&mut self, cell: Cell<'a>) -> Result<(), WriteError> {
+        if self.at == self.arrays.len() {
+            self.arrays.push(match cell {
+                Cell::Uuid(_) => Array::Uuid(Vec::new()),
+                Cell::Text(_) => Array::Text(Vec::new()),
+                Cell::Bytes(_) => Array::Bytes(Vec::new()),
+                Cell::Int(_) => Array::Int(Vec::new()),
+                Cell::Time(_) => Array::Time(Vec::new()),
+                Cell::Bool(_) => Array::Bool(Vec::new()),
+            });
+        }
+        match (&mut self.arrays[self.at], cell) {
+            (Array::Uuid(a), Cell::Uuid(v)) => a.push(v),
+            (Array::Text(a), Cell::Text(v)) => a.push(v),
+            (Array::Bytes(a), Cell::Bytes(v)) => a.push(v),
+            (Array::Int(a), Cell::Int(v)) => a.push(v),
+            (Array::Time(a), Cell::Time(v)) => a.push(v),
+            (Array::Bool(a), Cell::Bool(v)) => a.push(v),
+            _ => return Err("a column's values change type between rows".into()),
+        }
+        self.at += 1;
+        Ok(())
+    }
+}
+
+/// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC).
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+
+/// Rows as the data of a `COPY … FROM STDIN (FORMAT binary)`: [`CopyRows::finish`] adds the
+/// trailer. Each value goes with its length, so no text from a caller is ever parsed as part
+/// of a statement.
+pub(crate) struct CopyRows(Vec<u8>);
+
+impl CopyRows {
+    /// The header; room for `capacity` bytes of rows.
+    pub(crate) fn new(capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(32 + capacity);
+        out.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+        out.extend_from_slice(&0_i32.to_be_bytes()); // flags
+        out.extend_from_slice(&0_i32.to_be_bytes()); // header extension
+        Self(out)
+    }
+
+    /// The data, with its trailer.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        self.0.extend_from_slice(&(-1_i16).to_be_bytes());
+        self.0
+    }
+
+    fn field(&mut self, value: Option<&[u8]>) -> Result<(), WriteError> {
+        match value {
+            None => self.0.extend_from_slice(&(-1_i32).to_be_bytes()),
+            Some(bytes) => {
+                let len = i32::try_from(bytes.len()).map_err(|_| "a field over 2 GiB")?;
+                self.0.extend_from_slice(&len.to_be_bytes());
+                self.0.extend_from_slice(bytes);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `t` as a binary `timestamptz`: whole microseconds since 2000-01-01 UTC (a fraction of a
+/// microsecond dropped, as PostgreSQL rounds none in).
+fn timestamptz(t: OffsetDateTime) -> i64 {
+    let since_unix = t.unix_timestamp_nanos().div_euclid(1_000);
+    i64::try_from(since_unix).unwrap_or(i64::MAX) - PG_EPOCH_MICROS
+}
+
+impl Sink<'_> for CopyRows {
+    fn start_row(&mut self, width: usize) -> Result<(), WriteError> {
+        let width = i16::try_from(width).map_err(|_| "a row over 32767 columns")?;
+        self.0.extend_from_slice(&width.to_be_bytes());
+        Ok(())
+    }
+
+    fn put(&mut self, cell: Cell<'_>) -> Result<(), WriteError> {
+        match cell {
+            Cell::Uuid(v) => self.field(v.as_ref().map(|u| &u.as_bytes()[..])),
+            Cell::Text(v) => self.field(v.map(str::as_bytes)),
+            Cell::Bytes(v) => self.field(v),
+            Cell::Int(v) => self.field(Some(&v.to_be_bytes())),
+            Cell::Time(v) => self.field(
+                v.map(|t| timestamptz(t).to_be_bytes())
+                    .as_ref()
+                    .map(|b| &b[..]),
+            ),
+            Cell::Bool(v) => self.field(v.map(|b| [u8::from(b)]).as_ref().map(|b| &b[..])),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::entity::token;
+
+    #[test]
+    fn timestamps_count_microseconds_from_postgres_epoch() {
+        assert_eq!(timestamptz(datetime!(2000-01-01 00:00 UTC)), 0);
+        assert_eq!(
+            timestamptz(datetime!(2000-01-01 00:00:01.000_002_999 UTC)),
+            1_000_002
+        );
+        assert_eq!(timestamptz(datetime!(2000-01-01 01:00 +01:00)), 0);
+        assert_eq!(timestamptz(datetime!(1999-12-31 23:59:59 UTC)), -1_000_000);
+        assert_eq!(
+            timestamptz(datetime!(1999-12-31 23:59:59.999_999_5 UTC)),
+            -1,
+            "a fraction is dropped toward the past"
+        );
+    }
+
+    #[test]
+    fn the_token_columns_are_cast_to_their_stored_types() {
+        assert_eq!(
+            pg_types::<token::Column>(&[]).join(","),
+            "uuid,varchar,varchar,varchar,text,bytea,bytea,varchar,varchar,text,uuid,\
+             timestamptz,uuid,timestamptz,timestamptz,bool,int8"
+        );
+    }
+
+    #[test]
+    fn a_copy_row_carries_its_width_and_each_value_with_its_length() {
+        let mut rows = CopyRows::new(0);
+        put_row::<crate::entity::activity::Column>(&mut rows, &[], |row| {
+            row.uuid(crate::entity::activity::Column::TenantId, Uuid::nil());
+            row.text(crate::entity::activity::Column::Month, "2026-11");
+            row.text(crate::entity::activity::Column::TokenId, "t");
+        })
+        .unwrap();
+        let data = rows.finish();
+        let body = &data[19..];
+        assert_eq!(&body[..2], &3_i16.to_be_bytes());
+        assert_eq!(&body[2..6], &16_i32.to_be_bytes());
+        assert_eq!(&body[22..26], &7_i32.to_be_bytes());
+        assert_eq!(&body[26..33], b"2026-11");
+        assert_eq!(&body[data.len() - 19 - 2..], &(-1_i16).to_be_bytes());
+    }
+
+    #[test]
+    fn a_column_whose_type_changes_between_rows_is_refused() {
+        let mut arrays = PgArrays::default();
+        arrays.start_row(1).unwrap();
+        arrays.put(Cell::Int(1)).unwrap();
+        arrays.start_row(1).unwrap();
+        assert!(arrays.put(Cell::Text(Some("1"))).is_err());
+    }
+}
