@@ -95,7 +95,7 @@ fn the_domain_has_no_wire_format() {
     );
     assert!(direct.iter().any(|n| n == "serde_json"), "{direct:?}");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/domain/src");
-    for path in crate::module_cycles::rust_files(&src) {
+    for path in crate::module_graph::rust_files(&src) {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             !text.contains("Serialize"),

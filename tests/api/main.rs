@@ -16,6 +16,7 @@ mod errors;
 mod idempotency;
 mod isolation;
 mod module_cycles;
+mod module_graph;
 mod node_runtime;
 mod operating;
 mod proxies;

@@ -225,7 +225,6 @@ mod authenticate;
 mod idempotency;
 mod keys;
 mod operator;
-mod prefetched;
 mod proxies;
 mod reactors;
 mod sealed_config;
@@ -241,9 +240,9 @@ pub use areas::{
 };
 /// The default high-water mark of a tenant's audit events in memory (docs/decisions.md §11).
 pub use audit::buffer::HIGH_WATER as AUDIT_HIGH_WATER;
+pub use authenticate::prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
 pub use idempotency::{Idempotent, StoredResponse};
 pub use operator::TenantSummary;
-pub use prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};
 pub use sessions::StartedSession;

@@ -9,7 +9,7 @@ use tokenvault_domain::Vault;
 
 use crate::cors::BrowserCors;
 use crate::settings::{BodyLimit, HttpSettings};
-use crate::{complete, metrics, ready, routes, trace};
+use crate::{complete, metrics, openapi, ready, routes, trace};
 
 /// Builds the server on `listener`. It does not handle signals: the caller stops it through
 /// its handle (graceful: in-flight requests finish), after draining `settings.detached`
@@ -49,6 +49,7 @@ pub fn server(
             .configure(routes::proxies::configure)
             .configure(|cfg| routes::sessions::configure(cfg, &browser))
             .configure(routes::logs::configure)
+            .service(resource!("/openapi.json").route(web::get().to(openapi::openapi)))
             .service(resource!("/metrics").route(web::get().to(metrics::metrics)))
             .service(resource!("/ready").route(web::get().to(ready::ready)))
             .default_service(web::to(routes::meta::not_found))

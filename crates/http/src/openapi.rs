@@ -1,6 +1,7 @@
 //! The OpenAPI document, generated from the handlers and DTOs (utoipa). Committed at
 //! `docs/openapi.json`; a test fails when that copy is stale (`cargo xtask openapi` rewrites it).
 
+use actix_web::HttpResponse;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -40,7 +41,7 @@ impl Modify for ApiKeyHeader {
         proxies::invoke,
         sessions::create, sessions::authorize,
         logs::list,
-        meta::health, meta::openapi, metrics::metrics, crate::ready::ready,
+        meta::health, openapi, metrics::metrics, crate::ready::ready,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),
     modifiers(&ApiKeyHeader),
@@ -54,6 +55,14 @@ pub fn document() -> String {
         .unwrap_or_else(|_| "{}".into());
     json.push('\n');
     json
+}
+
+/// This API's OpenAPI document.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 document")))]
+pub async fn openapi() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(document())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
+use crate::audit_rows::{first_head, move_head};
 use crate::entity::audit_entry;
 use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::audit_entry::sqlite_text;
@@ -22,11 +23,9 @@ use crate::rows::columns;
 use crate::rows::write::{SqliteValues, put_row};
 use crate::sqlite_tx::{backend, transaction};
 
-const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (?1, ?2, ?3) \
-     ON CONFLICT (tenant_id) DO NOTHING";
+static FIRST_HEAD: LazyLock<String> = LazyLock::new(|| first_head(|n| format!("?{n}")));
 
-const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = ?1, hash = ?2 \
-     WHERE tenant_id = ?3 AND seq = ?4 AND hash = ?5";
+static MOVE_HEAD: LazyLock<String> = LazyLock::new(|| move_head(|n| format!("?{n}")));
 
 /// An entry, its values bound in the entity's column order (`rows/audit_entry.rs`).
 static ENTRY: LazyLock<String> = LazyLock::new(|| {
@@ -79,10 +78,10 @@ pub(crate) fn append(
     let written = transaction(conn, |conn| {
         let moved = match expected {
             None => conn
-                .prepare_cached(FIRST_HEAD)?
+                .prepare_cached(&FIRST_HEAD)?
                 .execute(params![tenant, last.seq, last.hash])?,
             Some(head) => conn
-                .prepare_cached(MOVE_HEAD)?
+                .prepare_cached(&MOVE_HEAD)?
                 .execute(params![last.seq, last.hash, tenant, head.seq, head.hash])?,
         };
         if moved != 1 {

@@ -27,19 +27,18 @@ use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX};
+use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, first_head, move_head};
 use crate::entity::audit_entry;
 use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::columns;
-use crate::rows::write::{CopyRows, put_row};
+use crate::rows::copy::CopyRows;
+use crate::rows::write::put_row;
 use crate::supervise::answered as database_answered;
 use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, Supervised, timed_out, within};
 
-const FIRST_HEAD: &str = "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES ($1, $2, $3) \
-     ON CONFLICT (tenant_id) DO NOTHING";
+static FIRST_HEAD: LazyLock<String> = LazyLock::new(|| first_head(|n| format!("${n}")));
 
-const MOVE_HEAD: &str = "UPDATE audit_heads SET seq = $1, hash = $2 \
-     WHERE tenant_id = $3 AND seq = $4 AND hash = $5";
+static MOVE_HEAD: LazyLock<String> = LazyLock::new(|| move_head(|n| format!("${n}")));
 
 /// The entries' columns, the entity's in its order (`entity/audit_entry.rs`), in which
 /// [`binary_rows`] writes each tuple's fields (`rows/audit_entry.rs`).
@@ -259,14 +258,14 @@ async fn moved_and_copied(
         return Err(sqlx::Error::RowNotFound);
     }
     let moved = match &a.expected {
-        None => sqlx::query(FIRST_HEAD)
+        None => sqlx::query(sqlx::AssertSqlSafe(FIRST_HEAD.as_str()))
             .bind(a.tenant_id)
             .bind(a.seq)
             .bind(&a.hash)
             .execute(&mut *conn)
             .await?
             .rows_affected(),
-        Some(head) => sqlx::query(MOVE_HEAD)
+        Some(head) => sqlx::query(sqlx::AssertSqlSafe(MOVE_HEAD.as_str()))
             .bind(a.seq)
             .bind(&a.hash)
             .bind(a.tenant_id)

@@ -1,6 +1,10 @@
 //! What the audit appenders (`audit_append.rs` on SQLite's writer, `audit_copy.rs` on
 //! PostgreSQL's) share beyond the rows' codec (`rows/audit_entry.rs`): the lock an append
-//! takes first, the index a lost race hits. Below both: it imports neither.
+//! takes first, the index a lost race hits, the statements that move a tenant's head. Below
+//! both: it imports neither.
+
+use crate::entity::audit_head;
+use crate::rows::columns;
 
 /// Taken first by an append on PostgreSQL: a tenant's delete locks its row and then, through
 /// its cascade, the head, so an append that moved the head first and then waited on the tenant
@@ -12,3 +16,29 @@ pub(crate) const LOCK_TENANT: &str = "SELECT 1 FROM tenants WHERE id = $1 FOR KE
 
 /// The name of the unique (tenant, seq) index, as PostgreSQL reports a violation of it.
 pub(crate) const SEQ_INDEX: &str = "idx_audit_log_tenant_seq";
+
+/// A tenant's first head, its columns the entity's (`tenant_id`, `seq`, `hash`), bound in that
+/// order; no row when another appender wrote it first. `mark(n)` is the driver's `n`th
+/// parameter (`?n` on SQLite, `$n` on PostgreSQL).
+pub(crate) fn first_head(mark: fn(usize) -> String) -> String {
+    format!(
+        "INSERT INTO audit_heads ({}) VALUES ({}, {}, {}) ON CONFLICT (tenant_id) DO NOTHING",
+        columns::<audit_head::Column>(None, &[]),
+        mark(1),
+        mark(2),
+        mark(3)
+    )
+}
+
+/// Moves a tenant's head to (seq, hash) = (1, 2) from the one it was, (4, 5), the tenant
+/// bound third; no row when another appender moved it first.
+pub(crate) fn move_head(mark: fn(usize) -> String) -> String {
+    format!(
+        "UPDATE audit_heads SET seq = {}, hash = {} WHERE tenant_id = {} AND seq = {} AND hash = {}",
+        mark(1),
+        mark(2),
+        mark(3),
+        mark(4),
+        mark(5)
+    )
+}

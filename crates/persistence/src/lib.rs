@@ -38,6 +38,8 @@ mod tenants;
 pub mod testing;
 mod threads;
 mod token_count;
+#[cfg(feature = "test-support")]
+mod token_explain;
 mod token_months;
 mod token_queries;
 mod tokens;
@@ -61,7 +63,7 @@ pub use startup_lock::StartupLock;
 pub use tenants::SeaOrmTenantRepository;
 #[cfg(feature = "test-support")]
 pub use token_count::counted_total;
-pub use tokens::SeaOrmTokenRepository;
 #[cfg(feature = "test-support")]
-pub use tokens::{explain_fingerprint_lookup, explain_list_page};
+pub use token_explain::{explain_fingerprint_lookup, explain_list_page};
+pub use tokens::SeaOrmTokenRepository;
 pub use usage::SeaOrmUsageRepository;

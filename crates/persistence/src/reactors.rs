@@ -6,17 +6,13 @@ use std::sync::{Arc, LazyLock};
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect, SelectExt, SqlErr,
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, SelectExt, SqlErr,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorRepository};
-use tokenvault_domain::reactor::{
-    ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
-};
+use tokenvault_domain::reactor::{Formula, Reactor};
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
@@ -24,9 +20,13 @@ use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
+use crate::rows::reactor::{
+    configuration_json, formula_to_active, formula_to_domain, parameters_json, reactor_to_active,
+    reactor_to_domain, values_json,
+};
 use crate::rows::{self, columns};
 use crate::search::list_condition;
-use crate::stamp::{stamp, unstamp};
+use crate::stamp::stamp;
 
 /// Reactor formulas in the `reactor_formulas` table.
 #[derive(Clone, Debug)]
@@ -68,61 +68,6 @@ impl SeaOrmReactorRepository {
             db: db.connection().clone(),
         }
     }
-}
-
-/// Stored shape of one configuration declaration.
-#[derive(Serialize, Deserialize)]
-struct ConfigRecord {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(rename = "type")]
-    param_type: String,
-}
-
-/// Stored shape of one request parameter declaration.
-#[derive(Serialize, Deserialize)]
-struct ParameterRecord {
-    name: String,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(rename = "type")]
-    param_type: String,
-    #[serde(default)]
-    optional: bool,
-}
-
-fn corrupt(what: &str, kind: &str, id: Uuid) -> RepoError {
-    RepoError::Backend(format!("stored {what} of {kind} {id} is unreadable").into())
-}
-
-fn configuration_json(declared: &[ConfigDeclaration]) -> String {
-    let records: Vec<ConfigRecord> = declared
-        .iter()
-        .map(|d| ConfigRecord {
-            name: d.name.clone(),
-            description: d.description.clone(),
-            param_type: d.param_type.as_str().to_string(),
-        })
-        .collect();
-    serde_json::to_string(&records).unwrap_or_else(|_| "[]".into())
-}
-
-fn parameters_json(declared: &[RequestParameter]) -> String {
-    let records: Vec<ParameterRecord> = declared
-        .iter()
-        .map(|p| ParameterRecord {
-            name: p.name.clone(),
-            description: p.description.clone(),
-            param_type: p.param_type.as_str().to_string(),
-            optional: p.optional,
-        })
-        .collect();
-    serde_json::to_string(&records).unwrap_or_else(|_| "[]".into())
-}
-
-fn values_json(configuration: &Map<String, Value>) -> String {
-    serde_json::to_string(configuration).unwrap_or_else(|_| "{}".into())
 }
 
 /// The primary key `(tenant_id, id)` as sqlx stores it on SQLite (16-byte blobs).
@@ -190,101 +135,6 @@ pub(crate) async fn reactor_by_id(
         .map_err(repo_err)?
         .map(reactor_to_domain)
         .transpose()
-}
-
-pub(crate) fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
-    let id = m.id;
-    let bad = |what: &str| corrupt(what, "formula", id);
-    let configuration: Vec<ConfigRecord> =
-        serde_json::from_str(&m.configuration).map_err(|_| bad("configuration"))?;
-    let parameters: Vec<ParameterRecord> =
-        serde_json::from_str(&m.request_parameters).map_err(|_| bad("request parameters"))?;
-    let configuration = configuration
-        .into_iter()
-        .map(|r| {
-            Ok(ConfigDeclaration {
-                param_type: ParamType::parse(&r.param_type)
-                    .ok_or_else(|| bad("configuration type"))?,
-                name: r.name,
-                description: r.description,
-            })
-        })
-        .collect::<Result<Vec<_>, RepoError>>()?;
-    let request_parameters = parameters
-        .into_iter()
-        .map(|r| {
-            Ok(RequestParameter {
-                param_type: ParamType::parse(&r.param_type)
-                    .ok_or_else(|| bad("request parameter type"))?,
-                name: r.name,
-                description: r.description,
-                optional: r.optional,
-            })
-        })
-        .collect::<Result<Vec<_>, RepoError>>()?;
-    Ok(Formula {
-        id,
-        tenant_id: m.tenant_id,
-        name: m.name,
-        description: m.description,
-        formula_type: m.formula_type,
-        code: m.code,
-        configuration,
-        request_parameters,
-        created_by: m.created_by,
-        created_at: unstamp(m.created_at),
-        modified_by: m.modified_by,
-        modified_at: m.modified_at.map(unstamp),
-    })
-}
-
-fn formula_to_active(f: &Formula) -> formula::ActiveModel {
-    formula::ActiveModel {
-        tenant_id: Set(f.tenant_id),
-        id: Set(f.id),
-        name: Set(f.name.clone()),
-        description: Set(f.description.clone()),
-        formula_type: Set(f.formula_type.clone()),
-        code: Set(f.code.clone()),
-        configuration: Set(configuration_json(&f.configuration)),
-        request_parameters: Set(parameters_json(&f.request_parameters)),
-        created_by: Set(f.created_by),
-        created_at: Set(stamp(f.created_at)),
-        modified_by: Set(f.modified_by),
-        modified_at: Set(f.modified_at.map(stamp)),
-    }
-}
-
-pub(crate) fn reactor_to_domain(m: reactor::Model) -> Result<Reactor, RepoError> {
-    let configuration: Map<String, Value> = serde_json::from_str(&m.configuration)
-        .map_err(|_| corrupt("configuration", "reactor", m.id))?;
-    Ok(Reactor {
-        id: m.id,
-        tenant_id: m.tenant_id,
-        name: m.name,
-        formula_id: m.formula_id,
-        configuration,
-        application_id: m.application_id,
-        created_by: m.created_by,
-        created_at: unstamp(m.created_at),
-        modified_by: m.modified_by,
-        modified_at: m.modified_at.map(unstamp),
-    })
-}
-
-fn reactor_to_active(r: &Reactor) -> reactor::ActiveModel {
-    reactor::ActiveModel {
-        tenant_id: Set(r.tenant_id),
-        id: Set(r.id),
-        name: Set(r.name.clone()),
-        formula_id: Set(r.formula_id),
-        configuration: Set(values_json(&r.configuration)),
-        application_id: Set(r.application_id),
-        created_by: Set(r.created_by),
-        created_at: Set(stamp(r.created_at)),
-        modified_by: Set(r.modified_by),
-        modified_at: Set(r.modified_at.map(stamp)),
-    }
 }
 
 #[async_trait]

@@ -6,14 +6,23 @@
 //! inserting transaction, so a count is never ahead of or behind its rows.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbErr, Statement};
 use uuid::Uuid;
 
-/// The counter `UPSERT` (SQLite keeps one shard, 0), in the text both drivers bind.
-const ADD: &str = "INSERT INTO token_months (tenant_id, month, shard, created) \
-     VALUES (?1, ?2, 0, ?3) \
-     ON CONFLICT (tenant_id, month, shard) DO UPDATE SET created = created + excluded.created";
+use crate::entity::token_month;
+use crate::rows::columns;
+
+/// The counter `UPSERT` (SQLite keeps one shard, 0), in the text both drivers bind; its
+/// columns the entity's, in its order (tenant, month, shard, count).
+static ADD: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO token_months ({}) VALUES (?1, ?2, 0, ?3) \
+         ON CONFLICT (tenant_id, month, shard) DO UPDATE SET created = created + excluded.created",
+        columns::<token_month::Column>(None, &[])
+    )
+});
 
 /// Tokens inserted per (tenant, month), to be added in the inserting transaction.
 #[derive(Debug, Default)]
@@ -27,7 +36,7 @@ impl Created {
 
     /// Adds the counts on the writer's connection.
     pub(crate) fn write(&self, conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-        let mut add = conn.prepare_cached(ADD)?;
+        let mut add = conn.prepare_cached(&ADD)?;
         for ((tenant_id, month), n) in &self.0 {
             add.execute(rusqlite::params![&tenant_id.as_bytes()[..], month, n])?;
         }
@@ -39,7 +48,7 @@ impl Created {
         for ((tenant_id, month), n) in &self.0 {
             txn.execute_raw(Statement::from_sql_and_values(
                 txn.get_database_backend(),
-                ADD,
+                ADD.as_str(),
                 [(*tenant_id).into(), month.clone().into(), (*n).into()],
             ))
             .await?;

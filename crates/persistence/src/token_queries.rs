@@ -273,3 +273,20 @@ pub(crate) async fn live_tokens(
         .map(to_domain)
         .collect()
 }
+
+/// The oldest live token of `tenant_id` with this type, container and fingerprint.
+pub(crate) fn fingerprint_lookup(
+    tenant_id: Uuid,
+    token_type: &str,
+    container: &str,
+    fingerprint: &str,
+    now: OffsetDateTime,
+) -> sea_orm::Select<token::Entity> {
+    token::Entity::find()
+        .filter(token::Column::TenantId.eq(tenant_id))
+        .filter(token::Column::TokenType.eq(token_type))
+        .filter(token::Column::Container.eq(container))
+        .filter(token::Column::Fingerprint.eq(fingerprint))
+        .filter(live(now))
+        .order_by_asc(token::Column::CreatedAt)
+}

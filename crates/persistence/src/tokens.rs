@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
-    Iterable, PaginatorTrait, QueryFilter, QueryOrder, TransactionTrait,
+    Iterable, PaginatorTrait, QueryFilter, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -21,11 +21,13 @@ use crate::engine::{Database, Engine};
 use crate::entity::{association, token};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
-use crate::rows::token::{insert_order, live, metadata_json, to_active, to_domain, write_conflict};
+use crate::rows::token::{insert_order, metadata_json, to_active, to_domain, write_conflict};
 use crate::stamp::stamp;
 use crate::token_count::{counted_total, drop_empty};
 use crate::token_months::Created;
-use crate::token_queries::{children_query, filter_condition, list_page, newest_first};
+use crate::token_queries::{
+    children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
+};
 use crate::token_queries::{live_token, live_tokens};
 
 /// Tokens in the `tokens` table.
@@ -370,105 +372,5 @@ impl TokenRepository for SeaOrmTokenRepository {
             .await
             .map_err(repo_err)?;
         Ok(result.rows_affected > 0)
-    }
-}
-
-/// The plan the database chooses for the first page of a token list with `filter` (its
-/// `parent` selects the children query), one line per plan step: SQLite's `EXPLAIN QUERY PLAN`
-/// details, PostgreSQL's `EXPLAIN` lines (after `ANALYZE`, with sequential scans disabled, so
-/// that small test tables show the plan large ones get). For tests that assert plans.
-#[cfg(feature = "test-support")]
-pub async fn explain_list_page(
-    db: &DatabaseConnection,
-    tenant_id: Uuid,
-    filter: &TokenFilter,
-    now: OffsetDateTime,
-) -> Result<Vec<String>, sea_orm::DbErr> {
-    use sea_orm::QueryTrait as _;
-    let backend = db.get_database_backend();
-    let condition =
-        filter_condition(backend, tenant_id, filter, now).unwrap_or_else(Condition::all);
-    let page = match &filter.parent {
-        Some(parent) => {
-            let (query, table) = children_query(backend, tenant_id, parent, condition);
-            newest_first(query, table, 20, 0)
-        }
-        None => list_page(
-            backend,
-            token::Entity::find().filter(condition),
-            filter,
-            20,
-            0,
-        )
-        .into_query(),
-    };
-    explain(db, backend.build(&page)).await
-}
-
-/// The plan of the lookup a deduplicated create makes (`find_by_fingerprint`), as
-/// [`explain_list_page`] gives it.
-#[cfg(feature = "test-support")]
-pub async fn explain_fingerprint_lookup(
-    db: &DatabaseConnection,
-    tenant_id: Uuid,
-    now: OffsetDateTime,
-) -> Result<Vec<String>, sea_orm::DbErr> {
-    use sea_orm::{QuerySelect as _, QueryTrait as _};
-    let query = fingerprint_lookup(tenant_id, "card", "/", "FP", now).limit(1);
-    explain(db, query.build(db.get_database_backend())).await
-}
-
-/// The oldest live token of `tenant_id` with this type, container and fingerprint.
-fn fingerprint_lookup(
-    tenant_id: Uuid,
-    token_type: &str,
-    container: &str,
-    fingerprint: &str,
-    now: OffsetDateTime,
-) -> sea_orm::Select<token::Entity> {
-    token::Entity::find()
-        .filter(token::Column::TenantId.eq(tenant_id))
-        .filter(token::Column::TokenType.eq(token_type))
-        .filter(token::Column::Container.eq(container))
-        .filter(token::Column::Fingerprint.eq(fingerprint))
-        .filter(live(now))
-        .order_by_asc(token::Column::CreatedAt)
-}
-
-/// `built`'s plan: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (after
-/// `ANALYZE`, with sequential scans disabled).
-#[cfg(feature = "test-support")]
-async fn explain(
-    db: &DatabaseConnection,
-    built: sea_orm::Statement,
-) -> Result<Vec<String>, sea_orm::DbErr> {
-    use sea_orm::Statement;
-    let backend = db.get_database_backend();
-    if backend == sea_orm::DatabaseBackend::Postgres {
-        let txn = db.begin().await?;
-        txn.execute_unprepared("ANALYZE tokens; ANALYZE token_associations")
-            .await?;
-        txn.execute_unprepared("SET LOCAL enable_seqscan = off")
-            .await?;
-        let rows = txn
-            .query_all_raw(Statement {
-                sql: format!("EXPLAIN {}", built.sql),
-                ..built
-            })
-            .await?;
-        txn.rollback().await?;
-        rows.iter()
-            .map(|r| r.try_get::<String>("", "QUERY PLAN"))
-            .collect()
-    } else {
-        let rows = db
-            .query_all_raw(Statement {
-                sql: format!("EXPLAIN QUERY PLAN {}", built.sql),
-                ..built
-            })
-            .await?;
-        rows.iter()
-            .map(|r| r.try_get::<String>("", "detail"))
-            .collect()
     }
 }

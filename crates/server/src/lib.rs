@@ -10,6 +10,7 @@ pub mod healthcheck;
 mod jobs;
 mod keys;
 mod ready;
+mod rotate;
 pub mod tenant_commands;
 
 use std::future::Future;
@@ -44,8 +45,9 @@ use uuid::Uuid;
 
 pub use config::Config;
 use jobs::{flush_activity, flush_audit, keep_statistics, purge_deleted_tenants, sweep_expired};
+pub use keys::current_master_key;
 use keys::{create_private_dir, master_cipher, previous_master_keys};
-pub use keys::{current_master_key, rotate_in_transit, rotate_master_key};
+pub use rotate::{rotate_in_transit, rotate_master_key};
 
 /// Wall-clock time (microsecond precision, as the databases keep) and UUIDv7 identifiers.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,6 +1,6 @@
 //! The write-behind of the audit log and of monthly activity: use cases hand over what they
 //! did and go on; what was handed over is written later, in batches, by the audit and usage
-//! areas (`service/audit`, `service/usage.rs`), which implement these ports.
+//! areas (`service/audit/buffer.rs`, `service/activity.rs`), which implement these ports.
 
 use uuid::Uuid;
 

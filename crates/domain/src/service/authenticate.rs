@@ -1,7 +1,10 @@
 //! Authentication: an API key to the calling [`Principal`].
 
+pub(super) mod prefetched;
+
 use uuid::Uuid;
 
+use self::prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
 use super::Authenticator;
 use super::sessions::session_principal;
 use serde_json::Value;
@@ -10,7 +13,7 @@ use crate::application::{ApiKey, Application, KeyHash};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::ApplicationType;
-use crate::service::prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
+
 use crate::service::tokens::ReadAhead;
 use crate::tenant::TenantSettings;
 

@@ -1,4 +1,5 @@
-//! `/health` and `/openapi.json`: no authentication.
+//! `/health` and the answer to a route that does not exist: no authentication (the OpenAPI
+//! document is served by `openapi.rs`).
 
 use actix_web::{HttpResponse, web};
 
@@ -11,14 +12,6 @@ pub async fn health() -> HttpResponse {
     HttpResponse::Ok().json(Health { status: "ok" })
 }
 
-/// This API's OpenAPI document.
-#[utoipa::path(get, path = "/openapi.json", tag = "meta", responses((status = 200, description = "OpenAPI 3.1 document")))]
-pub async fn openapi() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(crate::openapi::document())
-}
-
 /// Any route that does not exist.
 pub async fn not_found() -> HttpResponse {
     let status = actix_web::http::StatusCode::NOT_FOUND;
@@ -27,6 +20,5 @@ pub async fn not_found() -> HttpResponse {
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource!("/health").route(web::get().to(health)))
-        .service(resource!("/openapi.json").route(web::get().to(openapi)));
+    cfg.service(resource!("/health").route(web::get().to(health)));
 }

@@ -11,6 +11,7 @@
 pub(crate) mod activity;
 pub(crate) mod application;
 pub(crate) mod audit_entry;
+pub(crate) mod copy;
 pub(crate) mod proxy;
 pub(crate) mod reactor;
 pub(crate) mod tenant;

@@ -29,7 +29,7 @@ pub(super) type TenantEvents = (Uuid, Vec<AuditEvent>);
 
 /// Events waiting to be written, per tenant in the order recorded, each tenant within its own
 /// bound.
-pub(crate) struct Pending {
+pub(in crate::service) struct Pending {
     /// Tenants in the order they first had an event waiting, each with its events.
     pub(super) tenants: Vec<TenantEvents>,
     /// Where each tenant is in `tenants`.
@@ -69,7 +69,7 @@ impl Default for Pending {
 impl Pending {
     /// Other bounds (tests).
     #[cfg(test)]
-    pub(crate) fn limit(&mut self, per_tenant: usize, total: usize) {
+    pub(in crate::service) fn limit(&mut self, per_tenant: usize, total: usize) {
         self.per_tenant = per_tenant;
         self.total = total;
     }
@@ -235,7 +235,7 @@ impl AuditBuffer {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn pending(&self) -> MutexGuard<'_, Pending> {
+    pub(in crate::service) fn pending(&self) -> MutexGuard<'_, Pending> {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

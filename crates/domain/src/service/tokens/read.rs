@@ -11,7 +11,7 @@ use crate::permission::Permission;
 use crate::ports::RESPONSE_RENDER_STEPS;
 use crate::ports::TokenFilter;
 use crate::service::Tokens;
-use crate::service::prefetched::PrefetchedToken;
+use crate::service::authenticate::prefetched::PrefetchedToken;
 use crate::token::StoredToken;
 use crate::token_type::TokenType;
 

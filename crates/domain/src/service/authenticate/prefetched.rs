@@ -8,8 +8,8 @@ use crate::service::tokens::ReadAhead;
 use crate::token::StoredToken;
 
 /// What was read in the same round trip as the caller's key, for one resource `id` of the
-/// key's tenant: a token ([`Authenticator::authenticate_reading`](super::Authenticator::authenticate_reading)) or a reactor with its formula
-/// ([`Authenticator::authenticate_reacting`](super::Authenticator::authenticate_reacting)). Nothing of it is looked at before the use case has
+/// key's tenant: a token ([`Authenticator::authenticate_reading`](crate::service::Authenticator::authenticate_reading)) or a reactor with its formula
+/// ([`Authenticator::authenticate_reacting`](crate::service::Authenticator::authenticate_reacting)). Nothing of it is looked at before the use case has
 /// checked the caller, and it only stands for the tenant and id it was read for.
 #[derive(Debug)]
 pub struct Prefetched<K, T> {
@@ -24,19 +24,19 @@ pub type PrefetchedToken = Prefetched<String, Option<StoredToken>>;
 /// A reactor and its formula read with the key, with the token its arguments name.
 pub type PrefetchedReactor = Prefetched<Uuid, ReactorRead>;
 
-/// What [`Authenticator::authenticate_reacting`](super::Authenticator::authenticate_reacting)
+/// What [`Authenticator::authenticate_reacting`](crate::service::Authenticator::authenticate_reacting)
 /// read beside the key.
 #[derive(Debug)]
 pub struct ReactorRead {
     /// The reactor and its formula (`None`: the tenant has no such reactor; a formula `None`:
     /// the reactor's formula is missing).
-    pub(super) reactor: Option<(Reactor, Option<Formula>)>,
+    pub(in crate::service) reactor: Option<(Reactor, Option<Formula>)>,
     /// The token the arguments name, read for the key's tenant (`None`: not read here).
-    pub(super) tokens: Option<ReadAhead>,
+    pub(in crate::service) tokens: Option<ReadAhead>,
 }
 
 impl<K, T> Prefetched<K, T> {
-    /// What was read for `tenant_id` and `id`.
+    /// What was read for `tenant_id` and `id`: made by the authentication alone.
     pub(super) fn new(tenant_id: Uuid, id: K, read: T) -> Self {
         Self {
             tenant_id,
@@ -47,7 +47,7 @@ impl<K, T> Prefetched<K, T> {
 
     /// What was read, when it was read for this tenant and id (otherwise the use case reads
     /// again).
-    pub(super) fn read_for<Q>(self, tenant_id: Uuid, id: &Q) -> Option<T>
+    pub(in crate::service) fn read_for<Q>(self, tenant_id: Uuid, id: &Q) -> Option<T>
     where
         K: std::borrow::Borrow<Q>,
         Q: PartialEq + ?Sized,
