@@ -11,7 +11,7 @@ use sea_orm::{
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
-use tokenvault_domain::ports::TenantRepository;
+use tokenvault_domain::ports::{TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
@@ -151,6 +151,35 @@ impl TenantRepository for SeaOrmTenantRepository {
         crate::tenant_purge::purge_batch(&self.db, batch).await
     }
 
+    async fn any(&self) -> Result<bool, RepoError> {
+        let found: Option<Uuid> = tenant::Entity::find()
+            .filter(tenant::Column::DeletedAt.is_null())
+            .select_only()
+            .column(tenant::Column::Id)
+            .limit(1)
+            .into_tuple()
+            .one(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(found.is_some())
+    }
+
+    async fn list(&self) -> Result<Vec<Tenant>, RepoError> {
+        Ok(tenant::Entity::find()
+            .filter(tenant::Column::DeletedAt.is_null())
+            .order_by_asc(tenant::Column::CreatedAt)
+            .order_by_asc(tenant::Column::Id)
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect())
+    }
+}
+
+#[async_trait]
+impl TenantKeys for SeaOrmTenantRepository {
     async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError> {
         let found: Option<Option<Vec<u8>>> = tenant::Entity::find_by_id(id)
             .filter(tenant::Column::DeletedAt.is_null())
@@ -193,29 +222,15 @@ impl TenantRepository for SeaOrmTenantRepository {
         Ok(result.rows_affected > 0)
     }
 
-    async fn any(&self) -> Result<bool, RepoError> {
-        let found: Option<Uuid> = tenant::Entity::find()
+    async fn is_live(&self, id: Uuid) -> Result<bool, RepoError> {
+        let found: Option<Uuid> = tenant::Entity::find_by_id(id)
             .filter(tenant::Column::DeletedAt.is_null())
             .select_only()
             .column(tenant::Column::Id)
-            .limit(1)
             .into_tuple()
             .one(&self.db)
             .await
             .map_err(repo_err)?;
         Ok(found.is_some())
-    }
-
-    async fn list(&self) -> Result<Vec<Tenant>, RepoError> {
-        Ok(tenant::Entity::find()
-            .filter(tenant::Column::DeletedAt.is_null())
-            .order_by_asc(tenant::Column::CreatedAt)
-            .order_by_asc(tenant::Column::Id)
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(to_domain)
-            .collect())
     }
 }

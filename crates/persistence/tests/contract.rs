@@ -10,7 +10,7 @@ use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::container::Container;
 use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::{ApplicationRepository, TenantRepository};
+use tokenvault_domain::ports::{ApplicationRepository, TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use tokenvault_persistence::testing::{TestDatabase, backends, read_paths};
 use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
@@ -128,9 +128,16 @@ async fn deleting_a_tenant_removes_its_applications() {
             .await
             .unwrap();
         r.apps.insert(&app(t.id, now()), &hash(3)).await.unwrap();
+        assert!(r.tenants.is_live(t.id).await.unwrap());
+        assert!(!r.tenants.is_live(Uuid::from_u128(99)).await.unwrap());
         // The first step: gone for every read, its keys and its data key at once.
         assert!(r.tenants.delete(t.id, now()).await.unwrap());
         assert!(r.tenants.get(t.id).await.unwrap().is_none());
+        assert!(
+            !r.tenants.is_live(t.id).await.unwrap(),
+            "a tombstone is not live"
+        );
+        assert!(r.tenants.is_live(other.id).await.unwrap());
         assert!(r.apps.find_by_key_hash(&hash(1)).await.unwrap().is_none());
         assert!(r.apps.find_by_key_hash(&hash(3)).await.unwrap().is_none());
         assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_some());

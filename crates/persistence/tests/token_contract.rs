@@ -6,7 +6,7 @@ use time::Duration;
 use time::macros::datetime;
 use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::ports::{
-    TenantRepository, TokenFilter, TokenRepository, TokenWrite, UsageRepository,
+    TenantKeys, TokenFilter, TokenRepository, TokenWrite, UsageRepository,
 };
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;

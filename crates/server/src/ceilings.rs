@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokenvault_crypto::EnvelopeCipher;
-use tokenvault_domain::ports::{Cipher, Clock, TenantRepository, TokenRepository, TokenWrite};
+use tokenvault_domain::ports::{
+    Cipher, Clock, TenantKeys, TenantRepository, TokenRepository, TokenWrite,
+};
 use tokenvault_domain::token::{StoredToken, data_context};
 use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
 use uuid::Uuid;

@@ -3,7 +3,7 @@
 
 use futures_util::FutureExt as _;
 use tokenvault_crypto::{EnvelopeCipher, MasterKey};
-use tokenvault_domain::ports::{Cipher as _, TenantRepository as _};
+use tokenvault_domain::ports::{Cipher as _, TenantKeys as _};
 use tokenvault_persistence::SeaOrmTenantRepository;
 
 use crate::keys::{current_master_key, master_cipher, previous_master_keys};

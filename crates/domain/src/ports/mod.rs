@@ -27,7 +27,7 @@ pub use keys::{Clock, KeyService};
 pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};
 pub use sessions::{AuthorizedSession, SessionRepository};
-pub use tenants::TenantRepository;
+pub use tenants::{TenantKeys, TenantRepository};
 pub use tokens::{TokenFilter, TokenRepository, TokenWrite, Visibility};
 pub use trails::{ActivityTrail, AuditTrail};
 pub use usage::{TypeCount, UsageRepository, month_of};

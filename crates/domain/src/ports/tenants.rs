@@ -9,21 +9,14 @@ use crate::application::{Application, KeyHash};
 use crate::error::RepoError;
 use crate::tenant::Tenant;
 
-/// Storage of tenants.
+/// What every area needs of the tenants: their wrapped data keys, and whether one is live (a
+/// write that met its tenant's delete). Apart from [`TenantRepository`], so that the areas
+/// that only use a tenant's key never hold the tenants' management.
 ///
 /// # Errors
-/// `RepoError::Conflict` on a duplicate identifier; `RepoError::Backend` for any storage failure.
+/// `RepoError::Backend` for any storage failure.
 #[async_trait]
-pub trait TenantRepository: Send + Sync {
-    /// Stores a new tenant, its wrapped data key and its first application, atomically.
-    async fn create_with_application(
-        &self,
-        tenant: &Tenant,
-        wrapped_data_key: &[u8],
-        application: &Application,
-        key_hash: &KeyHash,
-    ) -> Result<(), RepoError>;
-
+pub trait TenantKeys: Send + Sync {
     /// The tenant's data key, wrapped by a master key.
     async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError>;
 
@@ -33,6 +26,25 @@ pub trait TenantRepository: Send + Sync {
     /// Replaces a wrapped data key if it is still `old` (an empty `old` means "the tenant has
     /// none yet"); `false` otherwise.
     async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError>;
+
+    /// Whether the tenant exists and is not deleted.
+    async fn is_live(&self, id: Uuid) -> Result<bool, RepoError>;
+}
+
+/// Storage of tenants (their keys: [`TenantKeys`]).
+///
+/// # Errors
+/// `RepoError::Conflict` on a duplicate identifier; `RepoError::Backend` for any storage failure.
+#[async_trait]
+pub trait TenantRepository: TenantKeys {
+    /// Stores a new tenant, its wrapped data key and its first application, atomically.
+    async fn create_with_application(
+        &self,
+        tenant: &Tenant,
+        wrapped_data_key: &[u8],
+        application: &Application,
+        key_hash: &KeyHash,
+    ) -> Result<(), RepoError>;
 
     /// The tenant, if it exists.
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;

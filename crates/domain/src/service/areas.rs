@@ -13,7 +13,7 @@ use crate::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
-    TenantRepository, TokenRepository, UsageRepository,
+    TenantKeys, TenantRepository, TokenRepository, UsageRepository,
 };
 
 /// Tokens: create, read, update, delete, list, tokenize, detokenize, associations.
@@ -103,7 +103,7 @@ pub struct Reactors {
 pub struct AuditLog {
     pub(super) audit: Arc<dyn AuditRepository>,
     pub(super) audit_buffer: Arc<AuditBuffer>,
-    pub(super) tenants: Arc<dyn TenantRepository>,
+    pub(super) tenants: Arc<dyn TenantKeys>,
     pub(super) cipher: Arc<dyn Cipher>,
     pub(super) shared: Shared,
 }

@@ -10,14 +10,14 @@ use uuid::Uuid;
 use crate::audit::{ActorType, AuditEvent};
 use crate::auth::Principal;
 use crate::error::{Error, RepoError};
-use crate::ports::{ActivityTrail, AuditTrail, Cipher, Clock, TenantRepository, month_of};
+use crate::ports::{ActivityTrail, AuditTrail, Cipher, Clock, TenantKeys, month_of};
 
 /// The clock, the data keys and the two trails.
 #[derive(Clone)]
 pub(crate) struct Shared {
     pub(super) clock: Arc<dyn Clock>,
     /// Read only to load a tenant's data key.
-    pub(super) tenants: Arc<dyn TenantRepository>,
+    pub(super) tenants: Arc<dyn TenantKeys>,
     pub(super) cipher: Arc<dyn Cipher>,
     pub(super) audit_trail: Arc<dyn AuditTrail>,
     pub(super) activity_trail: Arc<dyn ActivityTrail>,
@@ -38,7 +38,7 @@ impl Shared {
         }
         let wrapped = if let Some(w) = self.tenants.data_key(tenant_id).await? {
             w
-        } else if self.tenants.get(tenant_id).await?.is_none() {
+        } else if !self.tenants.is_live(tenant_id).await? {
             // Deleted since the caller was authenticated: it gets no key, old or new.
             return Err(Error::Unauthenticated);
         } else {
@@ -71,7 +71,7 @@ impl Shared {
         written: Result<T, RepoError>,
     ) -> Result<T, Error> {
         match written {
-            Err(RepoError::Gone(what)) if self.tenants.get(tenant_id).await?.is_none() => {
+            Err(RepoError::Gone(what)) if !self.tenants.is_live(tenant_id).await? => {
                 tracing::info!(%tenant_id, gone = %what, "a create met its tenant's deletion");
                 Err(Error::Unauthenticated)
             }

@@ -75,7 +75,7 @@ impl AuditLog {
                     written += n;
                 }
                 Err(e) => {
-                    let gone = matches!(self.tenants.get(tenant_id).await, Ok(None));
+                    let gone = matches!(self.tenants.is_live(tenant_id).await, Ok(false));
                     // No `await` from here to the end of this turn: what is taken out of
                     // `unwritten` below is put back or dropped before the future can be.
                     // The tenant's later chunks wait behind this one (or go with it).

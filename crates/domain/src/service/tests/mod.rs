@@ -23,8 +23,8 @@ use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
     KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, RenderError,
-    SessionRepository, StoredProxy, TenantRepository, TokenFilter, TokenRepository, TokenWrite,
-    TypeCount, UsageRepository,
+    SessionRepository, StoredProxy, TenantKeys, TenantRepository, TokenFilter, TokenRepository,
+    TokenWrite, TypeCount, UsageRepository,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::{Formula, Reactor};
@@ -36,11 +36,15 @@ use crate::token::StoredToken;
 mock! {
     Tenants {}
     #[async_trait]
-    impl TenantRepository for Tenants {
-        async fn create_with_application(&self, tenant: &Tenant, wrapped_data_key: &[u8], application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
+    impl TenantKeys for Tenants {
         async fn data_key(&self, id: Uuid) -> Result<Option<Vec<u8>>, RepoError>;
         async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError>;
         async fn replace_data_key(&self, id: Uuid, old: &[u8], new: &[u8]) -> Result<bool, RepoError>;
+        async fn is_live(&self, id: Uuid) -> Result<bool, RepoError>;
+    }
+    #[async_trait]
+    impl TenantRepository for Tenants {
+        async fn create_with_application(&self, tenant: &Tenant, wrapped_data_key: &[u8], application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
         async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
         async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError>;
         async fn delete(&self, id: Uuid, at: OffsetDateTime) -> Result<bool, RepoError>;

@@ -244,6 +244,25 @@ struct SlowTenants {
 }
 
 #[async_trait]
+impl TenantKeys for SlowTenants {
+    async fn data_key(&self, _: Uuid) -> Result<Option<Vec<u8>>, RepoError> {
+        Ok(None)
+    }
+    async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError> {
+        Ok(Vec::new())
+    }
+    async fn replace_data_key(&self, _: Uuid, _: &[u8], _: &[u8]) -> Result<bool, RepoError> {
+        Ok(false)
+    }
+    async fn is_live(&self, _: Uuid) -> Result<bool, RepoError> {
+        if self.hang.load(std::sync::atomic::Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        Ok(true)
+    }
+}
+
+#[async_trait]
 impl TenantRepository for SlowTenants {
     async fn create_with_application(
         &self,
@@ -254,19 +273,7 @@ impl TenantRepository for SlowTenants {
     ) -> Result<(), RepoError> {
         Ok(())
     }
-    async fn data_key(&self, _: Uuid) -> Result<Option<Vec<u8>>, RepoError> {
-        Ok(None)
-    }
-    async fn data_keys(&self) -> Result<Vec<(Uuid, Vec<u8>)>, RepoError> {
-        Ok(Vec::new())
-    }
-    async fn replace_data_key(&self, _: Uuid, _: &[u8], _: &[u8]) -> Result<bool, RepoError> {
-        Ok(false)
-    }
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
-        if self.hang.load(std::sync::atomic::Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
         Ok(Some(super::tenant_row(id)))
     }
     async fn update(&self, _: &Tenant) -> Result<bool, RepoError> {

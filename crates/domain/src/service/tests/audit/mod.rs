@@ -29,6 +29,7 @@ fn vault_over(audit: Arc<dyn AuditRepository>) -> Vault {
     tenants
         .expect_get()
         .returning(|id| Ok(Some(super::tenant_row(id))));
+    tenants.expect_is_live().returning(|_| Ok(true));
     let mut p = ports(tenants, MockApplications::new());
     p.cipher = Arc::new(mac_cipher());
     p.audit = audit;
