@@ -42,3 +42,26 @@ pub(crate) fn move_head(mark: fn(usize) -> String) -> String {
         mark(5)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The appenders bind a first head as (tenant, seq, hash) and a move as (seq, hash, tenant,
+    /// old seq, old hash): the statements must keep that order whatever the entity's.
+    #[test]
+    fn the_head_statements_take_their_values_in_the_appenders_order() {
+        let first = first_head(|n| format!("${n}"));
+        assert!(
+            first.contains("(tenant_id, seq, hash) VALUES ($1, $2, $3)"),
+            "{first}"
+        );
+        let moved = move_head(|n| format!("?{n}"));
+        assert!(
+            moved.contains(
+                "SET seq = ?1, hash = ?2 WHERE tenant_id = ?3 AND seq = ?4 AND hash = ?5"
+            ),
+            "{moved}"
+        );
+    }
+}

@@ -62,6 +62,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_counter_takes_tenant_month_and_count_in_that_order() {
+        assert!(
+            ADD.contains("(tenant_id, month, shard, created) VALUES (?1, ?2, 0, ?3)"),
+            "{}",
+            ADD.as_str()
+        );
+    }
+
+    #[test]
     fn counts_add_up_per_tenant_and_month() {
         let mut created = Created::default();
         let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));

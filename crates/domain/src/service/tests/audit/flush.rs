@@ -327,3 +327,38 @@ async fn a_flush_dropped_after_a_failed_piece_keeps_the_pieces_behind_it() {
     let ids: Vec<String> = store.written().into_iter().map(|(_, _, id)| id).collect();
     assert_eq!(ids, recorded, "every event once, in the order recorded");
 }
+
+/// A tenant deleted while its events waited: an append of them that fails is not kept for the
+/// next flush (the tenant's log went with it), while a live tenant's failed events are.
+#[tokio::test]
+async fn a_deleted_tenants_failed_events_are_dropped_and_a_live_ones_kept() {
+    let (deleted, live) = (Uuid::from_u128(100), Uuid::from_u128(200));
+    let store = Arc::new(Stuck::default());
+    let mut tenants = MockTenants::new();
+    tenants.expect_is_live().returning(move |id| Ok(id == live));
+    let mut p = ports(tenants, MockApplications::new());
+    p.cipher = Arc::new(mac_cipher());
+    p.audit = store.clone();
+    let vault = Vault::new(p);
+    for id in ["a0", "a1", "a2"] {
+        record(&vault, 100, id);
+    }
+    record(&vault, 200, "b0");
+    record(&vault, 200, "b1");
+    store.set(FAIL_BEFORE_WRITING);
+    assert!(vault.audit.flush_audit().await.is_err());
+    assert_eq!(
+        vault.audit.audit_waiting(),
+        2,
+        "the live tenant's two events wait"
+    );
+    store.set(APPEND);
+    assert_eq!(vault.audit.flush_audit().await.unwrap(), 2);
+    let written = store.written();
+    assert!(
+        written.iter().all(|(tenant, _, _)| *tenant == live),
+        "{written:?}"
+    );
+    assert!(!written.iter().any(|(tenant, _, _)| *tenant == deleted));
+    assert_eq!(vault.audit.audit_waiting(), 0);
+}
