@@ -99,49 +99,29 @@ fn tree_at(text: &str) -> Vec<Vec<String>> {
     let (base, taken) = path_and_length(text);
     let after = &text[taken..];
     let group = if base.is_empty() {
-        after.strip_prefix('{')
+        after.strip_prefix('{').map(|_| 1)
     } else {
-        after.strip_prefix("::{")
+        after.strip_prefix("::{").map(|_| 3)
     };
-    let Some(group) = group else {
-        return if base.is_empty() {
-            Vec::new()
-        } else {
-            vec![base]
-        };
-    };
-    let mut items = Vec::new();
-    let (mut depth, mut start) = (1, 0);
-    for (i, c) in group.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    items.push(&group[start..i]);
-                    break;
-                }
+    // The tree's extent: the path alone, or through the brace that closes its group.
+    let mut end = taken;
+    if let Some(open) = group {
+        let mut depth = 0;
+        for (i, c) in after.char_indices().skip(open - 1) {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
             }
-            ',' if depth == 1 => {
-                items.push(&group[start..i]);
-                start = i + 1;
+            if depth == 0 {
+                end = taken + i + 1;
+                break;
             }
-            _ => {}
         }
     }
-    let mut paths = Vec::new();
-    for item in items.into_iter().map(str::trim).filter(|i| !i.is_empty()) {
-        if item == "self" || item.starts_with("self ") {
-            paths.push(base.clone());
-            continue;
-        }
-        for tail in tree_at(item) {
-            let mut path = base.clone();
-            path.extend(tail);
-            paths.push(path);
-        }
-    }
-    paths
+    let mut found = Vec::new();
+    leaves(&[], &text[..end], &mut found);
+    found.into_iter().map(|(_, path)| path).collect()
 }
 
 /// Every path a file names under `prefix` (`crate::`, `super::`), each item of a use group
@@ -163,19 +143,12 @@ pub(crate) fn crate_paths(text: &str) -> Vec<Vec<String>> {
 }
 
 /// The module `module`'s `super` (`super::super` …) paths, made absolute.
-fn super_paths(text: &str, module: &str) -> Vec<Vec<String>> {
+fn super_paths(text: &str, module: &str, mods: &BTreeMap<String, PathBuf>) -> Vec<Vec<String>> {
     prefixed_paths(text, "super::")
         .into_iter()
         .filter_map(|path| {
-            let mut base: Vec<String> = segments(module);
-            base.pop()?;
-            let mut rest = path.as_slice();
-            while let Some(("super", tail)) = rest.split_first().map(|(h, t)| (h.as_str(), t)) {
-                base.pop()?;
-                rest = tail;
-            }
-            base.extend(rest.iter().cloned());
-            Some(base)
+            let written: Vec<String> = std::iter::once("super".to_string()).chain(path).collect();
+            absolute(module, &written, mods)
         })
         .collect()
 }
@@ -224,7 +197,8 @@ fn exported(text: &str) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The leaves of a use tree below `prefix`: `a::{B, c::D as E}` → (B, a::B), (E, a::c::D).
+/// The leaves of a use tree below `prefix`: `a::{B, c::D as E, self}` → (B, a::B),
+/// (E, a::c::D), (a, a).
 fn leaves(prefix: &[String], tree: &str, out: &mut Vec<(String, Vec<String>)>) {
     let tree = tree.trim();
     if let Some(open) = tree.find('{') {
@@ -260,11 +234,14 @@ fn leaves(prefix: &[String], tree: &str, out: &mut Vec<(String, Vec<String>)>) {
         None => (tree, None),
     };
     let mut full = prefix.to_vec();
-    full.extend(path.split("::").map(|s| s.trim().to_string()));
+    if path != "self" {
+        // `a::{self}` names `a` itself.
+        full.extend(path.split("::").map(|s| s.trim().to_string()));
+    }
     let Some(last) = full.last().cloned() else {
         return;
     };
-    if last == "*" || last == "self" {
+    if last == "*" {
         return;
     }
     out.push((alias.map_or(last, str::to_string), full));
@@ -409,7 +386,7 @@ pub(crate) fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     for (name, file) in &mods {
         let text = without_tests(&std::fs::read_to_string(file).unwrap());
         let mut named = crate_paths(&text);
-        named.extend(super_paths(&text, name));
+        named.extend(super_paths(&text, name, &mods));
         if name.is_empty() {
             let code = root_code(&text);
             named = crate_paths(&code);
@@ -464,7 +441,8 @@ fn super_paths_and_reexports_lead_to_the_defining_file() {
     assert_eq!(
         super_paths(
             "use super::{c::X, b};\nfn f() { super::super::d::g(); }",
-            "a::b"
+            "a::b",
+            &mods
         ),
         vec![
             vec!["a".to_string(), "c".into(), "X".into()],

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::entity::activity;
 use crate::rows::write::{PgArrays, SqliteValues, WriteError, pg_params, put_row};
-use crate::rows::{self, columns};
+use crate::rows::{self, columns, sqlite_marks};
 
 /// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
 /// connection), one array per column (`rows/activity.rs`). Each row's tenant is locked
@@ -33,8 +33,9 @@ static ACTIVITY_UNNEST: LazyLock<String> = LazyLock::new(|| {
 /// SQLite: a row, skipped if it is there already.
 static ACTIVITY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO token_activity ({}) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-        columns::<activity::Column>(None, &[])
+        "INSERT INTO token_activity ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+        columns::<activity::Column>(None, &[]),
+        sqlite_marks::<activity::Column>(&[])
     )
 });
 

@@ -19,8 +19,8 @@ use crate::audit_rows::{first_head, move_head};
 use crate::entity::audit_entry;
 use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::audit_entry::sqlite_text;
-use crate::rows::columns;
 use crate::rows::write::{SqliteValues, put_row};
+use crate::rows::{columns, sqlite_marks};
 use crate::sqlite_tx::{backend, transaction};
 
 static FIRST_HEAD: LazyLock<String> = LazyLock::new(|| first_head(|n| format!("?{n}")));
@@ -30,8 +30,9 @@ static MOVE_HEAD: LazyLock<String> = LazyLock::new(|| move_head(|n| format!("?{n
 /// An entry, its values bound in the entity's column order (`rows/audit_entry.rs`).
 static ENTRY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO audit_log ({}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        columns::<audit_entry::Column>(None, &[])
+        "INSERT INTO audit_log ({}) VALUES ({})",
+        columns::<audit_entry::Column>(None, &[]),
+        sqlite_marks::<audit_entry::Column>(&[])
     )
 });
 

@@ -24,19 +24,16 @@ use uuid::Uuid;
 
 use crate::entity::token;
 use crate::rows::token::NOT_INSERTED;
-use crate::rows::{column_count, columns};
+use crate::rows::{columns, sqlite_marks};
 use crate::sqlite_tx::transaction;
 use crate::token_months::Created;
 
 /// The insert, its columns those of the entity that a new row is written with (`rows/token.rs`).
 static INSERT: LazyLock<String> = LazyLock::new(|| {
-    let marks = (1..=column_count::<token::Column>(NOT_INSERTED))
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     format!(
-        "INSERT INTO tokens ({}) VALUES ({marks})",
-        columns::<token::Column>(None, NOT_INSERTED)
+        "INSERT INTO tokens ({}) VALUES ({})",
+        columns::<token::Column>(None, NOT_INSERTED),
+        sqlite_marks::<token::Column>(NOT_INSERTED)
     )
 });
 

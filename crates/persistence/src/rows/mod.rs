@@ -58,16 +58,19 @@ fn opt_time_at(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<OffsetDat
     text.map(|t| time_of(index, &t)).transpose()
 }
 
-/// The columns of an entity in its order, each as `alias.column` when `alias` is given, less
-/// those in `skip` (never read or written by a fast path: a tenant's wrapped data key).
-pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[C]) -> String {
+/// The columns of an entity in its order, less those in `skip` (never read or written by a
+/// fast path: a tenant's wrapped data key).
+pub(crate) fn kept<C: Iterable + Iden>(skip: &[C]) -> impl Iterator<Item = C> {
     let skipped: Vec<String> = skip.iter().map(Iden::to_string).collect();
-    C::iter()
-        .map(|c| c.to_string())
-        .filter(|c| !skipped.contains(c))
+    C::iter().filter(move |c| !skipped.contains(&c.to_string()))
+}
+
+/// [`kept`] columns, each as `alias.column` when `alias` is given.
+pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[C]) -> String {
+    kept(skip)
         .map(|c| match alias {
-            Some(alias) => format!("{alias}.{c}"),
-            None => c,
+            Some(alias) => format!("{alias}.{}", c.to_string()),
+            None => c.to_string(),
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -76,6 +79,14 @@ pub(crate) fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[C]) -> St
 /// How many columns [`columns`] lists for an entity, less `skip`.
 pub(crate) fn column_count<C: Iterable + Iden>(skip: &[C]) -> usize {
     C::iter().count() - skip.len()
+}
+
+/// One SQLite parameter per column [`columns`] lists: `?1, ?2, …`.
+pub(crate) fn sqlite_marks<C: Iterable + Iden>(skip: &[C]) -> String {
+    (1..=column_count::<C>(skip))
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A row that holds one table's columns alone, read with that table's `codec`.

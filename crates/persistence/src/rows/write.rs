@@ -15,7 +15,7 @@ use sea_orm::{ColumnTrait, Iden, Iterable};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::column_count;
+use super::{column_count, kept};
 
 /// Why a value could not be taken (a timestamp past year 9999, a field over 2 GiB).
 pub(crate) type WriteError = Box<dyn std::error::Error + Send + Sync>;
@@ -94,7 +94,7 @@ impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
     fn cell(&mut self, column: &C, cell: Cell<'a>) {
         debug_assert_eq!(
             Some(column.to_string()),
-            written::<C>(self.skip).nth(self.at),
+            kept(self.skip).nth(self.at).map(|c| c.to_string()),
             "a row codec out of step with its entity at column {}",
             self.at
         );
@@ -105,14 +105,6 @@ impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
             self.failed = Some(e);
         }
     }
-}
-
-/// The entity's column names less `skip`, in its order.
-fn written<C: Iterable + Iden>(skip: &[C]) -> impl Iterator<Item = String> {
-    let skipped: Vec<String> = skip.iter().map(Iden::to_string).collect();
-    C::iter()
-        .map(|c| c.to_string())
-        .filter(move |c| !skipped.contains(c))
 }
 
 /// Writes one row into `sink` with `codec`: every column of the entity less `skip`, in its
@@ -142,9 +134,7 @@ pub(crate) fn put_row<'a, C: Iterable + Iden>(
 /// The PostgreSQL type of each column of an entity less `skip`, in its order: the casts of an
 /// `UNNEST` of one array per column.
 pub(crate) fn pg_types<C: Iterable + Iden + ColumnTrait>(skip: &[C]) -> Vec<&'static str> {
-    let skipped: Vec<String> = skip.iter().map(Iden::to_string).collect();
-    C::iter()
-        .filter(|c| !skipped.contains(&c.to_string()))
+    kept(skip)
         .map(|c| pg_type(c.def().get_column_type()))
         .collect()
 }
@@ -192,9 +182,7 @@ impl SqliteValues {
             time,
         }
     }
-}
 
-impl SqliteValues {
     /// For a table that stores no timestamps.
     pub(crate) fn untimed() -> Self {
         Self::new(|_| Err("this table stores no timestamps".into()))
