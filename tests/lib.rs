@@ -151,6 +151,12 @@ impl TestApp {
         }
     }
 
+    /// Closes the harness's own connections to the database (see
+    /// [`TestDatabase::close_pool`]): afterwards only the server and the test touch it.
+    pub async fn close_harness_pool(&self) {
+        self.db.as_ref().expect("database").close_pool().await;
+    }
+
     /// Stops the server and starts it again on the same database and configuration.
     pub async fn restart(&mut self) {
         self.shutdown().await.expect("server stopped cleanly");

@@ -303,11 +303,14 @@ async fn operator_lists_shows_and_deletes_tenants() {
 
 /// A command closes the database it opened, as the server does when it stops: with no server
 /// running, what `tenants create` wrote on SQLite is copied back from the log into the file
-/// before the command answers (and the engine's threads have ended).
+/// before the command answers (and the engine's threads have ended). The harness's own pool is
+/// closed first: its checkpoint thread's passes would keep the command's last checkpoint from
+/// emptying the log (as a running server's may, which is allowed).
 #[tokio::test]
 async fn a_command_closes_the_database_it_opened() {
     let mut app = TestApp::spawn(tokenvault_tests::DbBackend::Sqlite).await;
     app.shutdown().await.unwrap();
+    app.close_harness_pool().await;
     let url = app.config.effective_database_url();
     let file = tokenvault_persistence::sqlite_backup::sqlite_file(&url).expect("a SQLite URL");
     let mut wal = file.into_os_string();

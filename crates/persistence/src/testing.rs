@@ -180,6 +180,17 @@ impl TestDatabase {
             .rows_affected()
     }
 
+    /// Closes the harness's own pool and engine on the database (on SQLite its checkpoint
+    /// thread too, whose passes would otherwise race a test's own checkpoint), for a test that
+    /// needs the database to itself. `dump` of a SQLite file still works; `execute` fails.
+    pub async fn close_pool(&self) {
+        self.db
+            .clone()
+            .close()
+            .await
+            .expect("close the harness's pool");
+    }
+
     /// Closes the pool and removes the database.
     pub async fn destroy(self) {
         let _ = self.db.close().await;
