@@ -19,6 +19,7 @@ mod m20261203_000013_token_version_and_dedup_choice;
 mod m20261204_000014_tenant_keys;
 mod m20261205_000015_tenant_tombstones;
 mod m20261206_000016_token_months;
+mod m20261207_000017_formula_status;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000014_tenant_keys::Migration),
             Box::new(m20261205_000015_tenant_tombstones::Migration),
             Box::new(m20261206_000016_token_months::Migration),
+            Box::new(m20261207_000017_formula_status::Migration),
         ]
     }
 }

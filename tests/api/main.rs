@@ -9,6 +9,7 @@ mod attacks;
 mod audit;
 mod auth;
 mod backup;
+mod client_surface;
 mod code_modules;
 mod config_at_rest;
 mod detokenize_bounds;

@@ -425,7 +425,8 @@ async fn tokenize_and_detokenize() {
         assert_eq!(res.status(), 200);
         let out: Value = res.json().await.unwrap();
         assert_eq!(out["card"]["type"], "card_number");
-        assert!(out["card"].get("data").is_none());
+        // Under the create transform (a reveal rule here): the value sent (decisions §12).
+        assert_eq!(out["card"]["data"], CARD);
         assert!(out["none"].is_null());
         let name_id = out["name"].as_str().unwrap();
         assert_eq!(c.read(name_id).await["data"], "Ada");

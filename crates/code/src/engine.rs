@@ -37,6 +37,8 @@ pub struct Call<'a> {
     pub request: &'a Json,
     /// Whether `req.svc` is a client.
     pub svc: bool,
+    /// Only compile the module (as a call would), run nothing: `true` when it compiles.
+    pub check: bool,
 }
 
 /// Limits of every call.
@@ -342,6 +344,20 @@ impl Engine {
         deadline: Instant,
     ) -> Result<Json, Result<CodeError, Stop>> {
         let internal = |e: rquickjs::Error| Ok(CodeError::Internal(e.to_string()));
+        if call.check {
+            // Compiled only, never loaded: loading evaluates the wrapper, and a source that
+            // closes it early (`}); f(); (function(){`) would run `f` there.
+            let compiled = script::compile_module(ctx, call.code);
+            if self.meter.refused() {
+                drop(ctx.catch());
+                return Err(Err(Stop::Memory));
+            }
+            return compiled.map(|_| Json::Bool(true)).map_err(|why| {
+                Ok(CodeError::Compile(
+                    why.chars().take(MAX_COMPILE_MESSAGE).collect(),
+                ))
+            });
+        }
         let request = ctx.json_parse(call.request.to_string()).map_err(internal)?;
         if let (true, Some(object)) = (call.svc, request.as_object()) {
             let host = svc_host(ctx, self.host.clone()).map_err(internal)?;

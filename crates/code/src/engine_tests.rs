@@ -40,6 +40,7 @@ fn call(code: &str) -> Call<'_> {
         code,
         request: &EMPTY,
         svc: false,
+        check: false,
     }
 }
 
@@ -174,6 +175,7 @@ fn host_functions_are_made_by_the_first_module_loaded() {
             code,
             request: &request,
             svc: true,
+            check: false,
         });
         assert_eq!(
             outcome.map_err(|e| format!("{e:?}")),
@@ -457,6 +459,7 @@ fn a_call_leaves_nothing_behind_in_the_runtime() {
                return [h.length, failed, c.randomUUID().length, new URL('https://a.b/c').host]; };",
         request: &request,
         svc: true,
+        check: false,
     });
     assert_eq!(used.ok(), Some(serde_json::json!([64, 500, 36, "a.b"])));
     assert!(!engine.finish());
@@ -562,6 +565,7 @@ fn a_module_compiled_once_is_fresh_in_every_call() {
             code,
             request: &EMPTY,
             svc: false,
+            check: false,
         });
         assert_eq!(outcome.unwrap_or_else(|e| panic!("{e:?}")), expected);
         assert!(!engine.finish());
@@ -641,6 +645,7 @@ fn a_compile_out_of_memory_keeps_nothing() {
             code: &code,
             request: &request,
             svc: false,
+            check: false,
         });
         let kept = engine
             .code_cache

@@ -48,6 +48,10 @@ pub enum ToWorker {
         request: Value,
         /// Whether `req.svc` is a client (else null).
         svc: bool,
+        /// Only compile the module, run nothing of it: `Done(Ok(true))` when it compiles,
+        /// `Done(Compile(…))` when not.
+        #[serde(default)]
+        check: bool,
     },
     /// The answer to [`FromWorker::Svc`]: `{"ok": …}` or `{"error": <problem>}`.
     SvcReply(Value),

@@ -175,14 +175,15 @@ pub fn main() -> i32 {
 fn serve(channel: &Rc<RefCell<Channel>>, engine: &mut Engine) -> i32 {
     loop {
         let message = channel.borrow_mut().receive();
-        let (tenant, code, request, svc) = match message {
+        let (tenant, code, request, svc, check) = match message {
             Ok(None) => return 0,
             Ok(Some(ToWorker::Run {
                 tenant,
                 code,
                 request,
                 svc,
-            })) => (tenant, code, request, svc),
+                check,
+            })) => (tenant, code, request, svc, check),
             // Anything else breaks the protocol.
             Ok(Some(_)) | Err(_) => return 1,
         };
@@ -191,6 +192,7 @@ fn serve(channel: &Rc<RefCell<Channel>>, engine: &mut Engine) -> i32 {
             code: &code,
             request: &request,
             svc,
+            check,
         });
         if channel.borrow_mut().send(&done(result)).is_err() {
             return 1;

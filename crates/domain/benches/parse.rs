@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::macros::datetime;
 use tokenvault_domain::template::{collect_all, substitute_all};
-use tokenvault_domain::token::{NewToken, RawNewToken};
+use tokenvault_domain::token_new::{NewToken, RawNewToken};
 
 const NOW: OffsetDateTime = datetime!(2026-01-01 00:00 UTC);
 

@@ -5,6 +5,18 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+/// The kinds of resource the log records, as `(value, display name)`: every `entity_type`
+/// an event carries is one of these values (`GET /logs/entity-types`).
+pub const ENTITY_TYPES: [(&str, &str); 7] = [
+    ("application", "Application"),
+    ("formula", "Reactor Formula"),
+    ("proxy", "Proxy"),
+    ("reactor", "Reactor"),
+    ("session", "Session"),
+    ("tenant", "Tenant"),
+    ("token", "Token"),
+];
+
 /// Who acted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActorType {

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::forward::{OutboundRequest, OutboundResponse};
 
-pub use crate::reactor::MAX_CODE_LEN;
+pub use crate::formula::MAX_CODE_LEN;
 
 /// One invocation: the module's source and the request object it is called with.
 #[derive(Clone)]
@@ -85,6 +85,11 @@ pub enum CodeError {
 pub trait CodeRunner: Send + Sync {
     /// Runs `call.code` with `call.request` and returns the JSON of what it returned.
     async fn run(&self, call: CodeCall) -> Result<Value, CodeError>;
+
+    /// Whether `code` compiles as the module [`Self::run`] would load, without running any of
+    /// it; compiled in the same sandbox, as `tenant_id`'s code. `Err` when the check itself
+    /// could not be made (every worker busy, a limit reached while compiling).
+    async fn compiles(&self, tenant_id: Uuid, code: &str) -> Result<bool, CodeError>;
 }
 
 /// `req.svc` (docs/decisions.md §7): the token API as one application, its permissions and

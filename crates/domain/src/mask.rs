@@ -1,9 +1,12 @@
-//! Rendering masks and fingerprints through the expression port.
+//! Masks: the shape a mask must have, and rendering masks and fingerprints through the
+//! expression port.
 
 use serde_json::{Map, Value};
 
+use crate::error::ValidationErrors;
 pub use crate::json_size::json_len;
 use crate::ports::{Expressions, RENDER_STEPS, RenderError};
+use crate::token::MAX_EXPRESSION_LEN;
 
 /// If `expr` is exactly `{{ data }}` or `{{ data.a.b }}` (no filters), the path after `data`.
 fn plain_path(expr: &str) -> Option<Vec<&str>> {
@@ -135,6 +138,47 @@ fn render_within(
             Ok(Some(Value::Object(out)))
         }
         _ => Ok(None),
+    }
+}
+
+/// The most expressions one mask may hold (each is rendered on every read).
+pub const MAX_MASK_FIELDS: usize = 32;
+
+/// Validates a mask: its shape ([`check_mask_shape`]) and at most [`MAX_MASK_FIELDS`]
+/// expressions in all.
+pub fn check_mask(mask: &Value, errors: &mut ValidationErrors) {
+    check_mask_shape(mask, "mask", errors);
+    let mut leaves = Vec::new();
+    mask_expressions(mask, "mask", &mut leaves);
+    if leaves.len() > MAX_MASK_FIELDS {
+        errors.add("mask", "at most 32 expressions");
+    }
+}
+
+/// A mask is an expression string or an object (nested) whose leaves are expression strings.
+pub fn check_mask_shape(mask: &Value, field: &str, errors: &mut ValidationErrors) {
+    match mask {
+        Value::String(s) if s.len() <= MAX_EXPRESSION_LEN => {}
+        Value::String(_) => errors.add(field, "expression is too long"),
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                check_mask_shape(v, &format!("{field}.{k}"), errors);
+            }
+        }
+        _ => errors.add(field, "must be an expression string or an object of them"),
+    }
+}
+
+/// Every expression string in a mask, with its field path.
+pub fn mask_expressions<'a>(mask: &'a Value, field: &str, out: &mut Vec<(String, &'a str)>) {
+    match mask {
+        Value::String(s) => out.push((field.to_string(), s)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                mask_expressions(v, &format!("{field}.{k}"), out);
+            }
+        }
+        _ => {}
     }
 }
 

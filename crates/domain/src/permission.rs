@@ -14,6 +14,9 @@ pub enum ApplicationType {
 }
 
 impl ApplicationType {
+    /// Every type, in a fixed order.
+    pub const ALL: [ApplicationType; 3] = [Self::Private, Self::Public, Self::Management];
+
     /// Parses the wire name.
     pub fn parse(value: &str) -> Option<Self> {
         match value {
@@ -41,7 +44,7 @@ impl fmt::Display for ApplicationType {
 }
 
 macro_rules! permissions {
-    ($($variant:ident => $name:literal, [$($ty:ident),+];)+) => {
+    ($($variant:ident => $name:literal, [$($ty:ident),+], $description:literal;)+) => {
         /// A permission an application (or one of its rules) can grant.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Permission {
@@ -70,6 +73,19 @@ macro_rules! permissions {
                 }
             }
 
+            /// What holding it allows, in one sentence (`GET /permissions`).
+            pub fn description(self) -> &'static str {
+                match self {
+                    $(Permission::$variant => $description,)+
+                }
+            }
+
+            /// The application types that may hold it, in the order `private`, `public`,
+            /// `management`.
+            pub fn application_types(self) -> Vec<ApplicationType> {
+                ApplicationType::ALL.into_iter().filter(|t| self.allowed_for(*t)).collect()
+            }
+
             /// Whether an application of `ty` may hold this permission (docs/decisions.md §4 table).
             pub fn allowed_for(self, ty: ApplicationType) -> bool {
                 match self {
@@ -81,29 +97,29 @@ macro_rules! permissions {
 }
 
 permissions! {
-    TokenCreate => "token:create", [Public, Private];
-    TokenUpdate => "token:update", [Public, Private];
-    TokenRead => "token:read", [Private];
-    TokenSearch => "token:search", [Private];
-    TokenDelete => "token:delete", [Private];
-    TokenUse => "token:use", [Private];
-    ApplicationCreate => "application:create", [Management];
-    ApplicationRead => "application:read", [Management];
-    ApplicationUpdate => "application:update", [Management];
-    ApplicationDelete => "application:delete", [Management];
-    ProxyCreate => "proxy:create", [Management];
-    ProxyRead => "proxy:read", [Management];
-    ProxyUpdate => "proxy:update", [Management];
-    ProxyDelete => "proxy:delete", [Management];
-    ReactorCreate => "reactor:create", [Management];
-    ReactorRead => "reactor:read", [Management];
-    ReactorUpdate => "reactor:update", [Management];
-    ReactorDelete => "reactor:delete", [Management];
-    TenantRead => "tenant:read", [Management];
-    TenantUpdate => "tenant:update", [Management];
-    TenantDelete => "tenant:delete", [Management];
-    ReportRead => "report:read", [Management];
-    LogRead => "log:read", [Management];
+    TokenCreate => "token:create", [Public, Private], "Create tokens (POST /tokens, /tokenize, children)";
+    TokenUpdate => "token:update", [Public, Private], "Update tokens (PATCH /tokens/{id})";
+    TokenRead => "token:read", [Private], "Read tokens and their data under the rule's transform, list them, detokenize";
+    TokenSearch => "token:search", [Private], "Search tokens (POST /tokens/search)";
+    TokenDelete => "token:delete", [Private], "Delete tokens and their associations";
+    TokenUse => "token:use", [Private], "Use token data in reactors and proxies without seeing it";
+    ApplicationCreate => "application:create", [Management], "Create applications";
+    ApplicationRead => "application:read", [Management], "Read applications";
+    ApplicationUpdate => "application:update", [Management], "Update applications and regenerate their keys";
+    ApplicationDelete => "application:delete", [Management], "Delete applications";
+    ProxyCreate => "proxy:create", [Management], "Create proxies";
+    ProxyRead => "proxy:read", [Management], "Read proxies";
+    ProxyUpdate => "proxy:update", [Management], "Update proxies";
+    ProxyDelete => "proxy:delete", [Management], "Delete proxies";
+    ReactorCreate => "reactor:create", [Management], "Create reactors and reactor formulas";
+    ReactorRead => "reactor:read", [Management], "Read reactors and reactor formulas";
+    ReactorUpdate => "reactor:update", [Management], "Update reactors and reactor formulas";
+    ReactorDelete => "reactor:delete", [Management], "Delete reactors and reactor formulas";
+    TenantRead => "tenant:read", [Management], "Read the tenant";
+    TenantUpdate => "tenant:update", [Management], "Update the tenant's name and settings";
+    TenantDelete => "tenant:delete", [Management], "Delete the tenant and everything in it";
+    ReportRead => "report:read", [Management], "Read the tenant's usage report";
+    LogRead => "log:read", [Management], "Read the audit log";
 }
 
 impl Permission {

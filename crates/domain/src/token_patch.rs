@@ -8,9 +8,9 @@ use time::OffsetDateTime;
 
 use crate::container::Container;
 use crate::error::ValidationErrors;
+use crate::mask::check_mask;
 use crate::token::{
-    MAX_EXPRESSION_LEN, RawTokenPatch, Token, check_mask, check_metadata, parse_containers,
-    parse_time,
+    MAX_EXPRESSION_LEN, RawTokenPatch, Token, check_metadata, parse_containers, parse_time,
 };
 use crate::token_type::TokenType;
 

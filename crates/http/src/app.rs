@@ -49,6 +49,7 @@ pub fn server(
             .configure(routes::proxies::configure)
             .configure(|cfg| routes::sessions::configure(cfg, &browser))
             .configure(routes::logs::configure)
+            .configure(routes::permissions::configure)
             .service(resource!("/openapi.json").route(web::get().to(openapi::openapi)))
             .service(resource!("/metrics").route(web::get().to(metrics::metrics)))
             .service(resource!("/ready").route(web::get().to(ready::ready)))

@@ -29,9 +29,12 @@ pub fn format_time(t: OffsetDateTime) -> String {
 
 /// Parses an RFC 3339 date (any offset), naming `field` when it is not one.
 pub fn parse_time(field: &str, raw: &str) -> Result<OffsetDateTime, ApiError> {
+    // `checked_`: a date whose UTC form leaves the years the time crate holds
+    // (`9999-12-31T23:00:00-10:00`) is refused, where `to_offset` would panic.
     OffsetDateTime::parse(raw, &Rfc3339)
-        .map(|t| t.to_offset(UtcOffset::UTC))
-        .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 date"))
+        .ok()
+        .and_then(|t| t.checked_to_offset(UtcOffset::UTC))
+        .ok_or_else(|| ApiError::invalid(field, "must be an RFC 3339 date"))
 }
 
 /// An access rule in a request.
@@ -391,6 +394,8 @@ mod tests {
         let t = parse_time("x", "2026-11-21T12:00:00.123456+02:00").unwrap();
         assert_eq!(format_time(t), "2026-11-21T10:00:00.123Z");
         assert!(parse_time("x", "tomorrow").is_err());
+        // UTC of this is past the years a date holds: refused, not a panic.
+        assert!(parse_time("x", "9999-12-31T23:00:00-10:00").is_err());
     }
 }
 

@@ -26,15 +26,18 @@ macro_rules! resource {
 }
 
 mod app;
+mod area_problem;
 pub mod complete;
 mod cors;
 pub mod dto;
 pub mod extract;
 pub mod idempotency;
+pub mod json_body;
 pub mod limit;
 pub mod metrics;
 pub mod openapi;
 pub mod problem;
+pub mod query;
 pub mod ready;
 pub mod routes;
 mod settings;

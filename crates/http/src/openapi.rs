@@ -8,7 +8,9 @@ use utoipa::{Modify, OpenApi};
 use crate::dto;
 use crate::metrics;
 use crate::problem::Problem;
-use crate::routes::{applications, logs, meta, proxies, reactors, sessions, tenants, tokens};
+use crate::routes::{
+    applications, logs, meta, permissions, proxies, reactors, sessions, tenants, tokens,
+};
 
 struct ApiKeyHeader;
 
@@ -40,7 +42,7 @@ impl Modify for ApiKeyHeader {
         proxies::create, proxies::list, proxies::get, proxies::update, proxies::delete,
         proxies::invoke,
         sessions::create, sessions::authorize,
-        logs::list,
+        logs::list, logs::entity_types, permissions::list,
         meta::health, openapi, metrics::metrics, crate::ready::ready,
     ),
     components(schemas(Problem, dto::Pagination, dto::RuleRequest, dto::RuleResponse)),

@@ -10,7 +10,8 @@ use tokenvault_domain::Vault;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::code::Svc;
 use tokenvault_domain::service::SvcFactory;
-use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
+use tokenvault_domain::token::RawTokenPatch;
+use tokenvault_domain::token_new::RawNewToken;
 
 use crate::dto::Paginated;
 use crate::limit::RateLimit;

@@ -23,8 +23,9 @@ use sea_orm::sea_query::Value;
 use sea_orm::{DatabaseBackend, FromQueryResult, Statement};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
+use tokenvault_domain::formula::Formula;
 use tokenvault_domain::ports::KeyedReactor;
-use tokenvault_domain::reactor::{Formula, Reactor};
+use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
 use crate::direct::{DirectReads, bound_time};

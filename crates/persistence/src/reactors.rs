@@ -10,9 +10,10 @@ use sea_orm::{
     QueryOrder, QuerySelect, SelectExt, SqlErr,
 };
 use tokenvault_domain::RepoError;
+use tokenvault_domain::formula::Formula;
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorRepository};
-use tokenvault_domain::reactor::{Formula, Reactor};
+use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
 use crate::direct::DirectReads;
@@ -229,6 +230,10 @@ impl FormulaRepository for SeaOrmFormulaRepository {
             .col_expr(
                 formula::Column::ModifiedAt,
                 Expr::value(formula.modified_at.map(stamp)),
+            )
+            .col_expr(
+                formula::Column::Status,
+                Expr::value(formula.status.map(|s| s.as_str().to_string())),
             )
             .filter(formula::Column::TenantId.eq(formula.tenant_id))
             .filter(formula::Column::Id.eq(formula.id));

@@ -6,11 +6,12 @@
 use serde_json::json;
 use time::Duration;
 use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::formula::{Formula, ParamType, RequestParameter};
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{
     ApplicationRepository, FormulaRepository, ReactorRepository, TokenRepository,
 };
-use tokenvault_domain::reactor::{Formula, ParamType, Reactor, RequestParameter};
+use tokenvault_domain::reactor::Reactor;
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
@@ -42,6 +43,7 @@ fn formula(tenant_id: Uuid, code: &str) -> Formula {
         created_at: now(),
         modified_by: None,
         modified_at: None,
+        status: None,
     }
 }
 

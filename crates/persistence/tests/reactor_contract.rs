@@ -5,8 +5,8 @@
 
 use serde_json::json;
 use time::Duration;
+use tokenvault_domain::formula::{ParamType, RequestParameter};
 use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorRepository};
-use tokenvault_domain::reactor::{ParamType, RequestParameter};
 use uuid::Uuid;
 
 mod common;

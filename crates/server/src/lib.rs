@@ -264,6 +264,10 @@ impl CodeRunner for CountedRunner {
         self.metrics.code_call(outcome.is_ok());
         outcome
     }
+
+    async fn compiles(&self, tenant_id: uuid::Uuid, code: &str) -> Result<bool, CodeError> {
+        self.inner.compiles(tenant_id, code).await
+    }
 }
 
 /// The configured bootstrap key, validated.

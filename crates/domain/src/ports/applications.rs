@@ -7,8 +7,9 @@ use uuid::Uuid;
 
 use crate::application::{Application, KeyHash};
 use crate::error::RepoError;
+use crate::formula::Formula;
 use crate::page::{Page, PageRequest};
-use crate::reactor::{Formula, Reactor};
+use crate::reactor::Reactor;
 use crate::tenant::TenantSettings;
 use crate::token::StoredToken;
 

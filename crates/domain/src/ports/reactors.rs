@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use crate::error::RepoError;
+use crate::formula::Formula;
 use crate::page::{Page, PageRequest};
-use crate::reactor::{Formula, Reactor};
+use crate::reactor::Reactor;
 
 /// The outcome of deleting a formula.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,10 @@ use tokenvault_domain::Vault;
 use crate::dto::{
     ApplicationResponse, CreateApplicationRequest, Paginated, UpdateApplicationRequest,
 };
-use crate::extract::{Caller, Json, QueryParams, path_uuid};
+use crate::extract::Caller;
+use crate::json_body::Json;
 use crate::problem::{ApiError, Problem};
+use crate::query::{QueryParams, path_uuid};
 
 type Result<T> = std::result::Result<T, ApiError>;
 

@@ -7,8 +7,9 @@ use tokenvault_domain::audit::{AuditEntry, AuditFilter};
 use utoipa::ToSchema;
 
 use crate::dto::{Paginated, format_time, parse_time};
-use crate::extract::{Caller, QueryParams};
+use crate::extract::Caller;
 use crate::problem::{ApiError, Problem};
+use crate::query::QueryParams;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
@@ -96,7 +97,34 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, LogEntryResponse::from)))
 }
 
+/// A kind of resource the audit log records.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EntityTypeResponse {
+    /// A name for people (`Reactor Formula`).
+    pub display_name: &'static str,
+    /// The `entity_type` of its entries (`formula`), as `GET /logs` filters by it.
+    pub value: &'static str,
+}
+
+/// The kinds of resource the audit log records.
+#[utoipa::path(get, path = "/logs/entity-types", tag = "logs",
+    responses((status = 200, body = Vec<EntityTypeResponse>), (status = 401, body = Problem),
+              (status = 403, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn entity_types(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<HttpResponse> {
+    let types = vault.audit.entity_types(&caller)?;
+    let body: Vec<EntityTypeResponse> = types
+        .iter()
+        .map(|(value, display_name)| EntityTypeResponse {
+            display_name,
+            value,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(body))
+}
+
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource!("/logs").route(web::get().to(list)));
+    cfg.service(resource!("/logs").route(web::get().to(list)))
+        .service(resource!("/logs/entity-types").route(web::get().to(entity_types)));
 }

@@ -3,6 +3,7 @@
 pub mod applications;
 pub mod logs;
 pub mod meta;
+pub mod permissions;
 pub mod proxies;
 pub mod reactors;
 pub mod sessions;

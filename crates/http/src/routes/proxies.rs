@@ -13,11 +13,13 @@ use uuid::Uuid;
 
 use crate::BodyLimit;
 use crate::dto::{Paginated, format_time};
-use crate::extract::{BODY_TIMEOUT, Caller, Json, QueryParams, body_too_slow, path_uuid};
+use crate::extract::Caller;
 use crate::idempotency::NeverReplayed;
+use crate::json_body::{BODY_TIMEOUT, Json, body_too_slow};
 use crate::limit::RateLimit;
 use crate::metrics::Metrics;
 use crate::problem::{ApiError, Problem, TenantResponse, current_trace_id};
+use crate::query::{QueryParams, path_uuid};
 use crate::routes::reactors::IdRef;
 
 type Result<T> = std::result::Result<T, ApiError>;

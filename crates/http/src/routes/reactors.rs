@@ -4,17 +4,19 @@ use actix_web::{HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokenvault_domain::Vault;
-use tokenvault_domain::reactor::{
-    ConfigDeclaration, Formula, RawDeclaration, RawFormula, RequestParameter,
+use tokenvault_domain::formula::{
+    ConfigDeclaration, Formula, FormulaStatus, RawDeclaration, RawFormula, RequestParameter,
 };
 use tokenvault_domain::service::{RawReactor, ReactResult, ReactorView};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::dto::{ApplicationResponse, Paginated, ReactRequest, format_time};
-use crate::extract::{Caller, CallerReacting, Json, QueryParams, path_uuid};
+use crate::extract::{Caller, CallerReacting};
 use crate::idempotency::NeverReplayed;
+use crate::json_body::Json;
 use crate::problem::{ApiError, Problem, current_trace_id};
+use crate::query::{QueryParams, path_uuid};
 use crate::routes::tokens::tokenized_json;
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -120,6 +122,11 @@ pub struct FormulaResponse {
     /// RFC 3339 UTC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub modified_at: Option<String>,
+    /// `verified` when the code compiles as a module, `failed` when not (it is stored all the
+    /// same; its invocations fail with a 422). Absent for a formula stored before the vault
+    /// checked code and not updated since.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<&'static str>,
 }
 
 fn config_declaration(d: ConfigDeclaration) -> Declaration {
@@ -163,6 +170,7 @@ impl From<Formula> for FormulaResponse {
             created_at: format_time(f.created_at),
             modified_by: f.modified_by,
             modified_at: f.modified_at.map(format_time),
+            status: f.status.map(FormulaStatus::as_str),
         }
     }
 }

@@ -9,8 +9,9 @@ use utoipa::ToSchema;
 
 use crate::BrowserCors;
 use crate::dto::{RuleRequest, format_time, parse_time};
-use crate::extract::{Caller, Json};
+use crate::extract::Caller;
 use crate::idempotency::NeverReplayed;
+use crate::json_body::Json;
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;

@@ -4,7 +4,8 @@ use actix_web::{HttpResponse, web};
 use tokenvault_domain::Vault;
 
 use crate::dto::{TenantResponse, UpdateTenantRequest};
-use crate::extract::{Caller, Json};
+use crate::extract::Caller;
+use crate::json_body::Json;
 use crate::problem::{ApiError, Problem};
 
 type Result<T> = std::result::Result<T, ApiError>;

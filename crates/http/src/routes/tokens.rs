@@ -9,15 +9,19 @@ use serde::Serialize;
 use serde_json::Value;
 use tokenvault_domain::Vault;
 use tokenvault_domain::ports::{TokenFilter, Visibility};
+use tokenvault_domain::privacy::Privacy;
 use tokenvault_domain::service::{TokenView, Tokenized};
-use tokenvault_domain::token::{RawNewToken, RawTokenPatch};
+use tokenvault_domain::token::RawTokenPatch;
+use tokenvault_domain::token_new::RawNewToken;
 use utoipa::ToSchema;
 
 use crate::BrowserCors;
 use crate::dto::{Paginated, format_time};
-use crate::extract::{Caller, CallerReading, Json, QueryParams, parse_json};
+use crate::extract::{Caller, CallerReading};
 use crate::idempotency::NeverReplayed;
+use crate::json_body::{Json, parse_json};
 use crate::problem::{ApiError, Problem};
+use crate::query::QueryParams;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
@@ -64,11 +68,25 @@ pub struct TokenResponse {
     /// RFC 3339 UTC; the token is gone then.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// Derived from the container and the mask; read-only.
+    pub privacy: PrivacyResponse,
+}
+
+/// A token's privacy (docs/decisions.md §12): read-only, derived from the token.
+#[derive(Serialize, ToSchema)]
+pub struct PrivacyResponse {
+    /// The first segment of a `/<classification>/<impact_level>/` container, else `general`.
+    pub classification: String,
+    /// The second segment of such a container, else `high`.
+    pub impact_level: String,
+    /// `mask` when the token has a mask (its own or its type's), else `redact`.
+    pub restriction_policy: &'static str,
 }
 
 impl From<TokenView> for TokenResponse {
     fn from(v: TokenView) -> Self {
         let t = v.token;
+        let privacy = Privacy::of(&t);
         Self {
             id: t.id,
             tenant_id: t.tenant_id,
@@ -84,6 +102,11 @@ impl From<TokenView> for TokenResponse {
             modified_by: t.modified_by,
             modified_at: t.modified_at.map(format_time),
             expires_at: t.expires_at.map(format_time),
+            privacy: PrivacyResponse {
+                classification: privacy.classification,
+                impact_level: privacy.impact_level,
+                restriction_policy: privacy.restriction_policy,
+            },
         }
     }
 }

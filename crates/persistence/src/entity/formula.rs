@@ -1,4 +1,5 @@
-//! The `reactor_formulas` table. `configuration` and `request_parameters` are JSON text.
+//! The `reactor_formulas` table. `configuration` and `request_parameters` are JSON text;
+//! `status` is `verified`, `failed` or NULL (not checked yet).
 #![allow(missing_docs)]
 
 use sea_orm::entity::prelude::*;
@@ -20,6 +21,7 @@ pub struct Model {
     pub created_at: TimeDateTimeWithTimeZone,
     pub modified_by: Option<Uuid>,
     pub modified_at: Option<TimeDateTimeWithTimeZone>,
+    pub status: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

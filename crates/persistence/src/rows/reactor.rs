@@ -5,9 +5,10 @@ use sea_orm::ActiveValue::Set;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokenvault_domain::RepoError;
-use tokenvault_domain::reactor::{
-    ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
+use tokenvault_domain::formula::{
+    ConfigDeclaration, Formula, FormulaStatus, ParamType, RequestParameter,
 };
+use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
 use super::Fields;
@@ -30,6 +31,7 @@ pub(crate) fn formula_from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<fo
             created_at: f.time(formula::Column::CreatedAt)?,
             modified_by: f.opt_uuid(formula::Column::ModifiedBy)?,
             modified_at: f.opt_time(formula::Column::ModifiedAt)?,
+            status: f.get(formula::Column::Status)?,
         })
     })
 }
@@ -150,6 +152,10 @@ pub(crate) fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError>
         created_at: unstamp(m.created_at),
         modified_by: m.modified_by,
         modified_at: m.modified_at.map(unstamp),
+        status: m
+            .status
+            .map(|s| FormulaStatus::parse(&s).ok_or_else(|| bad("status")))
+            .transpose()?,
     })
 }
 
@@ -167,6 +173,7 @@ pub(crate) fn formula_to_active(f: &Formula) -> formula::ActiveModel {
         created_at: Set(stamp(f.created_at)),
         modified_by: Set(f.modified_by),
         modified_at: Set(f.modified_at.map(stamp)),
+        status: Set(f.status.map(|s| s.as_str().to_string())),
     }
 }
 

@@ -5,10 +5,11 @@
 
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
-use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::reactor::{
-    ConfigDeclaration, Formula, ParamType, Reactor, RequestParameter,
+use tokenvault_domain::formula::{
+    ConfigDeclaration, Formula, FormulaStatus, ParamType, RequestParameter,
 };
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::reactor::Reactor;
 use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
     SeaOrmFormulaRepository, SeaOrmReactorRepository, SeaOrmTenantRepository,
@@ -62,6 +63,7 @@ pub fn formula(tenant_id: Uuid, name: &str, created_at: OffsetDateTime) -> Formu
         created_at,
         modified_by: None,
         modified_at: None,
+        status: Some(FormulaStatus::Verified),
     }
 }
 

@@ -33,6 +33,16 @@ impl AuditLog {
         Ok(self.audit.list(caller.tenant_id, &filter, page).await?)
     }
 
+    /// `GET /logs/entity-types`: the kinds of resource the log records, as `(value, display
+    /// name)` (`log:read`).
+    pub fn entity_types(
+        &self,
+        caller: &Principal,
+    ) -> Result<&'static [(&'static str, &'static str)], Error> {
+        caller.require(Permission::LogRead)?;
+        Ok(&crate::audit::ENTITY_TYPES)
+    }
+
     /// `tokenvault audit verify`: walks each tenant's chain (or one tenant's) and reports the
     /// first entry at which it does not hold: a gap in the sequence (a deleted entry), a hash
     /// that does not match (an edited entry), a head that does not match the last entry (a

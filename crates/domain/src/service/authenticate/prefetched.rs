@@ -3,7 +3,8 @@
 
 use uuid::Uuid;
 
-use crate::reactor::{Formula, Reactor};
+use crate::formula::Formula;
+use crate::reactor::Reactor;
 use crate::service::tokens::ReadAhead;
 use crate::token::StoredToken;
 

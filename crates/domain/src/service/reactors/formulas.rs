@@ -1,15 +1,17 @@
 //! `/reactor-formulas`: create, read, list, update, delete. Code is stored as given (only its
-//! length is checked): code that does not compile fails its invocation with a 422.
+//! length is checked): code that does not compile fails its invocation with a 422, and its
+//! formula's `status` says `failed` (checked in the sandbox at create and update).
 
 use uuid::Uuid;
 
 use crate::area_error::ReactorError;
 use crate::auth::Principal;
+use crate::code::CodeError;
 use crate::error::Error;
+use crate::formula::{Formula, FormulaSpec, FormulaStatus, RawFormula};
 use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::ports::FormulaDelete;
-use crate::reactor::{Formula, FormulaSpec, RawFormula};
 use crate::service::Reactors;
 
 impl Reactors {
@@ -34,7 +36,10 @@ impl Reactors {
             created_at: self.clock.now(),
             modified_by: None,
             modified_at: None,
+            status: None,
         };
+        let mut formula = formula;
+        formula.status = Some(self.check_code(caller.tenant_id, &formula.code).await?);
         let written = self.formulas.insert(&formula).await;
         self.shared.tenant_write(formula.tenant_id, written).await?;
         self.shared
@@ -92,6 +97,9 @@ impl Reactors {
         formula.name = spec.name;
         formula.description = spec.description;
         formula.formula_type = spec.formula_type;
+        if formula.status.is_none() || spec.code != formula.code {
+            formula.status = Some(self.check_code(caller.tenant_id, &spec.code).await?);
+        }
         formula.code = spec.code;
         formula.configuration = spec.configuration;
         formula.request_parameters = spec.request_parameters;
@@ -120,6 +128,18 @@ impl Reactors {
             }
             FormulaDelete::Missing => Err(Error::NotFound.into()),
             FormulaDelete::InUse => Err(ReactorError::FormulaInUse),
+        }
+    }
+
+    /// Whether `code` compiles, asked of the sandbox (never compiled where keys live).
+    async fn check_code(&self, tenant_id: Uuid, code: &str) -> Result<FormulaStatus, Error> {
+        match self.code.compiles(tenant_id, code).await {
+            Ok(true) => Ok(FormulaStatus::Verified),
+            Ok(false) => Ok(FormulaStatus::Failed),
+            Err(CodeError::Busy) => Err(Error::Overloaded("code workers")),
+            Err(e) => Err(Error::internal(format!(
+                "checking a formula's code failed: {e:?}"
+            ))),
         }
     }
 

@@ -9,9 +9,10 @@ use super::{RawReactor, ReactorView, body_uuid};
 use crate::application::{Application, parse_name};
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
+use crate::formula::Formula;
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
-use crate::reactor::{Formula, Reactor, check_configuration};
+use crate::reactor::{Reactor, check_configuration};
 use crate::service::Reactors;
 
 /// The validated fields of a create or update.

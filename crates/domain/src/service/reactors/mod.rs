@@ -10,8 +10,9 @@ use crate::application::Application;
 use crate::area_error::CodeFailure;
 use crate::code::CodeError;
 use crate::error::{Error, ValidationErrors};
+use crate::formula::Formula;
 use crate::mask::json_len;
-use crate::reactor::{Formula, Reactor};
+use crate::reactor::Reactor;
 
 pub use react::ReactResult;
 

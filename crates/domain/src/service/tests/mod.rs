@@ -16,6 +16,7 @@ use crate::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead};
 use crate::auth::Principal;
 use crate::code::{CodeCall, CodeError, CodeRunner, Svc};
 use crate::error::{Error, RepoError};
+use crate::formula::Formula;
 use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
@@ -27,7 +28,7 @@ use crate::ports::{
     TokenWrite, TypeCount, UsageRepository,
 };
 use crate::proxy::ProxyKey;
-use crate::reactor::{Formula, Reactor};
+use crate::reactor::Reactor;
 use crate::service::SvcFactory;
 use crate::session::{Nonce, Session, SessionGrant};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
@@ -220,6 +221,7 @@ mock! {
     #[async_trait]
     impl CodeRunner for Code {
         async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError>;
+        async fn compiles(&self, tenant_id: Uuid, code: &str) -> Result<bool, CodeError>;
     }
 }
 

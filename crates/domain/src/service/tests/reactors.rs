@@ -6,8 +6,8 @@ use super::tokens::{rule, stored, token_ports};
 use super::*;
 use crate::ReactorError;
 use crate::access::Transform;
+use crate::formula::{FormulaStatus, ParamType, RequestParameter};
 use crate::ports::KeyedReactor;
-use crate::reactor::{ParamType, RequestParameter};
 
 const CODE: &str = "module.exports = async (req) => ({ raw: req.configuration });";
 
@@ -25,6 +25,7 @@ fn formula(tenant_id: Uuid) -> Formula {
         created_at: now(),
         modified_by: None,
         modified_at: None,
+        status: None,
     }
 }
 
@@ -379,7 +380,12 @@ fn formula_vault_with(lent: bool, attached_at_write: bool) -> (Vault, Arc<OneFor
         attached_at_write,
         updates: std::sync::atomic::AtomicUsize::default(),
     });
-    let code = MockCode::new();
+    let mut code = MockCode::new();
+    // Code "compiles" unless it says it does not.
+    code.expect_compiles().returning(|_, code| match code {
+        BUSY_CODE => Err(CodeError::Busy),
+        _ => Ok(!code.contains("does not compile")),
+    });
     let vault = Vault::new(Ports {
         formulas: formulas.clone(),
         code: Arc::new(code),
@@ -392,12 +398,56 @@ fn updates(formulas: &OneFormula) -> usize {
     formulas.updates.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-fn formula_body(code: &str) -> crate::reactor::RawFormula {
-    crate::reactor::RawFormula {
+fn formula_body(code: &str) -> crate::formula::RawFormula {
+    crate::formula::RawFormula {
         name: Some("f".into()),
         code: Some(code.into()),
         ..Default::default()
     }
+}
+
+/// Code the sandbox could not check: every worker was busy.
+const BUSY_CODE: &str = "module.exports = () => 'busy';";
+
+/// A formula's status is the sandbox's answer for the code it holds, asked at create and
+/// whenever its code changes (or it was never checked); a check that could not be made
+/// fails the request as overloaded, never as a status made up.
+#[tokio::test]
+async fn a_formula_carries_whether_its_code_compiles() {
+    let (vault, _) = formula_vault(false);
+    let caller = principal(&[Permission::ReactorCreate, Permission::ReactorUpdate]);
+    let made = vault
+        .reactors
+        .create_formula(&caller, formula_body(CODE))
+        .await
+        .unwrap();
+    assert_eq!(made.status, Some(FormulaStatus::Verified));
+    let broken = vault
+        .reactors
+        .create_formula(
+            &caller,
+            formula_body("module.exports = ( // does not compile"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(broken.status, Some(FormulaStatus::Failed));
+    assert!(matches!(
+        vault
+            .reactors
+            .create_formula(&caller, formula_body(BUSY_CODE))
+            .await,
+        Err(Error::Overloaded(_))
+    ));
+    let updated = vault
+        .reactors
+        .update_formula(
+            &caller,
+            Uuid::from_u128(300),
+            formula_body("x = ( // does not compile"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.status, Some(FormulaStatus::Failed));
 }
 
 const OTHER_CODE: &str =

@@ -4,7 +4,7 @@ use super::*;
 use crate::access::{AccessRule, RuleScope, Transform};
 use crate::container::Container;
 use crate::ports::Visibility;
-use crate::token::RawNewToken;
+use crate::token_new::RawNewToken;
 use serde_json::json;
 
 fn cipher() -> MockCiph {

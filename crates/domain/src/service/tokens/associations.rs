@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::permission::Permission;
 use crate::ports::TokenWrite;
 use crate::service::Tokens;
-use crate::token::RawNewToken;
+use crate::token_new::RawNewToken;
 
 impl Tokens {
     /// `POST /tokens/{parent}/children/{child}`: `token:read` on both.

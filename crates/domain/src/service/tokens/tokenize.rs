@@ -8,7 +8,8 @@ use crate::error::{Error, ValidationErrors};
 use crate::permission::Permission;
 use crate::ports::{RESPONSE_RENDER_STEPS, TokenWrite};
 use crate::service::Tokens;
-use crate::token::{NewToken, RawNewToken, Token};
+use crate::token::Token;
+use crate::token_new::{NewToken, RawNewToken};
 use crate::token_type::TokenType;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -85,7 +86,19 @@ impl Tokens {
             "token",
             existing.values().map(|v| v.token.id.as_str()),
         );
-        Ok(in_place_of(shape, &existing))
+        let mut steps = RESPONSE_RENDER_STEPS;
+        let mut show = |sent: &TokenView, found: &TokenView| {
+            // A deduplicated item shows the value the caller sent (under the transform of the
+            // token it became), never the stored token's: nothing but its id is told of that.
+            let shown = caller
+                .access(found.token.reference(), Permission::TokenCreate)
+                .and_then(|transform| self.show_sharing(&sent.token, transform, &mut steps));
+            TokenView {
+                token: found.token.clone(),
+                shown,
+            }
+        };
+        Ok(in_place_of(shape, &existing, &mut show))
     }
 
     /// Deduplication as for `POST /tokens`: a deduplicated item whose value already exists in
@@ -159,9 +172,13 @@ impl Tokens {
                         let (token, dedup) = self
                             .prepare(caller, new, now, &mut batch.steps)
                             .map_err(|e| prefix_error(e, path))?;
-                        caller.require_on(token.reference(), Permission::TokenCreate)?;
+                        let transform =
+                            caller.require_on(token.reference(), Permission::TokenCreate)?;
+                        // What the caller sent, as the token would read under its create
+                        // transform (decisions §12); the fingerprint is of that value too.
+                        let shown = self.show_sharing(&token, transform, &mut batch.steps);
                         batch.tokens.push((token.clone(), dedup));
-                        Ok(Tokenized::Token(Box::new(TokenView { token, shown: None })))
+                        Ok(Tokenized::Token(Box::new(TokenView { token, shown })))
                     }
                     Err(e) => {
                         for (f, msgs) in e.fields() {
@@ -250,11 +267,16 @@ fn prefix_error(e: Error, path: &str) -> Error {
     }
 }
 
-/// The request's shape with each deduplicated item replaced by the token it matched.
-fn in_place_of(shape: Tokenized, existing: &HashMap<String, TokenView>) -> Tokenized {
+/// The request's shape with each deduplicated item replaced by the token it matched, as
+/// `show` makes it from the item sent and the token found.
+fn in_place_of(
+    shape: Tokenized,
+    existing: &HashMap<String, TokenView>,
+    show: &mut dyn FnMut(&TokenView, &TokenView) -> TokenView,
+) -> Tokenized {
     match shape {
         Tokenized::Token(view) => match existing.get(&view.token.id) {
-            Some(found) => Tokenized::Token(Box::new(found.clone())),
+            Some(found) => Tokenized::Token(Box::new(show(&view, found))),
             None => Tokenized::Token(view),
         },
         Tokenized::Id(id) => match existing.get(&id) {
@@ -264,13 +286,13 @@ fn in_place_of(shape: Tokenized, existing: &HashMap<String, TokenView>) -> Token
         Tokenized::Array(items) => Tokenized::Array(
             items
                 .into_iter()
-                .map(|i| in_place_of(i, existing))
+                .map(|i| in_place_of(i, existing, show))
                 .collect(),
         ),
         Tokenized::Object(fields) => Tokenized::Object(
             fields
                 .into_iter()
-                .map(|(k, v)| (k, in_place_of(v, existing)))
+                .map(|(k, v)| (k, in_place_of(v, existing, show)))
                 .collect(),
         ),
         keep @ Tokenized::Keep(_) => keep,
