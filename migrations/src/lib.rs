@@ -20,6 +20,7 @@ mod m20261204_000014_tenant_keys;
 mod m20261205_000015_tenant_tombstones;
 mod m20261206_000016_token_months;
 mod m20261207_000017_formula_status;
+mod m20261208_000018_search_indexes;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000015_tenant_tombstones::Migration),
             Box::new(m20261206_000016_token_months::Migration),
             Box::new(m20261207_000017_formula_status::Migration),
+            Box::new(m20261208_000018_search_indexes::Migration),
         ]
     }
 }

@@ -26,6 +26,7 @@ mod reactor_limits;
 mod reactors;
 mod readiness;
 mod render_budget;
+mod search;
 mod sessions;
 mod tenant_delete;
 mod tenants;

@@ -151,6 +151,8 @@ async fn the_authorizer_caps_what_a_session_may_do() {
         // Deleting the authorizer ends its sessions.
         let skey = session["session_key"].as_str().unwrap();
         assert_eq!(send(app, skey, Method::GET, &format!("/tokens/{card}"), None).await.status(), 200);
+        // A session key holds token permissions only: `GET /permissions` is not for it.
+        assert_problem(send(app, skey, Method::GET, "/permissions", None).await, 403).await;
         let authorizer_id = reader["id"].as_str().unwrap();
         assert_eq!(app.delete(&format!("/applications/{authorizer_id}")).await.status(), 204);
         assert_problem(send(app, skey, Method::GET, &format!("/tokens/{card}"), None).await, 401).await;

@@ -724,7 +724,9 @@ async fn no_token_value_or_key_is_stored_in_clear() {
     on_each_backend(async |app| {
         let c = full(app).await;
         let secrets = ["4111111111111111", "987-65-4329", "Sup3rS3cretValue-xyz"];
-        c.create(&json!({"type": "card_number", "data": secrets[0], "mask": "{{ data | last4 }}"}))
+        // (Masks are sealed; search index expressions, like fingerprint expressions, are not.)
+        let mask = "{{ data | reveal_last: 3 }}";
+        c.create(&json!({"type": "card_number", "data": secrets[0], "mask": mask}))
             .await;
         c.create(&json!({"type": "social_security_number", "data": secrets[1]}))
             .await;
@@ -741,11 +743,10 @@ async fn no_token_value_or_key_is_stored_in_clear() {
             text.contains("/pci/high/"),
             "the dump is readable where it should be"
         );
-        for secret in
-            secrets
-                .iter()
-                .copied()
-                .chain([app.key.as_str(), c.key.as_str(), "{{ data | last4 }}"])
+        for secret in secrets
+            .iter()
+            .copied()
+            .chain([app.key.as_str(), c.key.as_str(), mask])
         {
             assert!(
                 !text.contains(secret),

@@ -28,12 +28,14 @@ const PROXY: &str = "POST /proxy → destination (round trip)";
 const DESTINATION: &str = "POST destination, direct (proxy's baseline)";
 const CHILDREN: &str = "GET /tokens/{id}/children (20)";
 const LIST: &str = "GET /tokens?size=20 (list page)";
+const SEARCH: &str = "POST /tokens/search data:<value> (index)";
 
 struct Options {
     dbs: Vec<&'static str>,
     duration: u64,
     connections: u64,
-    /// `--scale N`: also measure the list, a children page and a detokenize with N tokens.
+    /// `--scale N`: also measure the list, a children page, a detokenize and a search with N
+    /// tokens.
     scale: Option<u64>,
 }
 
@@ -235,7 +237,7 @@ async fn scale(db: &str, o: &Options, n: u64) -> anyhow::Result<Value> {
     let server = start(db).await?;
     let destination = destination::start()?;
     let mut targets = seed(&server, &destination.base)?;
-    targets.retain(|t| [DETOKENIZE, CHILDREN].contains(&t.name));
+    targets.retain(|t| [DETOKENIZE, CHILDREN, SEARCH].contains(&t.name));
     let key = targets
         .first()
         .and_then(|t| t.key.clone())
@@ -334,7 +336,13 @@ fn text(v: &Value, field: &str) -> anyhow::Result<String> {
 /// What the load runs use: (name, method, path, key, body).
 fn seed(server: &Server, destination: &str) -> anyhow::Result<Vec<Target>> {
     let m = Some(BOOTSTRAP_KEY);
-    let all = ["token:create", "token:read", "token:use", "token:update"];
+    let all = [
+        "token:create",
+        "token:read",
+        "token:use",
+        "token:update",
+        "token:search",
+    ];
     let app = curl(
         server,
         "POST",
@@ -355,6 +363,14 @@ fn seed(server: &Server, destination: &str) -> anyhow::Result<Vec<Target>> {
         Some(&json!({"type": "token", "data": "bench value"})),
     )?;
     let token_id = text(&token, "id")?;
+    // A social security number: found by its default search indexes.
+    curl(
+        server,
+        "POST",
+        "/tokens",
+        k,
+        Some(&json!({"type": "social_security_number", "data": "123-45-6789"})),
+    )?;
     let parent = text(
         &curl(
             server,
@@ -429,6 +445,15 @@ fn seed(server: &Server, destination: &str) -> anyhow::Result<Vec<Target>> {
             key: Some(key.clone()),
             headers: vec![],
             body: None,
+        },
+        Target {
+            name: SEARCH,
+            base: None,
+            method: "POST",
+            path: "/tokens/search".into(),
+            key: Some(key.clone()),
+            headers: vec![],
+            body: Some(json!({"query": "data:123456789"})),
         },
         Target {
             name: CHILDREN,

@@ -22,10 +22,25 @@ use crate::master_key::{LocalMasterKeys, MasterKey};
 
 const SEAL_VERSION: u8 = 1;
 
-/// An unwrapped tenant key: the AEAD and the fingerprint MAC, keyed once.
+/// An unwrapped tenant key: the AEAD, the fingerprint MAC and the search index MAC, keyed once.
 struct TenantKey {
     aead: Aes256Gcm,
     fingerprint: Hmac<Sha256>,
+    search: Hmac<Sha256>,
+}
+
+/// A MAC keyed by a key derived from the data key under `label` (HMAC-SHA256 of the label):
+/// one key per use, none of which tells anything of another.
+fn derived_mac(key: &[u8], label: &[u8]) -> Hmac<Sha256> {
+    let derived = Zeroizing::new(
+        <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key)
+            .expect("HMAC takes any key length")
+            .chain_update(label)
+            .finalize()
+            .into_bytes()
+            .to_vec(),
+    );
+    <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&derived).expect("HMAC takes any key length")
 }
 
 /// The [`Cipher`] port: envelope encryption with a cache of unwrapped tenant keys, the data
@@ -119,18 +134,10 @@ impl Cipher for EnvelopeCipher {
 
     async fn load_tenant_key(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<(), CipherError> {
         let key = self.unwrap_key(tenant_id, wrapped).await?;
-        let fp_key = Zeroizing::new(
-            <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&key)
-                .expect("HMAC takes any key length")
-                .chain_update(b"tokenvault fingerprint key v1")
-                .finalize()
-                .into_bytes()
-                .to_vec(),
-        );
         let entry = Arc::new(TenantKey {
             aead: Aes256Gcm::new_from_slice(&key).map_err(|_| CipherError::Corrupt)?,
-            fingerprint: <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(&fp_key)
-                .expect("HMAC takes any key length"),
+            fingerprint: derived_mac(&key, b"tokenvault fingerprint key v1"),
+            search: derived_mac(&key, b"tokenvault search index key v1"),
         });
         self.cache
             .write()
@@ -182,6 +189,18 @@ impl Cipher for EnvelopeCipher {
         let key = self.key(tenant_id)?;
         let tag: [u8; 32] = key
             .fingerprint
+            .clone()
+            .chain_update(input)
+            .finalize()
+            .into_bytes()
+            .into();
+        Ok(base58_32(&tag))
+    }
+
+    fn search_term(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError> {
+        let key = self.key(tenant_id)?;
+        let tag: [u8; 32] = key
+            .search
             .clone()
             .chain_update(input)
             .finalize()
@@ -281,6 +300,22 @@ mod tests {
         assert_ne!(a, c.fingerprint(t2, b"card\x004242").unwrap());
         assert_ne!(a, c.fingerprint(t1, b"card\x004243").unwrap());
         assert!(bs58::decode(&a).into_vec().is_ok());
+    }
+
+    #[test]
+    fn search_terms_are_keyed_per_tenant_and_apart_from_fingerprints() {
+        let c = EnvelopeCipher::new(master(1), vec![]);
+        let (t1, t2) = (Uuid::new_v4(), Uuid::new_v4());
+        now(c.load_tenant_key(t1, &now(c.new_tenant_key(t1)).unwrap())).unwrap();
+        now(c.load_tenant_key(t2, &now(c.new_tenant_key(t2)).unwrap())).unwrap();
+        let a = c.search_term(t1, b"123456789").unwrap();
+        assert_eq!(a, c.search_term(t1, b"123456789").unwrap());
+        assert_ne!(a, c.search_term(t2, b"123456789").unwrap());
+        assert_ne!(
+            a,
+            c.fingerprint(t1, b"123456789").unwrap(),
+            "a key of its own"
+        );
     }
 
     proptest::proptest! {

@@ -138,6 +138,27 @@ impl Principal {
         self.access(token, permission).ok_or(Error::Forbidden)
     }
 
+    /// Whether every token the caller may exercise `permission` on is shown to it under
+    /// `reveal`: every rule listing it a `reveal` rule, and no plain grant of it (whose implicit
+    /// transform is `mask`, `reveal` only for `token:use`) unless a rule on `/` leaves it
+    /// nothing to decide; for the caller and for a session's authorizer alike.
+    pub fn reveals_all(&self, permission: Permission) -> bool {
+        let reveals = |permissions: &[Permission], rules: &[AccessRule]| {
+            let mut granting = rules.iter().filter(|r| r.permissions.contains(&permission));
+            // A rule on `/` decides every token, so a plain grant never applies beside it.
+            let covers_all = granting
+                .clone()
+                .any(|r| matches!(&r.scope, RuleScope::Container(c) if c.as_str() == "/"));
+            (!permissions.contains(&permission) || permission == Permission::TokenUse || covers_all)
+                && granting.all(|r| r.transform == Transform::Reveal)
+        };
+        reveals(&self.permissions, &self.rules)
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|c| reveals(&c.permissions, &c.rules))
+    }
+
     /// Which tokens the caller may exercise `permission` on, for filtering in a query.
     pub fn visibility(&self, permission: Permission) -> Visibility {
         let own = visibility(&self.permissions, &self.rules, permission);

@@ -22,6 +22,7 @@ pub mod ports;
 pub mod privacy;
 pub mod proxy;
 pub mod reactor;
+pub mod search_index;
 pub mod search_query;
 pub mod service;
 pub mod session;

@@ -654,8 +654,8 @@ fn field(name: &str, at: usize) -> Result<Field, QueryError> {
                 );
             }
             Some(key) if !key.is_empty() => Field::Metadata(key.to_owned()),
-            _ if name.chars().count() > 64 => return err(at, "unknown field"),
-            _ => return err(at, format!("unknown field `{name}`")),
+            // The name is never echoed: a value typed where a field belongs may be secret.
+            _ => return err(at, "unknown field"),
         },
     })
 }
@@ -822,7 +822,7 @@ mod tests {
         }
         assert_eq!(fail("type:cardx").message, "not a known token type");
         assert_eq!(fail("created_by:nope").message, "not a UUID");
-        assert_eq!(fail("metadata.:x").message, "unknown field `metadata.`");
+        assert_eq!(fail("metadata.:x").message, "unknown field");
         assert_eq!(fail(&format!("metadata.{}:x", "k".repeat(129))).position, 0);
         assert!(Query::parse(&format!("metadata.{}:x", "k".repeat(128))).is_ok());
         assert_eq!(
@@ -905,7 +905,7 @@ mod tests {
             "operators must be upper-case: `AND`, `OR`, `NOT`"
         );
         assert_eq!(fail("id:a and id:b").position, 5);
-        assert_eq!(fail("AND:x").message, "unknown field `AND`");
+        assert_eq!(fail("AND:x").message, "unknown field");
         let e = t("id:a");
         assert_eq!(e.terms(), vec![&Term::Id("a".into())]);
     }
@@ -1071,7 +1071,7 @@ mod tests {
         assert!(
             fail("foo:bar")
                 .to_string()
-                .starts_with("at position 0: unknown field `foo`")
+                .starts_with("at position 0: unknown field")
         );
     }
 

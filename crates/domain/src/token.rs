@@ -61,6 +61,11 @@ pub struct Token {
     pub expires_at: Option<OffsetDateTime>,
     /// Its own `deduplicate_token` choice (`None`: the create made none).
     pub deduplicate: Option<bool>,
+    /// Its search index expressions (docs/decisions.md §12).
+    pub search_indexes: Vec<String>,
+    /// The blind index terms of its search indexes and metadata (keyed hashes, never values;
+    /// `search_index.rs`).
+    pub search_terms: Vec<String>,
     /// The stored row's version as read (0 for a new token).
     pub version: i64,
 }
@@ -122,6 +127,10 @@ pub struct StoredToken {
     pub expires_at: Option<OffsetDateTime>,
     /// The token's own `deduplicate_token` choice (`None`: the create made none).
     pub deduplicate: Option<bool>,
+    /// Search index expressions.
+    pub search_indexes: Vec<String>,
+    /// Blind index terms (keyed hashes of the indexes' values and of the metadata).
+    pub search_terms: Vec<String>,
     /// The row's version as read (0 for a new token): an update writes only over the version
     /// it read, and moves it on.
     pub version: i64,
@@ -232,6 +241,25 @@ pub struct RawTokenPatch {
     pub fingerprint_expression: Option<Value>,
     /// `expires_at` (replaced; null removes it), as given.
     pub expires_at: Option<Value>,
+    /// `search_indexes` (replaced; null removes them).
+    pub search_indexes: Option<Value>,
+}
+
+impl RawTokenPatch {
+    /// The patch's fields read from a JSON object (each kept as sent, absent or null; the
+    /// other keys ignored).
+    pub fn from_object(map: &serde_json::Map<String, Value>) -> Self {
+        let get = |k: &str| map.get(k).cloned();
+        Self {
+            data: get("data"),
+            metadata: get("metadata"),
+            containers: get("containers"),
+            mask: get("mask"),
+            fingerprint_expression: get("fingerprint_expression"),
+            expires_at: get("expires_at"),
+            search_indexes: get("search_indexes"),
+        }
+    }
 }
 
 impl fmt::Debug for RawTokenPatch {

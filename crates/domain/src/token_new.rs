@@ -10,6 +10,7 @@ use time::OffsetDateTime;
 use crate::container::Container;
 use crate::error::ValidationErrors;
 use crate::mask::check_mask;
+use crate::search_index::{default_search_indexes, parse_search_indexes};
 use crate::token::{
     MAX_EXPRESSION_LEN, check_data_size, check_literal_id, check_metadata, is_expression,
     parse_containers, parse_time, redacted,
@@ -37,6 +38,8 @@ pub struct RawNewToken {
     pub deduplicate_token: Option<bool>,
     /// `expires_at`, parsed by the adapter.
     pub expires_at: Option<OffsetDateTime>,
+    /// `search_indexes` as given (`None`: absent or null, the type's defaults apply).
+    pub search_indexes: Option<Value>,
 }
 
 impl RawNewToken {
@@ -119,6 +122,7 @@ impl RawNewToken {
             fingerprint_expression,
             deduplicate_token,
             expires_at,
+            search_indexes: map.get("search_indexes").cloned(),
         };
         errors.into_result(raw).map_err(|e| match e {
             crate::Error::Validation(v) => v,
@@ -159,6 +163,8 @@ pub struct NewToken {
     pub deduplicate: Option<bool>,
     /// Expiry.
     pub expires_at: Option<OffsetDateTime>,
+    /// Search index expressions (the type's defaults when the request named none).
+    pub search_indexes: Vec<String>,
 }
 
 impl NewToken {
@@ -229,6 +235,10 @@ impl NewToken {
         if raw.expires_at.is_some_and(|at| at <= now) {
             errors.add("expires_at", "must be in the future");
         }
+        let search_indexes = raw
+            .search_indexes
+            .as_ref()
+            .and_then(|v| parse_search_indexes(v, &mut errors));
         match (token_type, data, container) {
             (Some(token_type), Some(data), Some(container)) if errors.is_empty() => Ok(Self {
                 token_type,
@@ -240,6 +250,8 @@ impl NewToken {
                 fingerprint_expression: raw.fingerprint_expression,
                 deduplicate: raw.deduplicate_token,
                 expires_at: raw.expires_at,
+                search_indexes: search_indexes
+                    .unwrap_or_else(|| default_search_indexes(token_type)),
             }),
             _ => Err(errors),
         }
@@ -346,6 +358,8 @@ mod tests {
             modified_at: None,
             expires_at: None,
             deduplicate: None,
+            search_indexes: vec![],
+            search_terms: vec![],
             version: 0,
         };
         assert!(!format!("{t:?}").contains("super-secret"));

@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 use crate::container::Container;
 use crate::error::ValidationErrors;
 use crate::mask::check_mask;
+use crate::search_index::parse_search_indexes;
 use crate::token::{
     MAX_EXPRESSION_LEN, RawTokenPatch, Token, check_metadata, parse_containers, parse_time,
 };
@@ -29,6 +30,8 @@ pub struct TokenPatch {
     pub fingerprint_expression: Option<Option<String>>,
     /// Expiry.
     pub expires_at: Option<Option<OffsetDateTime>>,
+    /// The search index expressions (an empty list removes them).
+    pub search_indexes: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for TokenPatch {
@@ -62,13 +65,17 @@ pub struct Changed {
     pub fingerprint_expression: bool,
     /// The container differs.
     pub container: bool,
+    /// The search index expressions differ.
+    pub search_indexes: bool,
 }
 
 impl Changed {
     /// Whether the change alters what the token shows of its data (mask, fingerprint
-    /// expression, container): such a change needs `token:read` resolving to `reveal`.
+    /// expression, container, search indexes: a search for a guessed value of an index a caller
+    /// chose would tell it the data piece by piece): such a change needs `token:read` resolving
+    /// to `reveal`.
     pub fn touches_disclosure(self) -> bool {
-        self.mask || self.fingerprint_expression || self.container
+        self.mask || self.fingerprint_expression || self.container || self.search_indexes
     }
 }
 
@@ -179,6 +186,11 @@ impl TokenPatch {
             },
             Some(_) => errors.add("expires_at", "must be an RFC 3339 date or null"),
         }
+        match raw.search_indexes {
+            None => {}
+            Some(Value::Null) => patch.search_indexes = Some(Vec::new()),
+            Some(v) => patch.search_indexes = parse_search_indexes(&v, &mut errors),
+        }
         if errors.is_empty() {
             Ok(patch)
         } else {
@@ -227,6 +239,10 @@ impl TokenPatch {
         if let Some(at) = self.expires_at {
             token.expires_at = at;
         }
+        if let Some(indexes) = self.search_indexes {
+            changed.search_indexes = indexes != token.search_indexes;
+            token.search_indexes = indexes;
+        }
         if errors.is_empty() {
             Ok(changed)
         } else {
@@ -262,6 +278,8 @@ mod tests {
             modified_at: None,
             expires_at: None,
             deduplicate: None,
+            search_indexes: vec![],
+            search_terms: vec![],
             version: 0,
         }
     }
@@ -276,6 +294,7 @@ mod tests {
                 mask: get("mask"),
                 fingerprint_expression: get("fingerprint_expression"),
                 expires_at: get("expires_at"),
+                search_indexes: get("search_indexes"),
             },
             TokenType::Token,
             now(),

@@ -44,6 +44,7 @@ pub fn server(
             .configure(routes::meta::configure)
             .configure(routes::applications::configure)
             .configure(routes::tenants::configure)
+            .configure(routes::token_search::configure)
             .configure(|cfg| routes::tokens::configure(cfg, &browser))
             .configure(routes::reactors::configure)
             .configure(routes::proxies::configure)

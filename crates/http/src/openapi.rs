@@ -9,7 +9,8 @@ use crate::dto;
 use crate::metrics;
 use crate::problem::Problem;
 use crate::routes::{
-    applications, logs, meta, permissions, proxies, reactors, sessions, tenants, tokens,
+    applications, logs, meta, permissions, proxies, reactors, sessions, tenants, token_search,
+    tokens,
 };
 
 struct ApiKeyHeader;
@@ -34,7 +35,7 @@ impl Modify for ApiKeyHeader {
         tenants::get, tenants::update, tenants::delete, tenants::usage,
         tokens::create, tokens::list, tokens::get, tokens::update, tokens::delete,
         tokens::tokenize, tokens::detokenize, tokens::associate, tokens::dissociate,
-        tokens::create_child, tokens::children,
+        tokens::create_child, tokens::children, token_search::search,
         reactors::create_formula, reactors::list_formulas, reactors::get_formula,
         reactors::update_formula, reactors::delete_formula,
         reactors::create, reactors::list, reactors::get, reactors::update, reactors::delete,

@@ -87,14 +87,7 @@ impl ApplicationSvc {
             "tokens.update" => {
                 let id = id_arg(args)?;
                 let map = object(arg(args, 1), "patch")?;
-                let patch = RawTokenPatch {
-                    data: map.get("data").cloned(),
-                    metadata: map.get("metadata").cloned(),
-                    containers: map.get("containers").cloned(),
-                    mask: map.get("mask").cloned(),
-                    fingerprint_expression: map.get("fingerprint_expression").cloned(),
-                    expires_at: map.get("expires_at").cloned(),
-                };
+                let patch = RawTokenPatch::from_object(&map);
                 let view = vault.tokens.update_token(me, &id, patch).await?;
                 Ok(json(&TokenResponse::from(view)))
             }

@@ -42,6 +42,7 @@ mod token_count;
 mod token_explain;
 mod token_months;
 mod token_queries;
+mod token_search;
 mod tokens;
 mod usage;
 mod writer;
@@ -64,6 +65,6 @@ pub use tenants::SeaOrmTenantRepository;
 #[cfg(feature = "test-support")]
 pub use token_count::counted_total;
 #[cfg(feature = "test-support")]
-pub use token_explain::{explain_fingerprint_lookup, explain_list_page};
+pub use token_explain::{explain_fingerprint_lookup, explain_list_page, explain_search_page};
 pub use tokens::SeaOrmTokenRepository;
 pub use usage::SeaOrmUsageRepository;

@@ -33,7 +33,7 @@ use uuid::Uuid;
 
 use crate::entity::token;
 use crate::rows;
-use crate::rows::token::{NOT_INSERTED, insert_order, put_new, write_conflict};
+use crate::rows::token::{NOT_INSERTED, NewLists, insert_order, put_new, write_conflict};
 use crate::rows::write::{PgArrays, PgValues, pg_params, put_row};
 use crate::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
 
@@ -85,7 +85,7 @@ type Reply = oneshot::Sender<Result<TokenWrite, RepoError>>;
 
 struct Pending {
     row: StoredToken,
-    metadata: String,
+    lists: NewLists,
     reply: Reply,
 }
 
@@ -115,15 +115,11 @@ impl PgWriter {
     pub(crate) async fn insert(
         &self,
         row: StoredToken,
-        metadata: String,
+        lists: NewLists,
     ) -> Result<TokenWrite, RepoError> {
         let (reply, answer) = oneshot::channel();
         self.rows
-            .send(Pending {
-                row,
-                metadata,
-                reply,
-            })
+            .send(Pending { row, lists, reply })
             .map_err(|_| RepoError::Backend("the PostgreSQL writer has stopped".into()))?;
         answer
             .await
@@ -236,7 +232,7 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
         .iter()
         .try_for_each(|p| {
             put_row(&mut arrays, NOT_INSERTED, |row| {
-                put_new(&p.row, &p.metadata, row);
+                put_new(&p.row, &p.lists, row);
             })
         })
         .and_then(|()| arrays.into_arguments());
@@ -299,7 +295,7 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
     let t = &p.row;
     let mut values = PgValues::default();
     if let Err(e) = put_row(&mut values, NOT_INSERTED, |row| {
-        put_new(t, &p.metadata, row);
+        put_new(t, &p.lists, row);
     }) {
         let _ = p.reply.send(Err(backend(&sqlx::Error::Encode(e))));
         return Ok(());
@@ -362,11 +358,16 @@ mod tests {
             assert!(group.contains(cast), "{cast} in {group}");
         }
         assert!(
-            !group.contains("$17"),
+            !group.contains("$19"),
             "version is left to its default: {group}"
         );
         let single = SINGLE_SQL.as_str();
-        for cast in ["$2::varchar,", "$12::timestamptz,", "$16::bool)"] {
+        for cast in [
+            "$2::varchar,",
+            "$12::timestamptz,",
+            "$16::bool,",
+            "$18::text)",
+        ] {
             assert!(single.contains(cast), "{cast} in {single}");
         }
     }
@@ -387,10 +388,20 @@ mod tests {
         let cause = |e: RepoError| {
             std::error::Error::source(&e).map_or_else(String::new, ToString::to_string)
         };
-        let panicked = cause(writer.insert(row(A_BUG), "{}".into()).await.unwrap_err());
+        let panicked = cause(
+            writer
+                .insert(row(A_BUG), NewLists::of(&row(A_BUG)))
+                .await
+                .unwrap_err(),
+        );
         assert!(panicked.contains("dropped an insert"), "{panicked}");
         for _ in 0..2 {
-            let after = cause(writer.insert(row("t"), "{}".into()).await.unwrap_err());
+            let after = cause(
+                writer
+                    .insert(row("t"), NewLists::of(&row("t")))
+                    .await
+                    .unwrap_err(),
+            );
             assert!(after.starts_with("token insert"), "{after}");
         }
     }

@@ -56,6 +56,25 @@ pub async fn explain_fingerprint_lookup(
     explain(db, query.build(db.get_database_backend())).await
 }
 
+/// The plan of a search's first page for `condition`, as [`explain_list_page`] gives it.
+pub async fn explain_search_page(
+    db: &DatabaseConnection,
+    tenant_id: Uuid,
+    condition: &tokenvault_domain::ports::SearchCondition,
+    now: OffsetDateTime,
+) -> Result<Vec<String>, sea_orm::DbErr> {
+    use sea_orm::QueryTrait as _;
+    let backend = db.get_database_backend();
+    let visibility = tokenvault_domain::ports::Visibility::All;
+    let Some(query) =
+        crate::token_search::search_query(backend, tenant_id, Some(condition), &visibility, now)
+    else {
+        return Ok(Vec::new());
+    };
+    let page = crate::token_search::search_page(backend, query, true, 20, 0).into_query();
+    explain(db, backend.build(&page)).await
+}
+
 /// `built`'s plan: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (after
 /// `ANALYZE`, with sequential scans disabled).
 async fn explain(

@@ -13,6 +13,7 @@ use tokenvault_crypto::EnvelopeCipher;
 use tokenvault_domain::ports::{
     Cipher, Clock, TenantKeys, TenantRepository, TokenRepository, TokenWrite,
 };
+use tokenvault_domain::search_index::data_term_input;
 use tokenvault_domain::token::{StoredToken, data_context};
 use tokenvault_persistence::{SeaOrmTenantRepository, SeaOrmTokenRepository};
 use uuid::Uuid;
@@ -50,6 +51,8 @@ fn row(cipher: &EnvelopeCipher, tenant_id: Uuid, id: String) -> anyhow::Result<S
         modified_at: None,
         expires_at: None,
         deduplicate: None,
+        search_indexes: Vec::new(),
+        search_terms: Vec::new(),
         version: 0,
     })
 }
@@ -227,9 +230,14 @@ pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u
                     format!("\"filler {n}\"").as_bytes(),
                 )?;
                 let micros = i64::try_from(n).unwrap_or(i64::MAX);
+                // One search index each, as `{{ data }}` would make it: the term index holds
+                // a row (SQLite) or an entry (PostgreSQL) for every filler token.
+                let term = cipher.search_term(tenant, &data_term_input(&format!("filler {n}")))?;
                 Ok(StoredToken {
                     created_at: start + time::Duration::microseconds(micros),
                     data,
+                    search_indexes: vec!["{{ data }}".into()],
+                    search_terms: vec![term],
                     ..row(&cipher, tenant, id)?
                 })
             })

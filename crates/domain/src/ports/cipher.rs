@@ -67,6 +67,9 @@ pub trait Cipher: Send + Sync {
     ) -> Result<Vec<u8>, CipherError>;
     /// Keyed hash (base58) of `input` under the tenant's fingerprint key.
     fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
+    /// Keyed hash (base58) of `input` under the tenant's search key, a key used for nothing
+    /// else (blind index terms, `search_index.rs`): a term never equals a fingerprint.
+    fn search_term(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
     /// Re-wraps a wrapped key under the current master key (rotation); `None` if already current.
     async fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8])
     -> Result<Option<Vec<u8>>, CipherError>;

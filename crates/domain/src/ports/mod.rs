@@ -28,6 +28,6 @@ pub use proxies::{ProxyRepository, StoredProxy};
 pub use reactors::{FormulaDelete, FormulaRepository, ReactorRepository};
 pub use sessions::{AuthorizedSession, SessionRepository};
 pub use tenants::{TenantKeys, TenantRepository};
-pub use tokens::{TokenFilter, TokenRepository, TokenWrite, Visibility};
+pub use tokens::{SearchCondition, TokenFilter, TokenRepository, TokenWrite, Visibility};
 pub use trails::{ActivityTrail, AuditTrail};
 pub use usage::{TypeCount, UsageRepository, month_of};

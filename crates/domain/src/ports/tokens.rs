@@ -89,6 +89,39 @@ pub struct TokenFilter {
     pub parent: Option<String>,
 }
 
+/// One condition of a token search (`POST /tokens/search`) as the store evaluates it: the
+/// query's `data` and `metadata` values already blind index terms (`search_index.rs`), so no
+/// value reaches storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchCondition {
+    /// Every one holds.
+    All(Vec<SearchCondition>),
+    /// At least one holds.
+    Any(Vec<SearchCondition>),
+    /// It does not hold.
+    Not(Box<SearchCondition>),
+    /// The token's id.
+    Id(String),
+    /// Its type name.
+    Type(String),
+    /// One of its blind index terms (a search index's value, or a metadata entry).
+    Term(String),
+    /// Its fingerprint.
+    Fingerprint(String),
+    /// Exactly this container.
+    Container(String),
+    /// This container or one below it.
+    ContainerUnder(String),
+    /// Its creating application.
+    CreatedBy(Uuid),
+    /// Its last modifying application.
+    ModifiedBy(Uuid),
+    /// Created within the range.
+    CreatedAt(crate::search_query::TimeRange),
+    /// Last modified within the range (never modified: no match).
+    ModifiedAt(crate::search_query::TimeRange),
+}
+
 /// Storage of tokens and their associations. Expired tokens
 /// (`expires_at` at or before `now`) are never returned.
 ///
@@ -155,6 +188,17 @@ pub trait TokenRepository: Send + Sync {
         &self,
         tenant_id: Uuid,
         filter: &TokenFilter,
+        page: PageRequest,
+        now: OffsetDateTime,
+    ) -> Result<Page<StoredToken>, RepoError>;
+
+    /// A page of the live tokens that satisfy `condition` (`None`: every token) and that
+    /// `visibility` admits, newest first; the total counts only those.
+    async fn search(
+        &self,
+        tenant_id: Uuid,
+        condition: Option<SearchCondition>,
+        visibility: &Visibility,
         page: PageRequest,
         now: OffsetDateTime,
     ) -> Result<Page<StoredToken>, RepoError>;

@@ -8,4 +8,5 @@ pub mod proxies;
 pub mod reactors;
 pub mod sessions;
 pub mod tenants;
+pub mod token_search;
 pub mod tokens;

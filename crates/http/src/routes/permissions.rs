@@ -1,5 +1,5 @@
 //! `GET /permissions`: the permissions an application of a type may hold (docs/decisions.md
-//! §12), for any authenticated caller.
+//! §12), for any application's key (a session key is a 403, as everywhere but tokens).
 
 use actix_web::HttpResponse;
 use serde::Serialize;
@@ -29,7 +29,12 @@ pub struct PermissionResponse {
     responses((status = 200, body = Vec<PermissionResponse>), (status = 400, body = Problem),
               (status = 401, body = Problem)),
     security(("api_key" = [])))]
-pub async fn list(Caller(_caller): Caller, query: QueryParams) -> Result<HttpResponse, ApiError> {
+pub async fn list(Caller(caller): Caller, query: QueryParams) -> Result<HttpResponse, ApiError> {
+    // A session key holds token permissions only: every other endpoint answers it 403
+    // (docs/decisions.md §4).
+    if caller.session.is_some() {
+        return Err(tokenvault_domain::Error::Forbidden.into());
+    }
     let wanted = match query.first("application_type") {
         None => None,
         Some(raw) => Some(ApplicationType::parse(raw).ok_or_else(|| {

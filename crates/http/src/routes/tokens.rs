@@ -70,6 +70,9 @@ pub struct TokenResponse {
     pub expires_at: Option<String>,
     /// Derived from the container and the mask; read-only.
     pub privacy: PrivacyResponse,
+    /// Its search index expressions (never their values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub search_indexes: Vec<String>,
 }
 
 /// A token's privacy (docs/decisions.md §12): read-only, derived from the token.
@@ -107,6 +110,7 @@ impl From<TokenView> for TokenResponse {
                 impact_level: privacy.impact_level,
                 restriction_policy: privacy.restriction_policy,
             },
+            search_indexes: t.search_indexes,
         }
     }
 }
@@ -138,6 +142,10 @@ pub struct CreateTokenRequest {
     deduplicate_token: Option<bool>,
     /// RFC 3339, in the future.
     expires_at: Option<String>,
+    /// At most 10 Liquid expressions whose values `data:` searches match (each one non-empty
+    /// value of at most 1024 characters); default: none, but for social security and employer
+    /// numbers (`{{ data }}`, `{{ data | remove: '-' }}`, `{{ data | last4 }}`).
+    search_indexes: Option<Vec<String>>,
 }
 
 fn object(body: Value) -> Result<serde_json::Map<String, Value>> {
@@ -289,14 +297,7 @@ pub async fn update(
         ));
     }
     let map = object(parse_json(&body)?)?;
-    let patch = RawTokenPatch {
-        data: map.get("data").cloned(),
-        metadata: map.get("metadata").cloned(),
-        containers: map.get("containers").cloned(),
-        mask: map.get("mask").cloned(),
-        fingerprint_expression: map.get("fingerprint_expression").cloned(),
-        expires_at: map.get("expires_at").cloned(),
-    };
+    let patch = RawTokenPatch::from_object(&map);
     let view = vault.tokens.update_token(&caller, &id, patch).await?;
     Ok(HttpResponse::Ok().json(TokenResponse::from(view)))
 }

@@ -1,4 +1,5 @@
-//! The `tokens` table: ciphertext in `data`/`mask`, metadata as JSON text.
+//! The `tokens` table: ciphertext in `data`/`mask`, metadata as JSON text, search index
+//! expressions and blind index terms as JSON arrays (NULL: none).
 #![allow(missing_docs)]
 
 use sea_orm::entity::prelude::*;
@@ -26,6 +27,10 @@ pub struct Model {
     pub modified_at: Option<TimeDateTimeWithTimeZone>,
     pub expires_at: Option<TimeDateTimeWithTimeZone>,
     pub deduplicate: Option<bool>,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub search_indexes: Option<String>,
+    #[sea_orm(column_type = "Text", nullable)]
+    pub search_terms: Option<String>,
     pub version: i64,
 }
 

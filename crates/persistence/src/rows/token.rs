@@ -35,6 +35,19 @@ pub(crate) fn metadata_json(t: &StoredToken) -> String {
     serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())
 }
 
+/// A list column's JSON text: NULL for an empty list (no trigger work, no index entry).
+pub(crate) fn list_json(items: &[String]) -> Option<String> {
+    (!items.is_empty()).then(|| serde_json::to_string(items).unwrap_or_else(|_| "[]".into()))
+}
+
+/// A list column read back (NULL: empty).
+fn list_from(text: Option<&str>, what: &str) -> Result<Vec<String>, RepoError> {
+    text.map_or(Ok(Vec::new()), |t| {
+        serde_json::from_str(t)
+            .map_err(|_| RepoError::Backend(format!("stored token {what} are unreadable").into()))
+    })
+}
+
 /// The order rows are inserted in on PostgreSQL: the unique indexes' keys (tenant, container,
 /// dedup key, then id). Writers that insert several rows take their index entries in it, so
 /// two never wait on each other's uncommitted entries in opposite orders (a deadlock;
@@ -66,6 +79,8 @@ pub(crate) fn to_active(t: &StoredToken) -> token::ActiveModel {
         modified_at: Set(t.modified_at.map(stamp)),
         expires_at: Set(t.expires_at.map(stamp)),
         deduplicate: Set(t.deduplicate),
+        search_indexes: Set(list_json(&t.search_indexes)),
+        search_terms: Set(list_json(&t.search_terms)),
         version: Set(t.version),
     }
 }
@@ -90,6 +105,8 @@ pub(crate) fn to_domain(m: token::Model) -> Result<StoredToken, RepoError> {
         modified_at: m.modified_at.map(unstamp),
         expires_at: m.expires_at.map(unstamp),
         deduplicate: m.deduplicate,
+        search_indexes: list_from(m.search_indexes.as_deref(), "search indexes")?,
+        search_terms: list_from(m.search_terms.as_deref(), "search terms")?,
         version: m.version,
     })
 }
@@ -121,6 +138,8 @@ pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Mod
             modified_at: f.opt_time(token::Column::ModifiedAt)?,
             expires_at: f.opt_time(token::Column::ExpiresAt)?,
             deduplicate: f.get(token::Column::Deduplicate)?,
+            search_indexes: f.get(token::Column::SearchIndexes)?,
+            search_terms: f.get(token::Column::SearchTerms)?,
             version: f.get(token::Column::Version)?,
         })
     })
@@ -137,7 +156,7 @@ pub(crate) const NOT_INSERTED: &[token::Column] = &[token::Column::Version];
 /// (`stamp.rs`).
 pub(crate) fn put_new<'a>(
     t: &'a StoredToken,
-    metadata: &'a str,
+    lists: &'a NewLists,
     row: &mut Put<'_, 'a, token::Column>,
 ) {
     use token::Column as C;
@@ -145,7 +164,7 @@ pub(crate) fn put_new<'a>(
     row.text(C::Id, &t.id);
     row.text(C::TokenType, &t.token_type);
     row.text(C::Container, &t.container);
-    row.text(C::Metadata, metadata);
+    row.text(C::Metadata, &lists.metadata);
     row.bytes(C::Data, &t.data);
     row.opt_bytes(C::Mask, t.mask.as_deref());
     row.opt_text(C::Fingerprint, t.fingerprint.as_deref());
@@ -160,6 +179,30 @@ pub(crate) fn put_new<'a>(
     row.opt_time(C::ModifiedAt, t.modified_at.map(stamp));
     row.opt_time(C::ExpiresAt, t.expires_at.map(stamp));
     row.opt_bool(C::Deduplicate, t.deduplicate);
+    row.opt_text(C::SearchIndexes, lists.search_indexes.as_deref());
+    row.opt_text(C::SearchTerms, lists.search_terms.as_deref());
+}
+
+/// A new token's JSON text columns, made once off the writer threads.
+#[derive(Clone, Debug)]
+pub(crate) struct NewLists {
+    /// `metadata` ([`metadata_json`]).
+    pub(crate) metadata: String,
+    /// `search_indexes` ([`list_json`]).
+    pub(crate) search_indexes: Option<String>,
+    /// `search_terms` ([`list_json`]).
+    pub(crate) search_terms: Option<String>,
+}
+
+impl NewLists {
+    /// The JSON columns of `t`.
+    pub(crate) fn of(t: &StoredToken) -> Self {
+        Self {
+            metadata: metadata_json(t),
+            search_indexes: list_json(&t.search_indexes),
+            search_terms: list_json(&t.search_terms),
+        }
+    }
 }
 
 /// A stamped timestamp as sqlx writes it on SQLite: RFC 3339 text (fixed width, `stamp.rs`).
@@ -170,9 +213,9 @@ fn sqlite_text(t: OffsetDateTime) -> Result<String, WriteError> {
 /// A new token's values as the SQLite writer binds them ([`put_new`]). Made by the caller, off
 /// the writer thread.
 pub(crate) fn to_sqlite(t: &StoredToken) -> Result<Vec<SqlValue>, RepoError> {
-    let metadata = metadata_json(t);
+    let lists = NewLists::of(t);
     let mut values = SqliteValues::new(sqlite_text);
-    put_row(&mut values, NOT_INSERTED, |row| put_new(t, &metadata, row))
+    put_row(&mut values, NOT_INSERTED, |row| put_new(t, &lists, row))
         .map_err(RepoError::Backend)?;
     Ok(values.values)
 }
@@ -197,6 +240,8 @@ pub(crate) fn sample(id: &str) -> StoredToken {
         modified_at: None,
         expires_at: None,
         deduplicate: None,
+        search_indexes: Vec::new(),
+        search_terms: Vec::new(),
         version: 0,
     }
 }

@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(
             pg_types::<token::Column>(&[]).join(","),
             "uuid,varchar,varchar,varchar,text,bytea,bytea,varchar,varchar,text,uuid,\
-             timestamptz,uuid,timestamptz,timestamptz,bool,int8"
+             timestamptz,uuid,timestamptz,timestamptz,bool,text,text,int8"
         );
     }
 

@@ -118,6 +118,8 @@ pub fn token(
         modified_at: None,
         expires_at: None,
         deduplicate: None,
+        search_indexes: Vec::new(),
+        search_terms: Vec::new(),
         version: 0,
     }
 }

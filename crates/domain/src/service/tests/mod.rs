@@ -24,8 +24,8 @@ use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
     KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, RenderError,
-    SessionRepository, StoredProxy, TenantKeys, TenantRepository, TokenFilter, TokenRepository,
-    TokenWrite, TypeCount, UsageRepository,
+    SearchCondition, SessionRepository, StoredProxy, TenantKeys, TenantRepository, TokenFilter,
+    TokenRepository, TokenWrite, TypeCount, UsageRepository, Visibility,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::Reactor;
@@ -85,6 +85,7 @@ mock! {
         async fn update(&self, token: &StoredToken) -> Result<TokenWrite, RepoError>;
         async fn delete(&self, tenant_id: Uuid, id: &str) -> Result<bool, RepoError>;
         async fn list(&self, tenant_id: Uuid, filter: &TokenFilter, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
+        async fn search(&self, tenant_id: Uuid, condition: Option<SearchCondition>, visibility: &Visibility, page: PageRequest, now: OffsetDateTime) -> Result<Page<StoredToken>, RepoError>;
         async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
         async fn associate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<TokenWrite, RepoError>;
         async fn dissociate(&self, tenant_id: Uuid, parent: &str, child: &str) -> Result<bool, RepoError>;
@@ -113,6 +114,7 @@ mock! {
         fn encrypt(&self, tenant_id: Uuid, context: &[u8], plaintext: &[u8]) -> Result<Vec<u8>, CipherError>;
         fn decrypt(&self, tenant_id: Uuid, context: &[u8], ciphertext: &[u8]) -> Result<Vec<u8>, CipherError>;
         fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
+        fn search_term(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError>;
         async fn rewrap(&self, tenant_id: Uuid, wrapped: &[u8]) -> Result<Option<Vec<u8>>, CipherError>;
     }
 }
@@ -553,6 +555,7 @@ mod applications;
 mod audit;
 mod proxies;
 mod reactors;
+mod search;
 mod sessions;
 mod tenants;
 mod tokens;

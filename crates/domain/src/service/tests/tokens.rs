@@ -15,6 +15,8 @@ fn cipher() -> MockCiph {
     c.expect_decrypt().returning(|_, _, c| Ok(c[3..].to_vec()));
     c.expect_fingerprint()
         .returning(|_, input| Ok(format!("fp{}", input.len())));
+    c.expect_search_term()
+        .returning(|_, input| Ok(format!("st{}", String::from_utf8_lossy(input))));
     c
 }
 
@@ -26,7 +28,7 @@ fn exprs() -> MockExprs {
     e
 }
 
-fn token_vault(tokens: MockTokens) -> Vault {
+pub(super) fn token_vault(tokens: MockTokens) -> Vault {
     Vault::new(token_ports(tokens))
 }
 
@@ -52,7 +54,7 @@ pub(super) fn token_ports(tokens: MockTokens) -> Ports {
     }
 }
 
-fn caller(
+pub(super) fn caller(
     permissions: &[Permission],
     rules: Vec<AccessRule>,
     settings: TenantSettings,
@@ -109,6 +111,8 @@ pub(super) fn stored(id: &str, container: &str, data: &serde_json::Value) -> Sto
         modified_at: None,
         expires_at: None,
         deduplicate: None,
+        search_indexes: vec![],
+        search_terms: vec![],
         version: 0,
     }
 }

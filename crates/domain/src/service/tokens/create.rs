@@ -50,6 +50,7 @@ impl Tokens {
         if let IdSpec::Expression(expr) = &new.id {
             self.check_expression("id", expr, &mut errors);
         }
+        self.check_search_indexes(&new.search_indexes, &mut errors);
         errors.into_result(())?;
         let dedup = new
             .deduplicate
@@ -69,27 +70,28 @@ impl Tokens {
             None
         };
         let id = self.render_id(&new.id, &new.data, now, steps)?;
-        Ok((
-            Token {
-                id,
-                tenant_id: caller.tenant_id,
-                token_type: new.token_type,
-                data: new.data,
-                container: new.container,
-                metadata: new.metadata,
-                mask: new.mask,
-                fingerprint,
-                fingerprint_expression: new.fingerprint_expression,
-                created_by: Some(caller.application_id),
-                created_at: now,
-                modified_by: None,
-                modified_at: None,
-                expires_at: new.expires_at,
-                deduplicate: new.deduplicate,
-                version: 0,
-            },
-            dedup,
-        ))
+        let mut token = Token {
+            id,
+            tenant_id: caller.tenant_id,
+            token_type: new.token_type,
+            data: new.data,
+            container: new.container,
+            metadata: new.metadata,
+            mask: new.mask,
+            fingerprint,
+            fingerprint_expression: new.fingerprint_expression,
+            created_by: Some(caller.application_id),
+            created_at: now,
+            modified_by: None,
+            modified_at: None,
+            expires_at: new.expires_at,
+            deduplicate: new.deduplicate,
+            search_indexes: new.search_indexes,
+            search_terms: Vec::new(),
+            version: 0,
+        };
+        token.search_terms = self.search_terms_of(&token, steps)?;
+        Ok((token, dedup))
     }
 
     pub(super) fn render_id(

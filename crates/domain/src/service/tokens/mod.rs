@@ -55,9 +55,11 @@ mod associations;
 mod create;
 mod delete;
 mod detokenize;
+mod indexing;
 mod read;
 pub(crate) use read::may_be_stored;
 mod sealing;
+mod search;
 mod tokenize;
 mod update;
 

@@ -113,6 +113,18 @@ impl Tokens {
             .store
             .list(caller.tenant_id, &filter, page, now)
             .await?;
+        self.views_of_page(caller, page, Permission::TokenRead)
+            .await
+    }
+
+    /// A page of stored tokens as the caller sees them under `permission`'s transform (each
+    /// decided again here), counted as read in the usage report and the audit log.
+    pub(super) async fn views_of_page(
+        &self,
+        caller: &Principal,
+        page: Page<StoredToken>,
+        permission: Permission,
+    ) -> Result<Page<TokenView>, Error> {
         if !page.items.is_empty() {
             self.shared.ensure_key(caller.tenant_id).await?;
         }
@@ -120,7 +132,7 @@ impl Tokens {
         let mut steps = RESPONSE_RENDER_STEPS;
         for stored in page.items {
             let token = self.decrypt_token(stored)?;
-            let Some(transform) = caller.access(token.reference(), Permission::TokenRead) else {
+            let Some(transform) = caller.access(token.reference(), permission) else {
                 continue; // the query already excludes these; never show one that slipped in
             };
             items.push(self.token_view_sharing(token, transform, &mut steps));

@@ -121,6 +121,8 @@ impl Tokens {
             modified_at: token.modified_at,
             expires_at: token.expires_at,
             deduplicate: token.deduplicate,
+            search_indexes: token.search_indexes.clone(),
+            search_terms: token.search_terms.clone(),
             version: token.version,
         })
     }
@@ -161,6 +163,8 @@ impl Tokens {
             modified_at: stored.modified_at,
             expires_at: stored.expires_at,
             deduplicate: stored.deduplicate,
+            search_indexes: stored.search_indexes,
+            search_terms: stored.search_terms,
             version: stored.version,
         })
     }

@@ -74,6 +74,9 @@ impl Tokens {
         if let Some(Some(expr)) = &patch.fingerprint_expression {
             self.check_expression("fingerprint_expression", expr, &mut errors);
         }
+        if let Some(indexes) = &patch.search_indexes {
+            self.check_search_indexes(indexes, &mut errors);
+        }
         errors.into_result(())?;
         self.shared.ensure_key(caller.tenant_id).await?;
         let mut token = self.decrypt_token(stored)?;
@@ -118,6 +121,9 @@ impl Tokens {
         } else {
             None
         };
+        // Made again on every update: the data, the metadata or the indexes may have changed,
+        // and an index's value must never outlive the value it was made from.
+        token.search_terms = self.search_terms_of(&token, &mut steps)?;
         token.modified_by = Some(caller.application_id);
         token.modified_at = Some(now);
         let stored = self.encrypt_token(&token, dedup)?;
