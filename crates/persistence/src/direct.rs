@@ -278,6 +278,39 @@ impl DirectReads {
 
     /// The token `id` of `tenant_id` unless it has expired at `now`; `None` when the database
     /// was locked.
+    /// The `tokens` rows (entity columns in order) of a statement built for SQLite, run here
+    /// with `values`; `None` when the database was locked. Only for statements whose rows are
+    /// found through an index (a search by term): a scan stays on SeaORM's pool, off this
+    /// thread.
+    pub(crate) fn tokens_where(
+        &self,
+        sql: &str,
+        values: &[rusqlite::types::Value],
+    ) -> Option<Result<Vec<token::Model>, RepoError>> {
+        self.with(|conn| {
+            let mut statement = conn.prepare_cached(sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(values.iter()), |row| {
+                rows::whole(row, rows::token::from_sqlite)
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// The one integer a `SELECT COUNT(*)` built for SQLite answers, as [`Self::tokens_where`].
+    pub(crate) fn count_where(
+        &self,
+        sql: &str,
+        values: &[rusqlite::types::Value],
+    ) -> Option<Result<u64, RepoError>> {
+        self.with(|conn| {
+            conn.prepare_cached(sql)?
+                .query_row(rusqlite::params_from_iter(values.iter()), |row| {
+                    row.get::<_, i64>(0)
+                })
+        })
+        .map(|n| n.map(|n| u64::try_from(n).unwrap_or(0)))
+    }
+
     pub(crate) fn live_token(
         &self,
         tenant_id: Uuid,

@@ -33,7 +33,9 @@ use crate::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
 };
 use crate::token_queries::{live_token, live_tokens};
-use crate::token_search::{drives_from_term, search_page, search_query};
+use crate::token_search::{
+    direct_page, drives_from_term, search_page, search_query, total_from_page,
+};
 
 /// Tokens in the `tokens` table.
 #[derive(Clone, Debug)]
@@ -358,6 +360,13 @@ impl TokenRepository for SeaOrmTokenRepository {
                 request: page,
             });
         };
+        let by_term = condition.as_ref().is_some_and(drives_from_term);
+        if by_term
+            && let Some(direct) = &self.direct
+            && let Some(found) = direct_page(direct, &query, page)
+        {
+            return found;
+        }
         // Every token the caller may search: the total the database keeps, as for a list.
         let kept = match condition {
             None => {
@@ -372,18 +381,24 @@ impl TokenRepository for SeaOrmTokenRepository {
             }
             Some(_) => None,
         };
-        let total_items = match kept {
+        let rows = search_page(backend, query.clone(), by_term, page.size, page.offset());
+        // Found through a term, a page is a few index lookups: PostgreSQL's point-read
+        // connections (`reads.rs`, no ping per statement) take it; anything that may scan
+        // stays on the pool.
+        let items = if by_term {
+            rows.all(&self.reads).await
+        } else {
+            rows.all(&self.db).await
+        }
+        .map_err(repo_err)?
+        .into_iter()
+        .map(to_domain)
+        .collect::<Result<Vec<_>, _>>()?;
+        let total_items = match kept.or_else(|| total_from_page(page, items.len())) {
             Some(n) => n,
-            None => query.clone().count(&self.db).await.map_err(repo_err)?,
+            None if by_term => query.count(&self.reads).await.map_err(repo_err)?,
+            None => query.count(&self.db).await.map_err(repo_err)?,
         };
-        let by_term = condition.as_ref().is_some_and(drives_from_term);
-        let items = search_page(backend, query, by_term, page.size, page.offset())
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(to_domain)
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(Page {
             items,
             total_items,
