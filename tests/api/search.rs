@@ -184,6 +184,27 @@ async fn a_search_never_tells_of_tokens_the_caller_may_not_search() {
             json!([rule(1, "/pii/", "mask", &["token:search"])]),
         )
         .await;
+        // A miss is logged too: who searched, never what for.
+        let guess = unique("guess");
+        let missed = search(&masked, &format!("data:{guess}")).await;
+        assert_eq!(missed["pagination"]["total_items"], 0);
+        let log: Value = app
+            .get("/logs?entity_type=token&entity_id=*")
+            .await
+            .json()
+            .await
+            .unwrap();
+        let searches: Vec<&Value> = log["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["operation"] == "search")
+            .collect();
+        assert_eq!(searches.len(), 1, "{log}");
+        assert!(
+            !log.to_string().contains(&guess),
+            "the query is never logged"
+        );
         let page = search(&masked, "data:6789").await;
         assert_eq!(ids(&page), [id(&mine)]);
         assert_eq!(page["pagination"]["total_items"], 1);

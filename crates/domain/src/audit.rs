@@ -65,7 +65,7 @@ pub struct AuditEvent {
     /// The acting application or session; `None` for the server itself.
     pub actor_id: Option<Uuid>,
     /// What was done: `create`, `update`, `delete`, `regenerate`, `read`, `use`, `invoke`,
-    /// `authorize`, `associate`, `dissociate`.
+    /// `authorize`, `associate`, `dissociate`, `search` (entity id `*`).
     pub operation: &'static str,
     /// To what kind of resource: `application`, `tenant`, `token`, `proxy`, `reactor`,
     /// `formula`, `session`.

@@ -27,7 +27,7 @@ pub struct LogEntryResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor_id: Option<String>,
     /// `create`, `update`, `delete`, `regenerate`, `read`, `use`, `invoke`, `authorize`,
-    /// `associate` or `dissociate`.
+    /// `associate`, `dissociate` or `search` (of the token collection, entity id `*`).
     pub operation: String,
     /// `application`, `tenant`, `token`, `proxy`, `reactor`, `formula` or `session`.
     pub entity_type: String,

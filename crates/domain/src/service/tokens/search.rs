@@ -60,6 +60,10 @@ impl Tokens {
                 self.clock.now(),
             )
             .await?;
+        // Every search is in the log, a miss too (its answer tells whether a value is held):
+        // who searched and when, the token collection as its entity; never the query, whose
+        // values may be secret. The tokens on the page are logged as read besides.
+        self.shared.audit(caller, "search", "token", ["*"]);
         self.views_of_page(caller, found, Permission::TokenSearch)
             .await
     }
