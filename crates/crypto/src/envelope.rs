@@ -68,6 +68,17 @@ fn base58_32(tag: &[u8; 32]) -> String {
     out[..len].iter().map(|&b| char::from(b)).collect()
 }
 
+/// `input`'s tag under a keyed `mac`, base58 (fingerprints and search terms).
+fn base58_mac(mac: &Hmac<Sha256>, input: &[u8]) -> String {
+    let tag: [u8; 32] = mac
+        .clone()
+        .chain_update(input)
+        .finalize()
+        .into_bytes()
+        .into();
+    base58_32(&tag)
+}
+
 fn wrap_context(tenant_id: Uuid) -> Vec<u8> {
     format!("tokenvault:tenant-key:v1:{tenant_id}").into_bytes()
 }
@@ -186,27 +197,11 @@ impl Cipher for EnvelopeCipher {
     }
 
     fn fingerprint(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError> {
-        let key = self.key(tenant_id)?;
-        let tag: [u8; 32] = key
-            .fingerprint
-            .clone()
-            .chain_update(input)
-            .finalize()
-            .into_bytes()
-            .into();
-        Ok(base58_32(&tag))
+        Ok(base58_mac(&self.key(tenant_id)?.fingerprint, input))
     }
 
     fn search_term(&self, tenant_id: Uuid, input: &[u8]) -> Result<String, CipherError> {
-        let key = self.key(tenant_id)?;
-        let tag: [u8; 32] = key
-            .search
-            .clone()
-            .chain_update(input)
-            .finalize()
-            .into_bytes()
-            .into();
-        Ok(base58_32(&tag))
+        Ok(base58_mac(&self.key(tenant_id)?.search, input))
     }
 
     async fn rewrap(

@@ -78,7 +78,8 @@ pub enum Term {
     Id(String),
     /// The token type.
     Type(TokenType),
-    /// The evaluated search index equals the value, case-insensitively (see [`Term::folded_value`]).
+    /// The evaluated search index equals the value, case-insensitively (folded where it is
+    /// hashed: `search_index::data_term_input`).
     Data(String),
     /// The fingerprint, exactly.
     Fingerprint(String),
@@ -212,17 +213,6 @@ impl Expr {
             }
         }
         if and { Expr::And(flat) } else { Expr::Or(flat) }
-    }
-}
-
-impl Term {
-    /// For `data` and metadata terms, the value lower-cased (`str::to_lowercase`) for
-    /// case-insensitive matching; `None` for the other terms.
-    pub fn folded_value(&self) -> Option<String> {
-        match self {
-            Term::Data(v) | Term::Metadata { value: v, .. } => Some(v.to_lowercase()),
-            _ => None,
-        }
     }
 }
 
