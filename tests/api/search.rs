@@ -376,3 +376,88 @@ async fn index_values_never_reach_storage_in_clear() {
     })
     .await;
 }
+
+/// A page of `query`'s matches, `size` at a time.
+async fn search_page(c: &Client<'_>, query: &str, page: u64, size: u64) -> Value {
+    let body = json!({ "query": query, "page": page, "size": size });
+    let res = c.post("/tokens/search", &body).await;
+    assert_eq!(res.status(), 200, "search {query}");
+    res.json().await.unwrap()
+}
+
+/// From a key's second search on, PostgreSQL reads the matches with the key (one statement)
+/// and the caller's visibility is applied to them in the use case; beyond 100 matches the
+/// store searches again. Every page must answer as the first search did, on both databases.
+#[tokio::test]
+async fn a_search_read_with_its_key_answers_as_any_search() {
+    on_each_backend(async |app| {
+        let owner = full(app).await;
+        let batch = unique("batch");
+        let mut visible = Vec::new();
+        for (i, container) in ["/pii/", "/secret/", "/pii/", "/secret/", "/pii/"]
+            .into_iter()
+            .enumerate()
+        {
+            let t = owner
+                .create(&json!({"type": "token", "data": format!("v{i}"),
+                                "containers": [container], "metadata": {"batch": batch}}))
+                .await;
+            if container == "/pii/" {
+                visible.insert(0, id(&t));
+            }
+        }
+        let reader = with(
+            app,
+            &[],
+            json!([rule(1, "/pii/", "reveal", &["token:search"])]),
+        )
+        .await;
+        let q = format!("metadata.batch:{batch}");
+        for round in 0..3 {
+            let first = search_page(&reader, &q, 1, 2).await;
+            assert_eq!(first["pagination"]["total_items"], 3, "round {round}");
+            assert_eq!(ids(&first), visible[..2], "round {round}");
+            let second = search_page(&reader, &q, 2, 2).await;
+            assert_eq!(ids(&second), visible[2..], "round {round}");
+            let past = search_page(&reader, &q, 3, 2).await;
+            assert!(ids(&past).is_empty(), "round {round}");
+            assert_eq!(past["pagination"]["total_items"], 3, "round {round}");
+        }
+        // Another tenant's key searching the same value finds nothing of this one.
+        let (_, management) = app.new_tenant(&unique("stranger")).await;
+        let created: Value = app
+            .request_as(Some(&management), reqwest::Method::POST, "/applications")
+            .json(
+                &json!({"name": "s", "type": "private", "permissions": ["token:search"],
+                          "rules": [rule(1, "/", "reveal", &["token:search"])]}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let theirs = Client {
+            app,
+            key: created["key"].as_str().unwrap().to_string(),
+        };
+        for _ in 0..2 {
+            assert!(ids(&search(&theirs, &q).await).is_empty());
+        }
+        // More matches than are read with a key: the same answer, from the store.
+        let many = unique("many");
+        for i in 0..101 {
+            owner
+                .create(&json!({"type": "token", "data": format!("m{i}"),
+                                "containers": ["/pii/"], "metadata": {"batch": many}}))
+                .await;
+        }
+        let q = format!("metadata.batch:{many}");
+        for _ in 0..2 {
+            let page = search_page(&reader, &q, 6, 20).await;
+            assert_eq!(page["pagination"]["total_items"], 101);
+            assert_eq!(ids(&page).len(), 1);
+        }
+    })
+    .await;
+}

@@ -143,6 +143,7 @@ impl Areas {
             keys: p.keys.clone(),
             clock: p.clock.clone(),
             audit: audit_buffer.clone(),
+            key_tenants: Arc::default(),
         };
         Self {
             applications: Applications {
@@ -240,7 +241,9 @@ pub use areas::{
 };
 /// The default high-water mark of a tenant's audit events in memory (docs/decisions.md §11).
 pub use audit::buffer::HIGH_WATER as AUDIT_HIGH_WATER;
-pub use authenticate::prefetched::{Prefetched, PrefetchedReactor, PrefetchedToken, ReactorRead};
+pub use authenticate::prefetched::{
+    Prefetched, PrefetchedReactor, PrefetchedSearch, PrefetchedToken, ReactorRead, SearchRead,
+};
 pub use idempotency::{Idempotent, StoredResponse};
 pub use operator::TenantSummary;
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};

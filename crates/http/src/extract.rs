@@ -32,14 +32,14 @@ pub struct Authenticated(pub Principal);
 pub struct Caller(pub Principal);
 
 /// The caller's key from the request.
-fn api_key(req: &HttpRequest) -> Option<String> {
+pub(crate) fn api_key(req: &HttpRequest) -> Option<String> {
     req.headers()
         .get(API_KEY_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
 }
 
-fn no_vault() -> ApiError {
+pub(crate) fn no_vault() -> ApiError {
     ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "An unexpected error occurred.",
@@ -51,7 +51,7 @@ fn no_vault() -> ApiError {
 /// application's rate limit, the span's `application_id`, then room in its
 /// tenant's audit log (a wait while it is behind; after the rate limit, so that a request over
 /// its rate is refused at once and never takes a waiting place).
-async fn admit(
+pub(crate) async fn admit(
     vault: &Vault,
     mut principal: Principal,
     limit: Option<&RateLimit>,

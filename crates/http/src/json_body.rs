@@ -122,7 +122,8 @@ impl ClassifyName for serde_json::Error {
     }
 }
 
-fn is_json_content_type(req: &HttpRequest) -> bool {
+/// Whether the request's content type is JSON (or unset).
+pub(crate) fn is_json_content_type(req: &HttpRequest) -> bool {
     match req
         .headers()
         .get(CONTENT_TYPE)
@@ -148,16 +149,23 @@ impl<T: DeserializeOwned + 'static> FromRequest for Json<T> {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let json_ok = is_json_content_type(req);
         let bytes = body_bytes(req, payload);
-        Box::pin(async move {
-            if !json_ok {
-                return Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "The request body must be application/json.",
-                ));
-            }
-            parse_json(&bytes.await?).map(Json)
-        })
+        Box::pin(async move { json_of(json_ok, bytes.await).map(Json) })
     }
+}
+
+/// A body read as [`Json`] reads it: a 415 when its content type (`json_ok`:
+/// [`is_json_content_type`]) is not JSON, else [`parse_json`].
+pub(crate) fn json_of<T: DeserializeOwned>(
+    json_ok: bool,
+    bytes: Result<web::Bytes, ApiError>,
+) -> Result<T, ApiError> {
+    if !json_ok {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "The request body must be application/json.",
+        ));
+    }
+    parse_json(&bytes?)
 }
 
 /// How long a request body may take to arrive. A change runs as its own task (`complete.rs`),

@@ -13,7 +13,9 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::{ApplicationRepository, KeyedReactor, KeyedToken};
+use tokenvault_domain::ports::{
+    ApplicationRepository, KeyedReactor, KeyedSearch, KeyedToken, SearchCondition,
+};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
@@ -25,7 +27,7 @@ use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::{hash_hex, to_active, to_domain};
 use crate::stamp::stamp;
-use crate::{grants, keyed_reactor, keyed_read};
+use crate::{grants, keyed_reactor, keyed_read, keyed_search};
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]
@@ -134,6 +136,37 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             settings,
             token,
         }))
+    }
+
+    async fn find_by_key_hash_with_search(
+        &self,
+        hash: &KeyHash,
+        tenant_id: Uuid,
+        condition: &SearchCondition,
+        limit: u64,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyedSearch>, RepoError> {
+        if let Some(pg) = self.reads.pg() {
+            return keyed_search::key_and_search(
+                pg,
+                hash_hex(hash),
+                tenant_id,
+                condition,
+                limit,
+                now,
+            )
+            .await;
+        }
+        // SQLite reads a key and a page on the calling thread, each a few microseconds
+        // (`direct.rs`): nothing to join.
+        Ok(self
+            .find_by_key_hash(hash)
+            .await?
+            .map(|(application, settings)| KeyedSearch {
+                application,
+                settings,
+                tokens: None,
+            }))
     }
 
     async fn find_by_key_hash_with_reactor(

@@ -17,6 +17,7 @@ mod group_commit;
 mod idempotency;
 mod keyed_reactor;
 mod keyed_read;
+mod keyed_search;
 mod pg_direct;
 mod pg_group;
 mod pg_key_group;

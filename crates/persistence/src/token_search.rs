@@ -49,7 +49,7 @@ pub(crate) fn search_query(
     Some(token::Entity::find().filter(all))
 }
 
-/// A search page whose matches are found through a term ([`drives_from_term`]), run on SQLite's
+/// A search page whose matches are found through a term ([`SearchCondition::found_through_terms`]), run on SQLite's
 /// direct connections on the calling thread (`direct.rs`): the count and the page are two
 /// index lookups of a few rows each, which the driver's worker thread would hand over twice
 /// each. `None` when the database was locked (the caller runs them on the pool instead).
@@ -145,21 +145,8 @@ fn sqlite_value(value: &sea_orm::Value) -> Result<rusqlite::types::Value, RepoEr
     })
 }
 
-/// Whether every token `condition` matches holds one of a few index entries it names (a term,
-/// an id): then the matches are best found through those and sorted, whatever the tenant's
-/// size. Any other condition (a type, a container, a date, a negation) may match most of the
-/// tenant, and its page is best read newest first from the tenant's index.
-pub(crate) fn drives_from_term(condition: &SearchCondition) -> bool {
-    match condition {
-        SearchCondition::Term(_) | SearchCondition::Id(_) => true,
-        SearchCondition::All(items) => items.iter().any(drives_from_term),
-        SearchCondition::Any(items) => items.iter().all(drives_from_term),
-        _ => false,
-    }
-}
-
 /// One page of a search, newest first by `(created_at, id)`. When the matches are found
-/// through a term ([`drives_from_term`]) the order is written so that no index gives it (`+created_at` on SQLite, `created_at + '0 s'` on
+/// through a term ([`SearchCondition::found_through_terms`]) the order is written so that no index gives it (`+created_at` on SQLite, `created_at + '0 s'` on
 /// PostgreSQL): a planner would otherwise walk the tenant's tokens newest first, testing each
 /// against a term until it has a page, every token of the tenant for a value few hold. Kept
 /// from that, it finds the matches through the term index and sorts those.

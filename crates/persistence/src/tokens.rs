@@ -33,9 +33,7 @@ use crate::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
 };
 use crate::token_queries::{live_token, live_tokens};
-use crate::token_search::{
-    direct_page, drives_from_term, search_page, search_query, total_from_page,
-};
+use crate::token_search::{direct_page, search_page, search_query, total_from_page};
 
 /// Tokens in the `tokens` table.
 #[derive(Clone, Debug)]
@@ -360,7 +358,9 @@ impl TokenRepository for SeaOrmTokenRepository {
                 request: page,
             });
         };
-        let by_term = condition.as_ref().is_some_and(drives_from_term);
+        let by_term = condition
+            .as_ref()
+            .is_some_and(SearchCondition::found_through_terms);
         if by_term
             && let Some(direct) = &self.direct
             && let Some(found) = direct_page(direct, &query, page)

@@ -9,6 +9,7 @@ use crate::application::{Application, KeyHash};
 use crate::error::RepoError;
 use crate::formula::Formula;
 use crate::page::{Page, PageRequest};
+use crate::ports::SearchCondition;
 use crate::reactor::Reactor;
 use crate::tenant::TenantSettings;
 use crate::token::StoredToken;
@@ -51,6 +52,21 @@ pub trait ApplicationRepository: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Option<KeyedReactor>, RepoError>;
 
+    /// What [`Self::find_by_key_hash`] finds and, where the database reads ahead, the live
+    /// tokens of `tenant_id` that `condition` matches, newest first, whatever their container
+    /// (the caller's visibility is applied by the use case): the path of `POST /tokens/search`
+    /// pays one query for authentication and the search. The tokens are read only for a
+    /// private application's key of `tenant_id`, and only when at most `limit` match;
+    /// otherwise the key alone is read (`tokens: None`).
+    async fn find_by_key_hash_with_search(
+        &self,
+        hash: &KeyHash,
+        tenant_id: Uuid,
+        condition: &SearchCondition,
+        limit: u64,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyedSearch>, RepoError>;
+
     /// The application `id` of `tenant_id`.
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
 
@@ -88,6 +104,18 @@ pub struct KeyedToken {
     pub settings: TenantSettings,
     /// The tenant's live token by the id asked for, if any.
     pub token: Option<StoredToken>,
+}
+
+/// An application found by its key, its tenant's settings and what a search matched.
+#[derive(Clone, Debug)]
+pub struct KeyedSearch {
+    /// The application holding the key.
+    pub application: Application,
+    /// Its tenant's settings.
+    pub settings: TenantSettings,
+    /// Every live token of the tenant the condition matched, newest first (`None`: not read,
+    /// or more matched than the limit).
+    pub tokens: Option<Vec<StoredToken>>,
 }
 
 /// An application found by its key, its tenant's settings and one of the tenant's reactors.

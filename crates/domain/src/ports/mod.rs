@@ -18,7 +18,7 @@ mod tokens;
 mod trails;
 mod usage;
 
-pub use applications::{ApplicationRepository, KeyedReactor, KeyedToken};
+pub use applications::{ApplicationRepository, KeyedReactor, KeyedSearch, KeyedToken};
 pub use audit::AuditRepository;
 pub use cipher::{Cipher, CipherError, KeyWrapping};
 pub use expressions::{Expressions, MASK_STEPS, RENDER_STEPS, RESPONSE_RENDER_STEPS, RenderError};

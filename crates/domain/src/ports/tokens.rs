@@ -122,6 +122,20 @@ pub enum SearchCondition {
     ModifiedAt(crate::search_query::TimeRange),
 }
 
+impl SearchCondition {
+    /// Whether every token it matches holds one of a few index entries it names (a term, an
+    /// id): then its matches are best found through those, whatever the tenant's size. Any
+    /// other condition (a type, a container, a date, a negation) may match most of the tenant.
+    pub fn found_through_terms(&self) -> bool {
+        match self {
+            Self::Term(_) | Self::Id(_) => true,
+            Self::All(items) => items.iter().any(Self::found_through_terms),
+            Self::Any(items) => items.iter().all(Self::found_through_terms),
+            _ => false,
+        }
+    }
+}
+
 /// Storage of tokens and their associations. Expired tokens
 /// (`expires_at` at or before `now`) are never returned.
 ///

@@ -48,6 +48,8 @@ pub struct Authenticator {
     pub(super) clock: Arc<dyn Clock>,
     /// Only to wait for room in the caller's tenant's audit log (`audit/room.rs`).
     pub(super) audit: Arc<AuditBuffer>,
+    /// The tenant of application keys that searched (`authenticate/searching.rs`).
+    pub(super) key_tenants: Arc<super::authenticate::key_tenants::KeyTenants>,
 }
 
 /// Sessions: started by a public application, authorized by a private one.

@@ -1,6 +1,8 @@
 //! Authentication: an API key to the calling [`Principal`].
 
+pub(super) mod key_tenants;
 pub(super) mod prefetched;
+pub(super) mod searching;
 
 use uuid::Uuid;
 

@@ -1,15 +1,23 @@
 //! `POST /tokens/search` (docs/decisions.md §12): the search language over the caller's
 //! tokens, answered like `GET /tokens`.
 
-use actix_web::{HttpResponse, guard, web};
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, guard, web};
 use serde::Deserialize;
 use tokenvault_domain::Vault;
+use tokenvault_domain::application::ApiKey;
+use tokenvault_domain::auth::Principal;
 use tokenvault_domain::page::PageRequest;
+use tokenvault_domain::service::PrefetchedSearch;
 use utoipa::ToSchema;
 
 use crate::dto::Paginated;
-use crate::extract::Caller;
-use crate::json_body::Json;
+use crate::extract::{Authenticated, Caller, admit, api_key, no_vault};
+use crate::json_body::{body_bytes, is_json_content_type, json_of};
+use crate::limit::RateLimit;
 use crate::problem::{ApiError, Problem};
 use crate::routes::tokens::TokenResponse;
 
@@ -38,18 +46,81 @@ pub struct SearchRequest {
     security(("api_key" = [])))]
 pub async fn search(
     vault: web::Data<Vault>,
-    Caller(caller): Caller,
-    Json(body): Json<SearchRequest>,
+    CallerSearching(caller, prefetched, body): CallerSearching,
 ) -> Result<HttpResponse, ApiError> {
+    let body = body?;
     let page = PageRequest::parse(
         body.page.map(|p| p.to_string()).as_deref(),
         body.size.map(|s| s.to_string()).as_deref(),
     )?;
     let found = vault
         .tokens
-        .search_tokens(&caller, body.query.as_deref().unwrap_or(""), page)
+        .search_tokens(
+            &caller,
+            body.query.as_deref().unwrap_or(""),
+            page,
+            prefetched,
+        )
         .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(found, TokenResponse::from)))
+}
+
+/// The caller of `POST /tokens/search`, the matches read in the same round trip as its key
+/// ([`tokenvault_domain::service::Authenticator::authenticate_searching`]) and the request's
+/// body. A body that has already arrived is read before the key is looked up, so its query
+/// can be read with the key (a request without a well-formed key is refused first); one still
+/// arriving is read once the caller is known. A body that cannot be read or parsed is the
+/// handler's error, answered only once the caller is authenticated. A request the idempotency
+/// middleware already authenticated searches in the use case alone.
+pub struct CallerSearching(
+    Principal,
+    Option<PrefetchedSearch>,
+    Result<SearchRequest, ApiError>,
+);
+
+impl FromRequest for CallerSearching {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let json_ok = is_json_content_type(req);
+        let body = body_bytes(req, payload);
+        if req.extensions().get::<Authenticated>().is_some() {
+            let caller = Caller::from_request(req, payload);
+            return Box::pin(async move {
+                let body = json_of(json_ok, body.await);
+                Ok(CallerSearching(caller.await?.0, None, body))
+            });
+        }
+        let vault = req.app_data::<web::Data<Vault>>().cloned();
+        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
+        let key = api_key(req);
+        let mut body = Box::pin(body);
+        Box::pin(async move {
+            let vault = vault.ok_or_else(no_vault)?;
+            if key.as_deref().and_then(ApiKey::parse).is_none() {
+                return Err(tokenvault_domain::Error::Unauthenticated.into());
+            }
+            let arrived = futures_util::future::poll_immediate(body.as_mut())
+                .await
+                .map(|b| json_of::<SearchRequest>(json_ok, b));
+            let query = arrived
+                .as_ref()
+                .and_then(|b| b.as_ref().ok())
+                .and_then(|b| b.query.as_deref());
+            let (principal, prefetched) = vault
+                .auth
+                .authenticate_searching(key.as_deref(), &vault.tokens, query)
+                .await?;
+            let limit = limit.as_ref().map(web::Data::get_ref);
+            let caller = admit(&vault, principal, limit).await?;
+            let body = match arrived {
+                Some(body) => body,
+                None => json_of(json_ok, body.await),
+            };
+            Ok(CallerSearching(caller, prefetched, body))
+        })
+    }
 }
 
 /// Registers the route ahead of the `/tokens` scope. Only `POST` matches it (a guard, not a

@@ -4,6 +4,7 @@
 use uuid::Uuid;
 
 use crate::formula::Formula;
+use crate::ports::SearchCondition;
 use crate::reactor::Reactor;
 use crate::service::tokens::ReadAhead;
 use crate::token::StoredToken;
@@ -24,6 +25,22 @@ pub type PrefetchedToken = Prefetched<String, Option<StoredToken>>;
 
 /// A reactor and its formula read with the key, with the token its arguments name.
 pub type PrefetchedReactor = Prefetched<Uuid, ReactorRead>;
+
+/// A search's query made the store's condition, and the tokens it matched when they were read
+/// with the key, for the query's text
+/// ([`Authenticator::authenticate_searching`](crate::service::Authenticator::authenticate_searching)).
+pub type PrefetchedSearch = Prefetched<String, SearchRead>;
+
+/// What [`Authenticator::authenticate_searching`](crate::service::Authenticator::authenticate_searching)
+/// made of a query beside the key.
+#[derive(Debug)]
+pub struct SearchRead {
+    /// The query's condition, its values hashed for the tenant.
+    pub(in crate::service) condition: SearchCondition,
+    /// Every live match of the tenant, newest first, before the caller's visibility (`None`:
+    /// not read with the key).
+    pub(in crate::service) rows: Option<Vec<StoredToken>>,
+}
 
 /// What [`Authenticator::authenticate_reacting`](crate::service::Authenticator::authenticate_reacting)
 /// read beside the key.

@@ -23,9 +23,9 @@ use crate::permission::{ApplicationType, Permission};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
-    KeyService, KeyedReactor, KeyedToken, ProxyRepository, ReactorRepository, RenderError,
-    SearchCondition, SessionRepository, StoredProxy, TenantKeys, TenantRepository, TokenFilter,
-    TokenRepository, TokenWrite, TypeCount, UsageRepository, Visibility,
+    KeyService, KeyedReactor, KeyedSearch, KeyedToken, ProxyRepository, ReactorRepository,
+    RenderError, SearchCondition, SessionRepository, StoredProxy, TenantKeys, TenantRepository,
+    TokenFilter, TokenRepository, TokenWrite, TypeCount, UsageRepository, Visibility,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::Reactor;
@@ -63,6 +63,7 @@ mock! {
         async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
         async fn find_by_key_hash_with_token(&self, hash: &KeyHash, token_id: &str, now: OffsetDateTime) -> Result<Option<KeyedToken>, RepoError>;
         async fn find_by_key_hash_with_reactor(&self, hash: &KeyHash, reactor_id: Uuid, token_id: Option<String>, now: OffsetDateTime) -> Result<Option<KeyedReactor>, RepoError>;
+        async fn find_by_key_hash_with_search(&self, hash: &KeyHash, tenant_id: Uuid, condition: &SearchCondition, limit: u64, now: OffsetDateTime) -> Result<Option<KeyedSearch>, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
         async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
         async fn update(&self, application: &Application) -> Result<bool, RepoError>;

@@ -24,7 +24,7 @@ async fn a_search_needs_token_search_and_a_query_that_parses_before_any_read() {
     let vault = token_vault(tokens);
     let reader = caller(&[Permission::TokenRead], vec![], TenantSettings::default());
     assert!(matches!(
-        vault.tokens.search_tokens(&reader, "", PAGE).await,
+        vault.tokens.search_tokens(&reader, "", PAGE, None).await,
         Err(Error::Forbidden)
     ));
     let searcher = caller(
@@ -33,7 +33,7 @@ async fn a_search_needs_token_search_and_a_query_that_parses_before_any_read() {
         TenantSettings::default(),
     );
     for bad in ["data:", "nope:1", "(data:1"] {
-        match vault.tokens.search_tokens(&searcher, bad, PAGE).await {
+        match vault.tokens.search_tokens(&searcher, bad, PAGE, None).await {
             Err(Error::Validation(e)) => assert!(e.contains("query"), "{bad}"),
             other => panic!("{bad}: {other:?}"),
         }
@@ -71,11 +71,15 @@ async fn the_store_is_given_terms_and_the_search_visibility() {
     );
     let found = vault
         .tokens
-        .search_tokens(&who, "data:abc AND type:card", PAGE)
+        .search_tokens(&who, "data:abc AND type:card", PAGE, None)
         .await
         .unwrap();
     assert_eq!(found.total_items, 0);
-    vault.tokens.search_tokens(&who, "  ", PAGE).await.unwrap();
+    vault
+        .tokens
+        .search_tokens(&who, "  ", PAGE, None)
+        .await
+        .unwrap();
 }
 
 /// `fingerprint:` only for a caller that sees every token it may search revealed: a plain
@@ -104,7 +108,7 @@ async fn a_fingerprint_search_needs_every_searchable_token_revealed() {
     );
     for who in [&plain, &masked] {
         assert!(matches!(
-            vault.tokens.search_tokens(who, q, PAGE).await,
+            vault.tokens.search_tokens(who, q, PAGE, None).await,
             Err(Error::Forbidden)
         ));
     }
@@ -115,7 +119,7 @@ async fn a_fingerprint_search_needs_every_searchable_token_revealed() {
     );
     vault
         .tokens
-        .search_tokens(&revealed, q, PAGE)
+        .search_tokens(&revealed, q, PAGE, None)
         .await
         .unwrap();
 }

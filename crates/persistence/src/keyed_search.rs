@@ -1,0 +1,157 @@
+//! PostgreSQL's key-and-search read (`POST /tokens/search` with a key that searched before:
+//! `Authenticator::authenticate_searching`): the key's application, its tenant's settings and
+//! the live tokens the search matches, in one statement.
+//!
+//! Why: a search by a blind index term is a few index lookups, and on PostgreSQL a request paid
+//! two statements for it (the key, then the page), each a round trip with a wake-up on both
+//! sides; measured, the search ran at a third of `GET /tokens/{id}`'s rate, which reads its key
+//! and token in one (docs/performance.md, "Token search").
+//!
+//! What a row may see: the tokens are joined only for a private application's key (the only
+//! type that may hold `token:search`, decisions §4) and only in the tenant the search was
+//! hashed for, which must be the key's own; the caller's visibility is applied by the use
+//! case. At most `limit + 1` rows are read: more than `limit` matches, and nothing of them is
+//! kept (the use case searches again with the visibility in the query).
+
+use sea_orm::sea_query::{Expr, PostgresQueryBuilder, Value};
+use sea_orm::{DatabaseBackend, FromQueryResult, QueryFilter, QueryResult, QueryTrait, Statement};
+use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
+use tokenvault_domain::permission::ApplicationType;
+use tokenvault_domain::ports::{KeyedSearch, SearchCondition, Visibility};
+use uuid::Uuid;
+
+use crate::entity::token;
+use crate::keyed_read::{application_and_settings, application_and_settings_of};
+use crate::pg_direct::PgDirect;
+use crate::repo_error::repo_err;
+use crate::token_search::{search_page, search_query};
+
+/// The statement: the key's application and settings, and beside them each matching token of
+/// the key's tenant (`t_`-less columns: the tokens' own names), or one row without a token.
+fn statement(
+    key_hash: String,
+    tenant_id: Uuid,
+    condition: &SearchCondition,
+    limit: u64,
+    now: OffsetDateTime,
+) -> Option<Statement> {
+    let matches = search_query(
+        DatabaseBackend::Postgres,
+        tenant_id,
+        Some(condition),
+        &Visibility::All,
+        now,
+    )?
+    .filter(Expr::cust(
+        "\"tokens\".\"tenant_id\" = a.tenant_id AND a.app_type = 'private'",
+    ));
+    let (inner, mut values) = search_page(
+        DatabaseBackend::Postgres,
+        matches,
+        true,
+        limit.saturating_add(1),
+        0,
+    )
+    .into_query()
+    .build(PostgresQueryBuilder);
+    values.0.push(Value::from(key_hash));
+    let sql = format!(
+        "SELECT {}, t.* FROM applications a JOIN tenants s ON s.id = a.tenant_id \
+         LEFT JOIN LATERAL ({inner}) t ON TRUE \
+         WHERE a.key_hash = ${} AND s.deleted_at IS NULL",
+        application_and_settings(),
+        values.0.len(),
+    );
+    Some(Statement::from_sql_and_values(
+        DatabaseBackend::Postgres,
+        sql,
+        values,
+    ))
+}
+
+/// The application holding `key_hash` (hex), its tenant's settings and, for a private
+/// application of `tenant_id`, the live tokens `condition` matches when at most `limit` do;
+/// `None` for an unknown key or a deleted tenant's.
+pub(crate) async fn key_and_search(
+    pg: &PgDirect,
+    key_hash: String,
+    tenant_id: Uuid,
+    condition: &SearchCondition,
+    limit: u64,
+    now: OffsetDateTime,
+) -> Result<Option<KeyedSearch>, RepoError> {
+    let Some(statement) = statement(key_hash, tenant_id, condition, limit, now) else {
+        return Ok(None);
+    };
+    let rows = pg.query_all(&statement).await.map_err(repo_err)?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    let (application, settings) = application_and_settings_of(first)?;
+    let mut tokens = Vec::with_capacity(rows.len());
+    for row in &rows {
+        if let Some(token) = token_of(row)? {
+            tokens.push(token);
+        }
+    }
+    let whole = u64::try_from(tokens.len()).is_ok_and(|n| n <= limit);
+    let read = application.tenant_id == tenant_id
+        && application.app_type == ApplicationType::Private
+        && whole;
+    Ok(Some(KeyedSearch {
+        application,
+        settings,
+        tokens: read.then_some(tokens),
+    }))
+}
+
+/// The token of a row, when it holds one.
+fn token_of(row: &QueryResult) -> Result<Option<tokenvault_domain::token::StoredToken>, RepoError> {
+    let id: Option<String> = row.try_get("", "id").map_err(repo_err)?;
+    match id {
+        Some(_) => crate::rows::token::to_domain(
+            token::Model::from_query_result(row, "").map_err(repo_err)?,
+        )
+        .map(Some),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_joined_for_a_private_key_of_the_tenant_only() {
+        let condition = SearchCondition::Term("abc".into());
+        let statement = statement(
+            "00".into(),
+            Uuid::nil(),
+            &condition,
+            100,
+            OffsetDateTime::UNIX_EPOCH,
+        )
+        .expect("visible");
+        let sql = statement.sql;
+        for needed in [
+            "\"tokens\".\"tenant_id\" = a.tenant_id AND a.app_type = 'private'",
+            "s.deleted_at IS NULL",
+            "LIMIT $",
+            "\"search_terms\" AS jsonb) @>",
+        ] {
+            assert!(sql.contains(needed), "{needed} in {sql}");
+        }
+        assert!(!sql.contains("data_key"), "never the tenant's wrapped key");
+        let values = statement.values.expect("bound").0;
+        assert_eq!(
+            values.last(),
+            Some(&Value::from("00".to_string())),
+            "the key is the last value"
+        );
+        assert!(sql.ends_with(&format!(
+            "a.key_hash = ${} AND s.deleted_at IS NULL",
+            values.len()
+        )));
+    }
+}
