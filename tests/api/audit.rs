@@ -194,6 +194,32 @@ async fn verify_finds_a_deleted_middle_entry_and_a_deleted_end() {
     .await;
 }
 
+/// Attack review of 3948bc8: with every entry and the head of a tenant's log deleted, `audit
+/// verify` listed tenants from the log alone and passed; the chain then restarted at 1. Every
+/// live tenant's log begins with its creation, so a live tenant without one is reported.
+#[tokio::test]
+async fn verify_finds_a_whole_deleted_log() {
+    on_each_backend(async |app| {
+        activity(app).await;
+        logs(app, &app.key, "").await;
+        assert!(verify(app).await.1);
+        assert!(app.execute_sql("DELETE FROM audit_log").await > 0);
+        assert!(app.execute_sql("DELETE FROM audit_heads").await > 0);
+        let (report, ok) = verify(app).await;
+        assert!(!ok, "{report}");
+        let tenant = &report["tenants"][0];
+        assert_eq!(tenant["ok"], false, "{report}");
+        assert_eq!(tenant["entries"], 0, "{report}");
+        assert!(
+            tenant["first_broken"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("no audit log")),
+            "{report}"
+        );
+    })
+    .await;
+}
+
 /// Two server instances on one database append to one tenant's chain at the same time: the
 /// head's compare-and-swap keeps one chain, every entry is kept, and it verifies.
 #[tokio::test]

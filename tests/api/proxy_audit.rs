@@ -184,3 +184,37 @@ async fn failed_callers_do_not_spend_a_real_callers_allowance() {
     })
     .await;
 }
+
+/// Before, a call to a proxy that requires no auth was counted under whatever `SVC-API-KEY` it
+/// carried, and the key was never checked: each invented key bought a fresh allowance. A key
+/// that is sent must now authenticate, whether the proxy requires one or not.
+#[tokio::test]
+async fn invented_keys_buy_no_allowance_on_an_anonymous_proxy() {
+    let limited = |config: &mut tokenvault_server::Config| {
+        loopback(config);
+        config.rate_limit_per_second = 1;
+    };
+    on_each_backend_with(limited, async |app| {
+        let dest = Destination::start("127.0.0.1").await;
+        let open = proxy(
+            app,
+            json!({"name": unique("p"), "destination_url": dest.url, "require_auth": false}),
+        )
+        .await;
+        let key = open["key"].as_str().unwrap();
+        let mut forwarded = 0;
+        for i in 0..10 {
+            let invented = format!("key_invented{i:0>23}");
+            let res = invoke(app, Some(&invented), key, Method::GET, "", None).await;
+            let status = res.status().as_u16();
+            assert!(matches!(status, 200 | 401 | 429), "{status}");
+            forwarded += usize::from(status == 200);
+        }
+        assert_eq!(forwarded, 0, "an invented key is refused, never forwarded");
+        // A real key of the tenant is counted under its own application.
+        let owner = full(app).await;
+        let res = invoke(app, Some(&owner.key), key, Method::GET, "", None).await;
+        assert_eq!(res.status(), 200);
+    })
+    .await;
+}

@@ -126,12 +126,15 @@ pub fn check_url_shape(url: &str) -> Result<(), &'static str> {
 pub const TAIL_REFUSED: &str =
     "the path after /proxy may not contain . or .. segments, control characters, ?, # or \\";
 
+/// How many times a tail is percent-decoded for the check, beyond what the router decoded: a
+/// destination, or a gateway before it, may decode once or twice more.
+const DECODINGS: usize = 3;
+
 /// The path after `/proxy`, as the segments that go below the destination's path, each
-/// percent-decoded (docs/decisions.md §8). It never climbs: once decoded — an encoded slash
-/// (`%2F`) read as a separator too, so that a destination that decodes it before routing sees
-/// no dot segment either — it holds no `.` or `..` segment and no control character (a URL
-/// parser drops tab, CR and LF, so `.%09.` would become `..` on the way out), and no `?`, `#`
-/// or `\`. An encoded slash inside a segment goes out encoded, never as a separator.
+/// percent-decoded (docs/decisions.md §8). It never climbs, however a destination reads it:
+/// [`ProxyTail::parse`] refuses a tail that any of the readings of `names_a_dot_segment`
+/// turns into a `.` or `..` segment, or that holds a control character, `?`, `#` or `\`. An
+/// encoded slash inside a segment goes out encoded, never as a separator.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProxyTail(Vec<String>);
 
@@ -143,14 +146,16 @@ impl ProxyTail {
         if raw.is_empty() {
             return Ok(Self::default());
         }
-        let decoded = percent_decode_str(raw).decode_utf8_lossy();
-        let refused = decoded.contains(['?', '#', '\\'])
-            || decoded.chars().any(char::is_control)
-            || decoded
-                .split('/')
-                .any(|segment| segment == "." || segment == "..");
-        if refused {
-            return Err(TAIL_REFUSED);
+        let mut text = raw.to_owned();
+        for _ in 0..=DECODINGS {
+            if names_a_dot_segment(&text) {
+                return Err(TAIL_REFUSED);
+            }
+            let decoded = percent_decode_str(&text).decode_utf8_lossy().into_owned();
+            if decoded == text {
+                break;
+            }
+            text = decoded;
         }
         Ok(Self(
             raw.split('/')
@@ -158,6 +163,26 @@ impl ProxyTail {
                 .collect(),
         ))
     }
+}
+
+/// Whether `text` (a tail at one stage of decoding) is refused as it reads at that stage: it
+/// holds `?`, `#`, `\` or a control character, or one of its `/`-separated segments is `.` or
+/// `..` once its `;` parameters are cut off (Tomcat, Jetty and Spring drop them before they
+/// resolve dots: `..;x=1`) and its spaces dropped (a URL parser drops tab, CR and LF, so
+/// `.%09.` would become `..` on the way out).
+fn names_a_dot_segment(text: &str) -> bool {
+    text.contains(['?', '#', '\\'])
+        || text.chars().any(char::is_control)
+        || text.split('/').any(|segment| {
+            let name: String = segment
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            name == "." || name == ".."
+        })
 }
 
 /// Where a call goes: the destination without its fragment and trailing `/`, the tail's
@@ -330,6 +355,16 @@ mod tests {
             "a#b",
             "a%3Fb",
             "a%23b",
+            // Attack review of 3948bc8: `;` parameters cut off before dots are resolved.
+            "..;/admin",
+            "%2e%2e;/admin",
+            "..%3B/admin",
+            "..%3bjsessionid=1/admin",
+            "a/..;x=1",
+            // Decoded again by a gateway or the destination.
+            "%252e%252e",
+            "%252e%252e%253b/admin",
+            ". ./admin",
         ] {
             assert_eq!(ProxyTail::parse(tail), Err(TAIL_REFUSED), "{tail:?}");
         }
@@ -339,11 +374,63 @@ mod tests {
             ("a%2Fb", "https://d.com/api/v1/tenant-a/a%2Fb"),
             ("..a/b..", "https://d.com/api/v1/tenant-a/..a/b.."),
             ("a b/", "https://d.com/api/v1/tenant-a/a%20b/"),
-            ("%252e%252e", "https://d.com/api/v1/tenant-a/%252e%252e"),
             ("a%2Bb+c", "https://d.com/api/v1/tenant-a/a+b+c"),
             ("%", "https://d.com/api/v1/tenant-a/%25"),
+            ("a;b/..a;", "https://d.com/api/v1/tenant-a/a;b/..a;"),
         ] {
             assert_eq!(to(base, tail, &[]), expected, "{tail:?}");
+        }
+    }
+
+    /// A destination's reading of an outgoing path: decoded `decodings` times, `;`
+    /// parameters cut off or not, spaces and control characters dropped or not; its segments.
+    fn read_as(path: &str, decodings: usize, cut_params: bool, drop_spaces: bool) -> Vec<String> {
+        let mut text = path.to_owned();
+        for _ in 0..decodings {
+            text = percent_decode_str(&text).decode_utf8_lossy().into_owned();
+        }
+        text.split(['/', '\\'])
+            .map(|segment| {
+                let segment = if cut_params {
+                    segment.split(';').next().unwrap_or_default()
+                } else {
+                    segment
+                };
+                segment
+                    .chars()
+                    .filter(|c| !(drop_spaces && (c.is_whitespace() || c.is_control())))
+                    .collect()
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Any tail made of the pieces attacks are spelled with: once accepted, no reading of
+        /// the outgoing path by a destination finds a dot segment in it.
+        #[test]
+        fn no_destination_reads_an_accepted_tail_as_climbing(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "b", ".", "..", "%2e", "%2E", "%252e", ";", "%3b", "%3B", ";x=1", "%09",
+                "\t", " ", "%20", "/", "%2F", "%2f", "%5c", "\\", "%00", "%",
+            ]), 0..8)
+        ) {
+            let raw: String = pieces.concat();
+            if let Ok(tail) = ProxyTail::parse(&raw) {
+                let base = "https://d.com/base";
+                let url = destination_of(base, &tail, &[]).expect("an accepted tail goes out");
+                let path = url.strip_prefix(base).expect("below the destination");
+                for decodings in 0..=DECODINGS {
+                    for cut_params in [false, true] {
+                        for drop_spaces in [false, true] {
+                            let read = read_as(path, decodings, cut_params, drop_spaces);
+                            proptest::prop_assert!(
+                                !read.iter().any(|s| s == "." || s == ".."),
+                                "{raw:?} went out as {path:?}, read as {read:?}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -80,7 +80,7 @@ fn config_check_names_a_wrong_key_and_hides_secrets() {
     assert_eq!(printed["master_key"], "TOKENVAULT_MASTER_KEY");
     assert_eq!(
         printed["database"],
-        "postgres://vault@db.internal:5432/vault"
+        "postgres://vault:***@db.internal:5432/vault"
     );
     let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert!(!all.contains(secret) && !all.contains("hunter2"), "{all}");

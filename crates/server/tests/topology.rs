@@ -163,6 +163,25 @@ async fn killing_one_instance_under_load_loses_no_acknowledged_token() {
     );
     let base = format!("http://127.0.0.1:{lb}");
     until_status(&client, &format!("{base}/ready"), 200, &data).await;
+    // The metrics are the monitoring network's: the load balancer hides them in every spelling
+    // an instance routes (attack review of 3948bc8: `/%6Detrics` went through).
+    let direct = client
+        .get(format!("http://127.0.0.1:{}/metrics", ports[0]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(direct.status(), 200, "an instance serves its metrics");
+    for spelled in [
+        "/metrics",
+        "/%6Detrics",
+        "/%6d%65trics",
+        "//metrics",
+        "/metrics/",
+        "/%2e/metrics",
+    ] {
+        let res = client.get(format!("{base}{spelled}")).send().await.unwrap();
+        assert_eq!(res.status(), 404, "{spelled} through the load balancer");
+    }
 
     let made: Value = client
         .post(format!("{base}/applications"))

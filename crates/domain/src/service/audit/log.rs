@@ -54,9 +54,18 @@ impl AuditLog {
         tenant: Option<Uuid>,
     ) -> Result<Vec<AuditVerification>, Error> {
         self.flush_audit().await?;
-        let tenants = match tenant {
-            Some(t) => vec![t],
-            None => self.audit.tenants().await?,
+        let tenants = if let Some(t) = tenant {
+            vec![t]
+        } else {
+            // The tenants with a log, and every live tenant besides: a tenant whose whole log
+            // (entries and head) was deleted has none to be listed by.
+            let mut tenants = self.audit.tenants().await?;
+            for (id, _) in self.tenants.data_keys().await? {
+                if !tenants.contains(&id) && self.tenants.is_live(id).await? {
+                    tenants.push(id);
+                }
+            }
+            tenants
         };
         let mut out = Vec::with_capacity(tenants.len());
         for tenant_id in tenants {
@@ -148,6 +157,16 @@ impl AuditLog {
             }
         }
         let end = match &head {
+            // Every tenant's log begins with its creation (`Tenants::provision_tenant`): a live
+            // tenant without any was deleted whole, and would start again at 1 unnoticed. (A
+            // tenant a running server created in the last second may not be flushed yet.)
+            None if entries == 0 && self.tenants.is_live(tenant_id).await? => Some(broken(
+                1,
+                None,
+                "the tenant has no audit log: every tenant's log begins with its creation, \
+                 so the whole log was deleted"
+                    .into(),
+            )),
             None if entries == 0 => None,
             None => Some(broken(1, None, "the log has entries but no head".into())),
             Some(AuditHead { seq, .. }) if *seq > last => Some(broken(

@@ -202,6 +202,11 @@ impl Proxies {
             caller.require_application()?;
             caller.require(Permission::TokenUse)?;
             Some(caller)
+        } else if let Some(Err(e)) = caller {
+            // A key that is sent must authenticate, whether the proxy requires one or not:
+            // the call was counted under it (`routes/proxies.rs`), so an invented key would
+            // buy a fresh allowance on every call (attack review, 3948bc8).
+            return Err(e.into());
         } else {
             None
         };

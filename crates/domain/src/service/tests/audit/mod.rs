@@ -19,6 +19,9 @@ fn mac_cipher() -> MockCiph {
     c
 }
 
+/// A live tenant with a data key and no audit log at all.
+const UNLOGGED: uuid::Uuid = uuid::Uuid::from_u128(0xdead);
+
 fn audit_vault() -> (Vault, Arc<NoAudit>) {
     let store = Arc::new(NoAudit::default());
     (vault_over(store.clone()), store)
@@ -30,6 +33,10 @@ fn vault_over(audit: Arc<dyn AuditRepository>) -> Vault {
         .expect_get()
         .returning(|id| Ok(Some(super::tenant_row(id))));
     tenants.expect_is_live().returning(|_| Ok(true));
+    // One live tenant the log knows nothing of (`verify.rs`).
+    tenants
+        .expect_data_keys()
+        .returning(|| Ok(vec![(UNLOGGED, vec![1])]));
     let mut p = ports(tenants, MockApplications::new());
     p.cipher = Arc::new(mac_cipher());
     p.audit = audit;

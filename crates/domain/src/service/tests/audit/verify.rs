@@ -113,8 +113,27 @@ async fn a_tenant_whose_head_was_deleted_is_still_verified() {
     recorded(&vault, 2).await;
     store.heads.lock().unwrap().clear();
     let results = vault.audit.verify_audit(None).await.unwrap();
-    assert_eq!(results.len(), 1);
-    assert!(results[0].broken.is_some());
+    assert_eq!(
+        results.len(),
+        2,
+        "the tenant with entries, and the one without a log"
+    );
+    assert!(results.iter().all(|r| r.broken.is_some()));
+}
+
+/// Attack review of 3948bc8: a tenant whose whole log (entries and head) was deleted was not
+/// listed, and passed. Every live tenant is verified, and one without a log is broken.
+#[tokio::test]
+async fn a_live_tenant_without_any_log_is_broken() {
+    let (vault, _store) = audit_vault();
+    let results = vault.audit.verify_audit(None).await.unwrap();
+    let unlogged = results
+        .iter()
+        .find(|r| r.tenant_id == super::UNLOGGED)
+        .expect("every live tenant is verified");
+    let broken = unlogged.broken.as_ref().expect("no log is a broken log");
+    assert_eq!(broken.seq, 1);
+    assert!(broken.reason.contains("no audit log"), "{}", broken.reason);
 }
 
 /// A row planted just past the head (sequence head + 1), which no append wrote and the head
