@@ -173,6 +173,10 @@ pub fn main() -> i32 {
 }
 
 fn serve(channel: &Rc<RefCell<Channel>>, engine: &mut Engine) -> i32 {
+    // The tenant whose code this process runs: the pool never sends another's (`pool.rs`,
+    // cordons); one that came anyway ends the process, so the mistake is a failed call and
+    // never a second tenant's data in this memory.
+    let mut cordon = None;
     loop {
         let message = channel.borrow_mut().receive();
         let (tenant, code, request, svc, check) = match message {
@@ -187,6 +191,9 @@ fn serve(channel: &Rc<RefCell<Channel>>, engine: &mut Engine) -> i32 {
             // Anything else breaks the protocol.
             Ok(Some(_)) | Err(_) => return 1,
         };
+        if *cordon.get_or_insert(tenant) != tenant {
+            return 1;
+        }
         let (result, discard) = engine.run(&Call {
             tenant,
             code: &code,

@@ -268,3 +268,51 @@ async fn what_code_sends_the_server_is_bounded_in_the_worker() {
         json!("ok")
     );
 }
+
+/// Cordons: a worker process runs one tenant's code only. Ten tenants call in turn on two
+/// workers; a worker handed a second tenant's call ends itself (`worker.rs`), so a pool that
+/// mixed them would fail calls here. One tenant calling again keeps its warm worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_worker_process_runs_two_tenants_code() {
+    let r = QuickJsRunner::start(settings(2)).await.unwrap();
+    let tenants: Vec<Uuid> = (0..10).map(|_| Uuid::new_v4()).collect();
+    for round in 0..3 {
+        for t in &tenants {
+            let answer = r.run(call(*t, TRIVIAL)).await;
+            assert_eq!(answer.unwrap(), json!("ok"), "round {round}");
+        }
+    }
+    // Several at once, tenants interleaved.
+    let calls = (0..6).map(|i| r.run(call(tenants[i % 3], TRIVIAL)));
+    for answer in futures_util::future::join_all(calls).await {
+        assert_eq!(answer.unwrap(), json!("ok"));
+    }
+    // A tenant alone keeps the worker that ran its code: no process is started for it.
+    let one = tenants[0];
+    r.run(call(one, TRIVIAL)).await.unwrap();
+    let before = r.worker_pids();
+    for _ in 0..5 {
+        r.run(call(one, TRIVIAL)).await.unwrap();
+    }
+    let mut after = r.worker_pids();
+    let mut before = before;
+    before.sort_unstable();
+    after.sort_unstable();
+    assert_eq!(before, after, "the warm path starts no process");
+}
+
+/// A worker's stderr is a pipe the server reads, never the server's own log stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_stderr_is_not_the_servers() {
+    let r = QuickJsRunner::start(settings(1)).await.unwrap();
+    let own = std::fs::read_link("/proc/self/fd/2").unwrap();
+    for pid in r.worker_pids() {
+        let theirs = std::fs::read_link(format!("/proc/{pid}/fd/2")).unwrap();
+        assert_ne!(theirs, own, "worker {pid} writes to the server's stderr");
+        assert!(
+            theirs.to_string_lossy().starts_with("pipe:"),
+            "{}",
+            theirs.display()
+        );
+    }
+}

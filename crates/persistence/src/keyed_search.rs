@@ -10,11 +10,14 @@
 //! What a row may see: the tokens are joined only for a private application's key (the only
 //! type that may hold `token:search`, decisions §4) and only in the tenant the search was
 //! hashed for, which must be the key's own; the caller's visibility is applied by the use
-//! case. At most `limit + 1` rows are read: more than `limit` matches, and nothing of them is
-//! kept (the use case searches again with the visibility in the query).
+//! case. At most `limit + 1` rows are read, unordered (then sorted here), so the read costs
+//! the same for a term a million tokens hold: more than `limit` matches, and nothing of them
+//! is kept (the use case searches again with the visibility in the query).
 
 use sea_orm::sea_query::{Expr, PostgresQueryBuilder, Value};
-use sea_orm::{DatabaseBackend, FromQueryResult, QueryFilter, QueryResult, QueryTrait, Statement};
+use sea_orm::{
+    DatabaseBackend, FromQueryResult, QueryFilter, QueryResult, QuerySelect, QueryTrait, Statement,
+};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::permission::ApplicationType;
@@ -25,7 +28,7 @@ use crate::entity::token;
 use crate::keyed_read::{application_and_settings, application_and_settings_of};
 use crate::pg_direct::PgDirect;
 use crate::repo_error::repo_err;
-use crate::token_search::{search_page, search_query};
+use crate::token_search::search_query;
 
 /// The statement: the key's application and settings, and beside them each matching token of
 /// the key's tenant (`t_`-less columns: the tokens' own names), or one row without a token.
@@ -46,15 +49,12 @@ fn statement(
     .filter(Expr::cust(
         "\"tokens\".\"tenant_id\" = a.tenant_id AND a.app_type = 'private'",
     ));
-    let (inner, mut values) = search_page(
-        DatabaseBackend::Postgres,
-        matches,
-        true,
-        limit.saturating_add(1),
-        0,
-    )
-    .into_query()
-    .build(PostgresQueryBuilder);
+    // No order here: at most `limit + 1` matches are read, however many the term has, and
+    // sorted once read (`key_and_search`); more than `limit`, and they are not used.
+    let (inner, mut values) = matches
+        .limit(limit.saturating_add(1))
+        .into_query()
+        .build(PostgresQueryBuilder);
     values.0.push(Value::from(key_hash));
     let sql = format!(
         "SELECT {}, t.* FROM applications a JOIN tenants s ON s.id = a.tenant_id \
@@ -95,6 +95,8 @@ pub(crate) async fn key_and_search(
             tokens.push(token);
         }
     }
+    // Newest first, as every search answers.
+    tokens.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
     let whole = u64::try_from(tokens.len()).is_ok_and(|n| n <= limit);
     let read = application.tenant_id == tenant_id
         && application.app_type == ApplicationType::Private
@@ -138,6 +140,7 @@ mod tests {
             "\"tokens\".\"tenant_id\" = a.tenant_id AND a.app_type = 'private'",
             "s.deleted_at IS NULL",
             "LIMIT $",
+            "IS TRUE",
             "\"search_terms\" AS jsonb) @>",
         ] {
             assert!(sql.contains(needed), "{needed} in {sql}");

@@ -39,8 +39,19 @@ pub(crate) fn search_query(
     visibility: &Visibility,
     now: OffsetDateTime,
 ) -> Option<sea_orm::Select<token::Entity>> {
+    // PostgreSQL, matches found through a term: the tenant is tested on the rows the term index
+    // found, never looked up in an index of its own. A generic plan takes `tenant_id = $1` for
+    // selective and combines an index of the tenant's every token with the term's (5 ms against
+    // 0.1 ms for one match in a tenant of 200,000 tokens; attack review of e57d89c).
+    let tenant = if backend == DatabaseBackend::Postgres
+        && condition.is_some_and(SearchCondition::found_through_terms)
+    {
+        Expr::cust_with_values("(\"tokens\".\"tenant_id\" = $1) IS TRUE", [tenant_id])
+    } else {
+        Expr::col((token::Entity, token::Column::TenantId)).eq(tenant_id)
+    };
     let mut all = Condition::all()
-        .add(token::Column::TenantId.eq(tenant_id))
+        .add(tenant)
         .add(live(now))
         .add(visibility_condition(visibility)?);
     if let Some(c) = condition {
@@ -295,6 +306,45 @@ mod tests {
             lite.contains("IN (SELECT \"token_id\" FROM \"token_search_terms\""),
             "{lite}"
         );
+    }
+
+    #[test]
+    fn a_term_driven_search_never_looks_the_tenant_up_in_an_index_on_postgres() {
+        use sea_orm::QueryTrait as _;
+        let term = SearchCondition::Term("abc".into());
+        let text = |backend, c: Option<&SearchCondition>| {
+            let q = search_query(
+                backend,
+                Uuid::nil(),
+                c,
+                &Visibility::All,
+                OffsetDateTime::UNIX_EPOCH,
+            )
+            .expect("visible")
+            .into_query();
+            match backend {
+                DatabaseBackend::Postgres => q.to_string(PostgresQueryBuilder),
+                _ => q.to_string(SqliteQueryBuilder),
+            }
+        };
+        let pg = text(DatabaseBackend::Postgres, Some(&term));
+        assert!(pg.contains("IS TRUE"), "{pg}");
+        let (built, _) = search_query(
+            DatabaseBackend::Postgres,
+            Uuid::nil(),
+            Some(&term),
+            &Visibility::All,
+            OffsetDateTime::UNIX_EPOCH,
+        )
+        .expect("visible")
+        .into_query()
+        .build(PostgresQueryBuilder);
+        assert!(built.contains("\"tenant_id\" = $1) IS TRUE"), "{built}");
+        let typed = SearchCondition::Type("card".into());
+        let by_type = text(DatabaseBackend::Postgres, Some(&typed));
+        assert!(!by_type.contains("IS TRUE"), "{by_type}");
+        let lite = text(DatabaseBackend::Sqlite, Some(&term));
+        assert!(!lite.contains("IS TRUE"), "{lite}");
     }
 
     #[test]

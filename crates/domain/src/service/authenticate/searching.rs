@@ -17,6 +17,7 @@
 use super::prefetched::{PrefetchedSearch, SearchRead};
 use crate::auth::Principal;
 use crate::error::Error;
+use crate::permission::Permission;
 use crate::service::{Authenticator, Tokens};
 
 /// Matches read with the key at most.
@@ -43,7 +44,9 @@ impl Authenticator {
         };
         let Some((tenant_id, query, condition)) = ahead else {
             let principal = self.authenticate_hash(&hash).await?;
-            if principal.session.is_none() {
+            // Only a key that may search reads ahead: any other would make the server read a
+            // tenant's matches before it is refused (attack review of e57d89c).
+            if principal.session.is_none() && principal.require(Permission::TokenSearch).is_ok() {
                 self.key_tenants.remember(hash, principal.tenant_id);
             }
             return Ok((principal, None));
@@ -56,6 +59,13 @@ impl Authenticator {
         else {
             return Ok((self.authenticate_session(&hash).await?, None));
         };
+        if found.application.tenant_id != tenant_id {
+            // The key is another tenant's now (a bootstrap key given to a new tenant): the
+            // condition was hashed for the old one, so nothing of it is used.
+            self.key_tenants.remember(hash, found.application.tenant_id);
+            let (principal, _) = self.keyed(found.application, found.settings, (), ())?;
+            return Ok((principal, None));
+        }
         let read = SearchRead {
             condition,
             rows: found.tokens,
