@@ -5,6 +5,7 @@ pub mod backup;
 pub mod ceilings;
 pub mod config;
 mod config_keys;
+mod database_url;
 mod dev_key;
 pub mod healthcheck;
 mod jobs;
