@@ -3,6 +3,8 @@
 
 pub use sea_orm_migration::prelude::*;
 
+pub mod citus;
+
 mod m20261122_000001_tenants_and_applications;
 mod m20261123_000002_tokens;
 mod m20261124_000003_dedup_per_container;

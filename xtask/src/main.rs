@@ -5,6 +5,9 @@
 //! - `openapi [--check]` — write `docs/openapi.json` from the code (or fail when it is stale).
 //! - `bench [--db sqlite|postgres|both] [--duration S] [--connections N]` — HTTP load on the
 //!   release binary beside the `/health` ceiling of the same run (see `bench.rs`).
+//! - `citus [-- FILTER…]` — the PostgreSQL contract tests and the HTTP tests against the Citus
+//!   coordinator of `TOKENVAULT_TEST_CITUS_URL`, each test on a fresh distributed database (not
+//!   part of `ci`: CI does not build Citus; docs/operations.md says how to start a cluster).
 //! - `ci` — everything CI runs: rustfmt, clippy, the whole test suite on SQLite and PostgreSQL,
 //!   and the docs. `.ci/run` runs exactly this.
 
@@ -51,6 +54,34 @@ fn ci() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The suites that run against a database, on a Citus coordinator. The harness
+/// (`tokenvault_persistence::testing`) makes each test's database a Citus database of the
+/// coordinator's cluster, so migrating it distributes the schema.
+fn citus(filters: &[&str]) -> anyhow::Result<()> {
+    let url = std::env::var("TOKENVAULT_TEST_CITUS_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .context(
+            "set TOKENVAULT_TEST_CITUS_URL to a Citus coordinator with its workers added \
+             (docs/operations.md, \"Distributed PostgreSQL (Citus)\")",
+        )?;
+    eprintln!("xtask: Citus tests use {url}");
+    let mut args = vec![
+        "test",
+        "--locked",
+        "--no-fail-fast",
+        "-p",
+        "tokenvault-persistence",
+        "-p",
+        "tokenvault-tests",
+        "--",
+    ];
+    args.extend_from_slice(filters);
+    cargo(&args, &[("TOKENVAULT_TEST_DATABASE_URL", url.as_str())])?;
+    eprintln!("xtask: citus passed");
+    Ok(())
+}
+
 fn openapi(check: bool) -> anyhow::Result<()> {
     let path = root().join("docs/openapi.json");
     let current = tokenvault_http::openapi::document();
@@ -77,7 +108,11 @@ async fn migrate(action: &str) -> anyhow::Result<()> {
     };
     let db = Database::connect(&url).await.context("cannot connect")?;
     match action {
-        "up" => Migrator::up(&db, None).await?,
+        "up" => {
+            Migrator::up(&db, None).await?;
+            let distributed = tokenvault_migrations::citus::distribute(&db).await?;
+            eprintln!("xtask: Citus: {distributed:?}");
+        }
         "down" => Migrator::down(&db, Some(1)).await?,
         "status" => Migrator::status(&db).await?,
         "fresh" => Migrator::fresh(&db).await?,
@@ -99,13 +134,14 @@ async fn main() -> anyhow::Result<()> {
         .as_slice()
     {
         ["ci"] => ci(),
+        ["citus", rest @ ..] => citus(rest),
         ["openapi"] => openapi(false),
         ["openapi", "--check"] => openapi(true),
         ["migrate", action] => migrate(action).await,
         ["bench", rest @ ..] => bench::bench(rest).await,
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci | openapi [--check] | migrate up|down|status|fresh | \
+                "usage: cargo xtask <ci | citus [FILTER…] | openapi [--check] | migrate up|down|status|fresh | \
                  bench [--db sqlite|postgres|both] [--duration S] [--connections N]>"
             );
             std::process::exit(2);

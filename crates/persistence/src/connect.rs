@@ -165,11 +165,21 @@ pub async fn pending_migrations(db: &DatabaseConnection) -> Result<Vec<String>, 
         .map_err(|e| ConnectError::Migrate(e.to_string()))
 }
 
-/// Applies every pending migration.
+/// Applies every pending migration, then distributes the schema where the database has Citus
+/// (`tokenvault_migrations::citus`; nothing elsewhere).
 pub async fn migrate(db: &DatabaseConnection) -> Result<(), ConnectError> {
     Migrator::up(db, None)
         .await
-        .map_err(|e| ConnectError::Migrate(e.to_string()))
+        .map_err(|e| ConnectError::Migrate(e.to_string()))?;
+    let distributed = tokenvault_migrations::citus::distribute(db)
+        .await
+        .map_err(|e| {
+            ConnectError::Migrate(format!("cannot distribute the schema on Citus: {e}"))
+        })?;
+    if let tokenvault_migrations::citus::Distribution::Converted(tables) = distributed {
+        tracing::info!(tables = %tables.join(", "), "distributed the schema on Citus");
+    }
+    Ok(())
 }
 
 /// Fresh planner statistics on PostgreSQL (`ANALYZE`), as after a bulk load; its autovacuum does

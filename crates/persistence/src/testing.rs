@@ -7,6 +7,8 @@ use crate::Database;
 use sea_orm::sqlx::{Connection, Executor, PgConnection};
 use uuid::Uuid;
 
+mod citus;
+
 /// The environment variable naming the PostgreSQL server for tests.
 pub const POSTGRES_ENV: &str = "TOKENVAULT_TEST_DATABASE_URL";
 
@@ -56,7 +58,12 @@ pub struct TestDatabase {
 
 enum Cleanup {
     Dir(PathBuf),
-    Postgres { admin_url: String, name: String },
+    /// `workers`: the admin URLs of the Citus workers holding the same database, if any.
+    Postgres {
+        admin_url: String,
+        name: String,
+        workers: Vec<String>,
+    },
 }
 
 fn with_database(url: &str, name: &str) -> String {
@@ -76,8 +83,51 @@ fn with_database(url: &str, name: &str) -> String {
 }
 
 impl TestDatabase {
-    /// Creates and migrates a fresh database on `backend`.
+    /// Creates and migrates a fresh database on `backend` (distributed, where the PostgreSQL
+    /// server is a Citus coordinator).
     pub async fn create(backend: Backend) -> Self {
+        Self::create_with(backend, true).await
+    }
+
+    /// A fresh migrated PostgreSQL database that is not a Citus database even on a Citus
+    /// coordinator (until [`TestDatabase::add_citus`]): a single-node database as it was
+    /// before its server gained Citus.
+    pub async fn create_undistributed() -> Self {
+        Self::create_with(Backend::Postgres, false).await
+    }
+
+    /// The Citus workers of this database's server (their admin URLs); none off Citus.
+    pub fn citus_workers(&self) -> &[String] {
+        match &self.cleanup {
+            Cleanup::Postgres { workers, .. } => workers,
+            Cleanup::Dir(_) => &[],
+        }
+    }
+
+    /// Makes this database a Citus database of its server's cluster: the database and the
+    /// extension on every worker, the extension on the coordinator, the workers added. The
+    /// schema is distributed by the next migration.
+    ///
+    /// # Panics
+    /// Off Citus, or when the cluster refuses.
+    pub async fn add_citus(&self) {
+        let Cleanup::Postgres {
+            admin_url,
+            name,
+            workers,
+        } = &self.cleanup
+        else {
+            panic!("add_citus needs PostgreSQL");
+        };
+        assert!(!workers.is_empty(), "add_citus needs a Citus coordinator");
+        let mut admin = PgConnection::connect(admin_url)
+            .await
+            .expect("reach the Citus coordinator");
+        citus::prepare(&mut admin, &self.url, name, workers).await;
+        let _ = admin.close().await;
+    }
+
+    async fn create_with(backend: Backend, distributed: bool) -> Self {
         let (url, cleanup) = match backend {
             Backend::Sqlite => {
                 let dir = std::env::temp_dir()
@@ -100,10 +150,19 @@ impl TestDatabase {
                     )))
                     .await
                     .expect("CREATE DATABASE");
+                let url = with_database(&admin_url, &name);
+                let workers = citus::workers(&mut admin, &admin_url).await;
+                if distributed && !workers.is_empty() {
+                    citus::prepare(&mut admin, &url, &name, &workers).await;
+                }
                 let _ = admin.close().await;
                 (
-                    with_database(&admin_url, &name),
-                    Cleanup::Postgres { admin_url, name },
+                    url,
+                    Cleanup::Postgres {
+                        admin_url,
+                        name,
+                        workers,
+                    },
                 )
             }
         };
@@ -198,7 +257,11 @@ impl TestDatabase {
             Cleanup::Dir(dir) => {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            Cleanup::Postgres { admin_url, name } => {
+            Cleanup::Postgres {
+                admin_url,
+                name,
+                workers,
+            } => {
                 if let Ok(mut admin) = PgConnection::connect(&admin_url).await {
                     let _ = admin
                         .execute(sea_orm::sqlx::AssertSqlSafe(format!(
@@ -207,6 +270,7 @@ impl TestDatabase {
                         .await;
                     let _ = admin.close().await;
                 }
+                citus::drop_on_workers(&name, &workers).await;
             }
         }
     }

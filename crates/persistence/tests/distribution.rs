@@ -111,3 +111,13 @@ async fn the_named_reference_tables_exist() {
     }
     db.destroy().await;
 }
+
+/// The tables the Citus step makes reference tables are the ones the docs name.
+#[test]
+fn the_docs_name_the_reference_tables_the_citus_step_makes() {
+    let named: Vec<String> = tokenvault_migrations::citus::REFERENCE_TABLES
+        .iter()
+        .map(|t| (*t).to_string())
+        .collect();
+    assert_eq!(reference_tables(), named);
+}
