@@ -288,12 +288,19 @@ async fn moved_and_copied(
     }
 }
 
-/// Whether `err` is a violation of the unique (tenant, seq) index.
+/// Whether `err` is a violation of the unique (tenant, seq) index: by SQLSTATE and constraint
+/// on one PostgreSQL; on Citus, whose `COPY` reports a shard's violation as `XX000` with the
+/// worker's message naming the shard's index (`…_seq_102091`), by that message.
 fn seq_taken(err: &sqlx::Error) -> bool {
     match err {
-        sqlx::Error::Database(db) => db
-            .try_downcast_ref::<PgDatabaseError>()
-            .is_some_and(|pg| pg.code() == "23505" && pg.constraint() == Some(SEQ_INDEX)),
+        sqlx::Error::Database(db) => db.try_downcast_ref::<PgDatabaseError>().is_some_and(|pg| {
+            (pg.code() == "23505" && pg.constraint() == Some(SEQ_INDEX))
+                || (pg.code() == "XX000"
+                    && pg
+                        .message()
+                        .starts_with("duplicate key value violates unique constraint")
+                    && pg.message().contains(&format!("\"{SEQ_INDEX}_")))
+        }),
         _ => false,
     }
 }

@@ -20,7 +20,7 @@ use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::reads::Reads;
-use crate::repo_error::repo_err;
+use crate::repo_error::{repo_err, sql_err};
 use crate::rows::reactor::{
     configuration_json, formula_to_active, formula_to_domain, parameters_json, reactor_to_active,
     reactor_to_domain, values_json,
@@ -290,7 +290,7 @@ impl FormulaRepository for SeaOrmFormulaRepository {
         match result {
             Ok(r) if r.rows_affected > 0 => Ok(FormulaDelete::Deleted),
             Ok(_) => Ok(FormulaDelete::Missing),
-            Err(e) if matches!(e.sql_err(), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {
+            Err(e) if matches!(sql_err(&e), Some(SqlErr::ForeignKeyConstraintViolation(_))) => {
                 Ok(FormulaDelete::InUse)
             }
             Err(e) => Err(repo_err(e)),

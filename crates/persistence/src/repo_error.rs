@@ -1,14 +1,43 @@
 //! The one translation of SQL errors into the ports' error contract, below every module that
 //! runs a statement.
 
-use sea_orm::{DbErr, SqlErr};
+use sea_orm::{DbErr, RuntimeErr, SqlErr};
 use tokenvault_domain::RepoError;
 
 /// The one translation of SQL errors into the ports' error contract.
 pub(crate) fn repo_err(err: DbErr) -> RepoError {
-    match err.sql_err() {
+    match sql_err(&err) {
         Some(SqlErr::UniqueConstraintViolation(what)) => RepoError::Conflict(what),
         Some(SqlErr::ForeignKeyConstraintViolation(what)) => RepoError::Gone(what),
         _ => RepoError::Backend(Box::new(err)),
+    }
+}
+
+/// A constraint violation, as SeaORM reads it from the SQLSTATE, or as Citus reports it from a
+/// statement it pulls to the coordinator and copies out to the shards (`INSERT … SELECT` from
+/// `UNNEST` or `VALUES`): SQLSTATE `XX000`, the worker's message, which names the shard's
+/// index (`tokens_pkey_102017`, so a test of the name by substring still holds).
+pub(crate) fn sql_err(err: &DbErr) -> Option<SqlErr> {
+    err.sql_err().or_else(|| copied_out(err))
+}
+
+fn copied_out(err: &DbErr) -> Option<SqlErr> {
+    let (DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e))) = err
+    else {
+        return None;
+    };
+    let sea_orm::sqlx::Error::Database(db) = &**e else {
+        return None;
+    };
+    if db.code().as_deref() != Some("XX000") {
+        return None;
+    }
+    let message = db.message();
+    if message.starts_with("duplicate key value violates unique constraint") {
+        Some(SqlErr::UniqueConstraintViolation(message.to_string()))
+    } else if message.contains("violates foreign key constraint") {
+        Some(SqlErr::ForeignKeyConstraintViolation(message.to_string()))
+    } else {
+        None
     }
 }

@@ -46,6 +46,25 @@ const PURGE_ORDER: [&str; 13] = [
     "reactor_formulas",
 ];
 
+/// Each table's primary key, by which a PostgreSQL batch is deleted (entries in
+/// [`PURGE_ORDER`]'s order). Not `ctid`: Citus refuses a modification that finds its rows by
+/// `ctid`, and by the key the batch is one statement on the tenant's shard there.
+const PURGE_KEYS: [&str; 13] = [
+    "id",
+    "id",
+    "tenant_id, id",
+    "tenant_id, parent_id, child_id",
+    "tenant_id, month, token_id",
+    "tenant_id, id",
+    "tenant_id, container, token_type, shard",
+    "tenant_id, month, shard",
+    "tenant_id, application_id, key",
+    "tenant_id, id",
+    "tenant_id",
+    "tenant_id, id",
+    "tenant_id, id",
+];
+
 /// The tables whose rows hold the tenant's keys, deleted with the tombstone's making: the
 /// first of [`PURGE_ORDER`].
 const KEY_TABLES: usize = 3;
@@ -106,29 +125,80 @@ pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u
     // Nothing of it left: the tombstone, unless a row was written since (by a request already
     // past its key) or is held by another instance's purge: then it waits for the next round,
     // and no delete ever cascades through more than a batch.
-    let empty: Vec<String> = PURGE_ORDER
-        .iter()
-        .map(|table| format!("NOT EXISTS (SELECT 1 FROM {table} WHERE tenant_id = tenants.id)"))
-        .collect();
-    let gone = tenant::Entity::delete_many()
-        .filter(tenant::Column::Id.eq(id))
-        .filter(tenant::Column::DeletedAt.is_not_null())
-        .filter(Expr::cust(empty.join(" AND ")))
-        .exec(db)
-        .await
-        .map_err(repo_err)?;
-    if gone.rows_affected > 0 {
-        return Ok(gone.rows_affected);
+    if delete_tombstone(db, id).await? {
+        return Ok(1);
     }
     // Refused: rows written meanwhile are taken now; rows held elsewhere wait for a later call.
     take_some(db, id, batch).await
 }
 
+/// Deletes tombstone `id` if none of its tables holds a row. In one transaction that locks the
+/// tombstone first (an insert for it that arrives meanwhile waits, then its foreign key refuses
+/// it), asks each table on its own, by the tenant (on Citus a statement on one shard each; a
+/// delete of a reference table with subqueries over distributed tables is refused there), and
+/// deletes it. `false`: not a tombstone any more, or a table still holds a row.
+///
+/// SQLite has one writer and no Citus: one statement there, with the emptiness as its
+/// condition (a transaction that reads before it writes could not wait for the writer).
+async fn delete_tombstone(db: &DatabaseConnection, id: Uuid) -> Result<bool, RepoError> {
+    let backend = db.get_database_backend();
+    if backend != DatabaseBackend::Postgres {
+        let empty: Vec<String> = PURGE_ORDER
+            .iter()
+            .map(|table| format!("NOT EXISTS (SELECT 1 FROM {table} WHERE tenant_id = tenants.id)"))
+            .collect();
+        let gone = tenant::Entity::delete_many()
+            .filter(tenant::Column::Id.eq(id))
+            .filter(tenant::Column::DeletedAt.is_not_null())
+            .filter(Expr::cust(empty.join(" AND ")))
+            .exec(db)
+            .await
+            .map_err(repo_err)?;
+        return Ok(gone.rows_affected > 0);
+    }
+    let txn = db.begin().await.map_err(repo_err)?;
+    let locked: Option<Uuid> = tenant::Entity::find()
+        .filter(tenant::Column::Id.eq(id))
+        .filter(tenant::Column::DeletedAt.is_not_null())
+        .select_only()
+        .column(tenant::Column::Id)
+        .lock_exclusive()
+        .into_tuple()
+        .one(&txn)
+        .await
+        .map_err(repo_err)?;
+    if locked.is_none() {
+        txn.rollback().await.map_err(repo_err)?;
+        return Ok(false);
+    }
+    for table in PURGE_ORDER {
+        let left = txn
+            .query_one_raw(Statement::from_sql_and_values(
+                backend,
+                format!("SELECT 1 FROM {table} WHERE tenant_id = $1 LIMIT 1"),
+                [id.into()],
+            ))
+            .await
+            .map_err(repo_err)?;
+        if left.is_some() {
+            txn.rollback().await.map_err(repo_err)?;
+            return Ok(false);
+        }
+    }
+    tenant::Entity::delete_many()
+        .filter(tenant::Column::Id.eq(id))
+        .exec(&txn)
+        .await
+        .map_err(repo_err)?;
+    txn.commit().await.map_err(repo_err)?;
+    Ok(true)
+}
+
 /// Deletes at most `batch` rows of the first of the tenant's tables in [`PURGE_ORDER`] that
 /// has any it can take; how many (0: none).
 async fn take_some(db: &DatabaseConnection, id: Uuid, batch: u64) -> Result<u64, RepoError> {
-    for table in PURGE_ORDER {
-        let taken = delete_some(db, table, id, batch).await?;
+    for (table, key) in PURGE_ORDER.into_iter().zip(PURGE_KEYS) {
+        let taken = delete_some(db, (table, key), id, batch).await?;
         if taken > 0 {
             return Ok(taken);
         }
@@ -136,10 +206,11 @@ async fn take_some(db: &DatabaseConnection, id: Uuid, batch: u64) -> Result<u64,
     Ok(0)
 }
 
-/// Deletes at most `batch` of the tenant's rows of `table` (a name of [`PURGE_ORDER`]).
+/// Deletes at most `batch` of the tenant's rows of `table` (a name of [`PURGE_ORDER`], with
+/// its primary key).
 async fn delete_some(
     db: &DatabaseConnection,
-    table: &str,
+    (table, key): (&str, &str),
     tenant_id: Uuid,
     batch: u64,
 ) -> Result<u64, RepoError> {
@@ -148,8 +219,8 @@ async fn delete_some(
     let sql = match backend {
         // Rows another instance's purge holds are skipped, not waited for.
         DatabaseBackend::Postgres => format!(
-            "DELETE FROM {table} WHERE ctid = ANY(ARRAY(\
-             SELECT ctid FROM {table} WHERE tenant_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED))"
+            "DELETE FROM {table} WHERE tenant_id = $1 AND ({key}) IN (\
+             SELECT {key} FROM {table} WHERE tenant_id = $1 LIMIT $2 FOR UPDATE SKIP LOCKED)"
         ),
         _ => format!(
             "DELETE FROM {table} WHERE rowid IN (\

@@ -77,21 +77,52 @@ pub async fn counted_total(
 /// whose inserts and deletes cancel out): a sum without them is the same, and a tenant that
 /// cycles through containers leaves no row behind for each. Returns how many were dropped.
 ///
+/// One tenant's (`Some`), or every tenant's (`None`, the expiry sweep): the sweep spans tenants
+/// on purpose, reading which tenants have such rows in one statement over every shard (on
+/// Citus a multi-shard read, without locks), then dropping them tenant by tenant, each a
+/// statement on that tenant's shard.
+///
 /// On PostgreSQL the rows are locked in key order, as the count triggers lock theirs, and a row
 /// a writer holds is left for the next time: a plain `DELETE … WHERE live = 0` locked them in
 /// the order it found them, and could deadlock with an insert that held one and waited for
 /// another.
-pub(crate) async fn drop_empty(db: &impl ConnectionTrait) -> Result<u64, RepoError> {
-    let sql = match db.get_database_backend() {
-        DatabaseBackend::Postgres => DROP_EMPTY_POSTGRES,
-        _ => "DELETE FROM token_counts WHERE live = 0",
+pub(crate) async fn drop_empty(
+    db: &impl ConnectionTrait,
+    tenant: Option<Uuid>,
+) -> Result<u64, RepoError> {
+    let backend = db.get_database_backend();
+    let tenants = match tenant {
+        Some(id) => vec![id],
+        None => db
+            .query_all_raw(Statement::from_string(
+                backend,
+                "SELECT DISTINCT tenant_id FROM token_counts WHERE live = 0",
+            ))
+            .await
+            .map_err(repo_err)?
+            .iter()
+            .map(|row| row.try_get_by_index::<Uuid>(0))
+            .collect::<Result<_, _>>()
+            .map_err(repo_err)?,
     };
-    let result = db.execute_unprepared(sql).await.map_err(repo_err)?;
-    Ok(result.rows_affected())
+    let sql = match backend {
+        DatabaseBackend::Postgres => DROP_EMPTY_POSTGRES,
+        _ => "DELETE FROM token_counts WHERE tenant_id = ?1 AND live = 0",
+    };
+    let mut dropped = 0;
+    for id in tenants {
+        let result = db
+            .execute_raw(Statement::from_sql_and_values(backend, sql, [id.into()]))
+            .await
+            .map_err(repo_err)?;
+        dropped += result.rows_affected();
+    }
+    Ok(dropped)
 }
 
 const DROP_EMPTY_POSTGRES: &str = "DELETE FROM token_counts c USING ( \
-     SELECT tenant_id, container, token_type, shard FROM token_counts WHERE live = 0 \
+     SELECT tenant_id, container, token_type, shard FROM token_counts \
+     WHERE tenant_id = $1 AND live = 0 \
      ORDER BY tenant_id, container, token_type, shard FOR UPDATE SKIP LOCKED) e \
-     WHERE c.tenant_id = e.tenant_id AND c.container = e.container \
+     WHERE c.tenant_id = $1 AND c.tenant_id = e.tenant_id AND c.container = e.container \
      AND c.token_type = e.token_type AND c.shard = e.shard AND c.live = 0";

@@ -289,7 +289,7 @@ impl TokenRepository for SeaOrmTokenRepository {
             deleted += result.rows_affected;
         }
         if deleted > 0 {
-            drop_empty(&self.db).await?;
+            drop_empty(&self.db, Some(tenant_id)).await?;
         }
         Ok(deleted)
     }
@@ -412,7 +412,7 @@ impl TokenRepository for SeaOrmTokenRepository {
             .exec(&self.db)
             .await
             .map_err(repo_err)?;
-        drop_empty(&self.db).await?;
+        drop_empty(&self.db, None).await?;
         Ok(result.rows_affected)
     }
 

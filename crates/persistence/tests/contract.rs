@@ -12,7 +12,7 @@ use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{ApplicationRepository, TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
-use tokenvault_persistence::testing::{TestDatabase, backends, read_paths};
+use tokenvault_persistence::testing::{Backend, TestDatabase, backends, read_paths};
 use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
 use uuid::Uuid;
 
@@ -334,7 +334,13 @@ async fn expired_applications_are_deleted() {
 async fn migrations_go_down_and_up_again() {
     use tokenvault_migrations::{Migrator, MigratorTrait};
     for backend in backends() {
-        let db = TestDatabase::create(backend).await;
+        // Down migrations are for development on one database: on a Citus coordinator the
+        // database is left undistributed (Citus refuses some of their DDL on distributed
+        // tables, docs/operations.md).
+        let db = match backend {
+            Backend::Postgres => TestDatabase::create_undistributed().await,
+            Backend::Sqlite => TestDatabase::create(backend).await,
+        };
         let applied = Migrator::get_applied_migrations(db.db.connection())
             .await
             .unwrap()

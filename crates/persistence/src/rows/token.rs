@@ -16,12 +16,12 @@ use tokenvault_domain::token::StoredToken;
 use super::Fields;
 use super::write::{Put, SqliteValues, WriteError, put_row};
 use crate::entity::token;
-use crate::repo_error::repo_err;
+use crate::repo_error::{repo_err, sql_err};
 use crate::stamp::{stamp, unstamp};
 
 /// A unique violation, told apart by the index it hit; other errors are backend failures.
 pub(crate) fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
-    match err.sql_err() {
+    match sql_err(&err) {
         Some(SqlErr::UniqueConstraintViolation(what)) if what.contains("dedup") => {
             Ok(TokenWrite::DuplicateFingerprint)
         }
