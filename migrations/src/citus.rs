@@ -56,8 +56,12 @@ const STATEMENT_TRIGGERS_DROPPED: [&str; 4] = [
 ];
 
 /// The row trigger that keeps `token_counts` and `token_months` on Citus (see the module
-/// documentation): the same counts as the statement triggers of migrations 12 and 16, counter
-/// row by counter row (`shard` from the token id for counts, from the backend for months).
+/// documentation): the same sums as the statement triggers of migrations 12 and 16, counter
+/// row by counter row. The counter row of a change is the writing backend's (`shard` from
+/// its process id), not the token's: a row trigger takes counter rows in the order of the
+/// statement's rows, and two group inserts over the same containers, each taking the rows
+/// its tokens' ids pick, deadlocked (measured: `token_insert_contract`). A delete may so
+/// subtract on another row than its insert added to; only the sum is read.
 /// Created once every table is distributed: the rows `create_distributed_table` copies into the
 /// shards are counted already, and their copy must not fire it. One statement each: Citus
 /// sends each to the workers as one prepared statement.
@@ -66,12 +70,12 @@ pub const ROW_TRIGGERS: [&str; 4] = [
 BEGIN
   IF TG_OP <> 'INSERT' THEN
     INSERT INTO token_counts AS c (tenant_id, container, token_type, shard, live)
-    VALUES (OLD.tenant_id, OLD.container, OLD.token_type, (hashtext(OLD.id) & 15)::smallint, -1)
+    VALUES (OLD.tenant_id, OLD.container, OLD.token_type, (pg_backend_pid() & 15)::smallint, -1)
     ON CONFLICT (tenant_id, container, token_type, shard) DO UPDATE SET live = c.live - 1;
   END IF;
   IF TG_OP <> 'DELETE' THEN
     INSERT INTO token_counts AS c (tenant_id, container, token_type, shard, live)
-    VALUES (NEW.tenant_id, NEW.container, NEW.token_type, (hashtext(NEW.id) & 15)::smallint, 1)
+    VALUES (NEW.tenant_id, NEW.container, NEW.token_type, (pg_backend_pid() & 15)::smallint, 1)
     ON CONFLICT (tenant_id, container, token_type, shard) DO UPDATE SET live = c.live + 1;
   END IF;
   IF TG_OP = 'INSERT' THEN

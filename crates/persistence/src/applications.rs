@@ -146,7 +146,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         limit: u64,
         now: OffsetDateTime,
     ) -> Result<Option<KeyedSearch>, RepoError> {
-        if let Some(pg) = self.reads.pg() {
+        if let Some(pg) = self.reads.pg_joined() {
             return keyed_search::key_and_search(
                 pg,
                 hash_hex(hash),
@@ -158,7 +158,8 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .await;
         }
         // SQLite reads a key and a page on the calling thread, each a few microseconds
-        // (`direct.rs`): nothing to join.
+        // (`direct.rs`): nothing to join. Citus: the key alone; the use case then searches the
+        // tenant's tokens by its id.
         Ok(self
             .find_by_key_hash(hash)
             .await?
@@ -177,7 +178,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         now: OffsetDateTime,
     ) -> Result<Option<KeyedReactor>, RepoError> {
         let token_id = token_id.as_deref();
-        if let Some(pg) = self.reads.pg() {
+        if let Some(pg) = self.reads.pg_joined() {
             return keyed_reactor::key_and_reactor_postgres(
                 pg,
                 hash_hex(hash),

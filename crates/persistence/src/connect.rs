@@ -145,13 +145,22 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<Database, ConnectE
             .connect(url)
             .await
             .map_err(|e| ConnectError::Connect(e.to_string()))?;
+        // A database with the citus extension is distributed by `migrate`
+        // (`tokenvault_migrations::citus`), or refused there.
+        let citus: bool = sea_orm::sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')",
+        )
+        .fetch_one(&pool)
+        .await
+        .map_err(|e| ConnectError::Connect(e.to_string()))?;
         let pg = pg_direct::PgDirect::open(&pool).map_err(|e| {
             ConnectError::Connect(format!("cannot start the PostgreSQL writer threads: {e}"))
         })?;
         Ok(Database::new(
             SqlxPostgresConnector::from_sqlx_postgres_pool(pool),
             Engine::Postgres(pg),
-        ))
+        )
+        .distributed(citus))
     } else {
         Err(ConnectError::UnsupportedUrl)
     }

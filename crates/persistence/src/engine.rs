@@ -26,6 +26,9 @@ use crate::pg_key_group::KeyGroup;
 use crate::reads::Reads;
 
 /// One backend's machinery beside the pool.
+///
+/// On Citus (PostgreSQL with the extension) the same machinery runs, but for the joined reads
+/// ([`Database::distributed`]).
 #[derive(Clone, Debug)]
 pub(crate) enum Engine {
     /// A SQLite file.
@@ -40,8 +43,10 @@ pub(crate) enum Engine {
 pub struct Database {
     db: DatabaseConnection,
     engine: Engine,
-    /// PostgreSQL's grouped key-and-token reads; `None` on SQLite.
+    /// PostgreSQL's grouped key-and-token reads; `None` on SQLite and on Citus.
     key_group: Option<Arc<KeyGroup>>,
+    /// A Citus database ([`Database::distributed`]).
+    distributed: bool,
 }
 
 impl Database {
@@ -54,7 +59,22 @@ impl Database {
             db,
             engine,
             key_group,
+            distributed: false,
         }
+    }
+
+    /// Marks a Citus database, whose tenant-owned tables are distributed by tenant: no
+    /// statement may find a tenant's rows through another table's row, as the joined fast
+    /// paths do (key → tenant → token, in one statement or in a batch of many keys), since
+    /// Citus can route a statement to the tenant's node only when it names the tenant. Such
+    /// reads take their two-step paths instead: the key (reference tables), then the tenant's
+    /// rows by its id.
+    pub(crate) fn distributed(mut self, citus: bool) -> Self {
+        self.distributed = citus;
+        if citus {
+            self.key_group = None;
+        }
+        self
     }
 
     /// PostgreSQL's key-and-token reads answered together; `None` on SQLite.
@@ -100,7 +120,7 @@ impl Database {
 
     /// Where the repositories' point reads run.
     pub(crate) fn reads(&self) -> Reads {
-        Reads::new(self.db.clone(), self.postgres())
+        Reads::new(self.db.clone(), self.postgres(), self.distributed)
     }
 
     /// Closes the database for every clone of it: the pool, then the engine's threads, each

@@ -39,8 +39,10 @@ fn statement(
     limit: u64,
     now: OffsetDateTime,
 ) -> Option<Statement> {
+    // Never on Citus (`Reads::pg_joined`).
     let matches = search_query(
         DatabaseBackend::Postgres,
+        false,
         tenant_id,
         Some(condition),
         &Visibility::All,

@@ -182,9 +182,10 @@ impl ProxyRepository for SeaOrmProxyRepository {
         token_ids: &[String],
         now: OffsetDateTime,
     ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError> {
-        if self.reads.pg().is_none() || token_ids.is_empty() {
+        if self.reads.pg_joined().is_none() || token_ids.is_empty() {
             // SQLite: the proxy alone. Its point reads take microseconds on the calling
-            // thread, so the tokens are read once the caller is authorized.
+            // thread, so the tokens are read once the caller is authorized. Citus likewise:
+            // the tokens are then read by the proxy's tenant, on its node.
             return Ok(self.find_by_key_hash(hash).await?.map(|p| (p, None)));
         }
         // PostgreSQL: both statements at once, on two of the adapter's connections. The

@@ -28,17 +28,39 @@ use crate::pg_direct::PgDirect;
 pub(crate) struct Reads {
     db: DatabaseConnection,
     pg: Option<Arc<PgDirect>>,
+    /// A Citus database (`Database::distributed`).
+    distributed: bool,
 }
 
 impl Reads {
     /// The reads of `db`, on PostgreSQL through `pg`.
-    pub(crate) fn new(db: DatabaseConnection, pg: Option<Arc<PgDirect>>) -> Self {
-        Self { db, pg }
+    pub(crate) fn new(
+        db: DatabaseConnection,
+        pg: Option<Arc<PgDirect>>,
+        distributed: bool,
+    ) -> Self {
+        Self {
+            db,
+            pg,
+            distributed,
+        }
     }
 
     /// PostgreSQL's direct connections; `None` on SQLite.
     pub(crate) fn pg(&self) -> Option<&Arc<PgDirect>> {
         self.pg.as_ref()
+    }
+
+    /// Whether this is a Citus database (`Database::distributed`).
+    pub(crate) fn distributed(&self) -> bool {
+        self.distributed
+    }
+
+    /// PostgreSQL's direct connections for a statement that reaches a tenant's rows through
+    /// a key (the joined fast paths); `None` on SQLite, and on Citus, where such a statement
+    /// cannot be routed to the tenant's node and its two-step path runs instead.
+    pub(crate) fn pg_joined(&self) -> Option<&Arc<PgDirect>> {
+        self.pg.as_ref().filter(|_| !self.distributed)
     }
 
     /// The direct connections when `stmt` may run (and be tried again) there.

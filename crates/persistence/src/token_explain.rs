@@ -58,17 +58,23 @@ pub async fn explain_fingerprint_lookup(
 
 /// The plan of a search's first page for `condition`, as [`explain_list_page`] gives it.
 pub async fn explain_search_page(
-    db: &DatabaseConnection,
+    database: &crate::Database,
     tenant_id: Uuid,
     condition: &tokenvault_domain::ports::SearchCondition,
     now: OffsetDateTime,
 ) -> Result<Vec<String>, sea_orm::DbErr> {
     use sea_orm::QueryTrait as _;
+    let db = database.connection();
     let backend = db.get_database_backend();
     let visibility = tokenvault_domain::ports::Visibility::All;
-    let Some(query) =
-        crate::token_search::search_query(backend, tenant_id, Some(condition), &visibility, now)
-    else {
+    let Some(query) = crate::token_search::search_query(
+        backend,
+        database.reads().distributed(),
+        tenant_id,
+        Some(condition),
+        &visibility,
+        now,
+    ) else {
         return Ok(Vec::new());
     };
     let page = crate::token_search::search_page(backend, query, true, 20, 0).into_query();

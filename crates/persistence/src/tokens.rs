@@ -350,8 +350,15 @@ impl TokenRepository for SeaOrmTokenRepository {
         now: OffsetDateTime,
     ) -> Result<Page<StoredToken>, RepoError> {
         let backend = self.db.get_database_backend();
-        let Some(query) = search_query(backend, tenant_id, condition.as_ref(), visibility, now)
-        else {
+        let distributed = self.reads.distributed();
+        let Some(query) = search_query(
+            backend,
+            distributed,
+            tenant_id,
+            condition.as_ref(),
+            visibility,
+            now,
+        ) else {
             return Ok(Page {
                 items: Vec::new(),
                 total_items: 0,

@@ -63,7 +63,8 @@ async fn the_key_and_its_tenants_matches_in_one_read() {
             tokens.insert(t).await.unwrap();
         }
         let t = SearchCondition::Term("T".into());
-        let read_ahead = backend == Backend::Postgres;
+        // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        let read_ahead = backend == Backend::Postgres && db.citus_workers().is_empty();
 
         let found = apps
             .find_by_key_hash_with_search(&key, a, &t, 10, now())

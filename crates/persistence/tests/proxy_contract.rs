@@ -645,7 +645,9 @@ async fn the_key_finds_its_proxy_with_the_tokens_its_caller_may_use_of_its_own_t
             }
         };
         let usable = vec![(mine, "one".to_string()), (mine, "shared".to_string())];
-        if backend == tokenvault_persistence::testing::Backend::Postgres {
+        // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        let reads_ahead = db.citus_workers().is_empty();
+        if backend == tokenvault_persistence::testing::Backend::Postgres && reads_ahead {
             // Read with the proxy where they may be used, the live ones of its tenant only.
             assert_eq!(read(&with_auth, Some(my_key)).await, Some(usable.clone()));
             assert_eq!(read(&lending, None).await, Some(usable));

@@ -133,8 +133,24 @@ async fn kept_counts_follow_every_write_and_match_the_scan() {
             "removing the expired changes nothing"
         );
         // /pcix/ is empty now: the sweep drops rows that count nothing, so a tenant that
-        // cycles through containers does not leave a row behind for each.
-        assert_eq!(count_rows(&db.db, "container = '/pcix/'").await, 0);
+        // cycles through containers does not leave a row behind for each. On Citus a delete
+        // subtracts on its backend's row, not on the one its insert added to (`citus.rs`):
+        // there the rows left sum to nothing (at most 16 a container; docs/operations.md).
+        if db.citus_workers().is_empty() {
+            assert_eq!(count_rows(&db.db, "container = '/pcix/'").await, 0);
+        } else {
+            let rows = count_rows(&db.db, "container = '/pcix/'").await;
+            assert!(rows <= 16, "{rows} rows");
+            let pcix = TokenFilter {
+                visibility: prefixes(&["/pcix/"]),
+                ..filter()
+            };
+            assert_eq!(
+                counted(a, &pcix).await,
+                Some(0),
+                "{rows} rows that cancel out"
+            );
+        }
         assert!(count_rows(&db.db, "container = '/bank/'").await > 0);
 
         // Not decided by container and type: no kept count, the scan answers.
