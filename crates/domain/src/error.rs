@@ -85,6 +85,11 @@ pub enum Error {
     /// log waits to be written); it may be retried shortly. What is behind, for the log.
     #[error("overloaded: {0}")]
     Overloaded(&'static str),
+    /// A database node holding the tenant's rows cannot be reached (on a distributed database,
+    /// a node that is down): the request did not run, and may succeed when retried. The cause
+    /// goes to the log only.
+    #[error("unavailable")]
+    Unavailable(#[source] BoxError),
     /// Anything unexpected: what failed and, when there is one, its cause. Both go to the
     /// log only (the whole chain), never to a client.
     #[error("internal error: {context}")]
@@ -153,6 +158,10 @@ pub enum RepoError {
     /// The backend failed; the cause is for the log.
     #[error("storage failure")]
     Backend(#[source] BoxError),
+    /// A database node holding the rows cannot be reached (on Citus, a worker that is down);
+    /// the cause is for the log.
+    #[error("storage node unreachable")]
+    Unavailable(#[source] BoxError),
 }
 
 impl From<RepoError> for Error {
@@ -161,6 +170,7 @@ impl From<RepoError> for Error {
             RepoError::Conflict(what) => Error::Conflict(what),
             gone @ RepoError::Gone(_) => Error::internal_from("storage", gone),
             backend @ RepoError::Backend(_) => Error::internal_from("storage", backend),
+            unreachable @ RepoError::Unavailable(_) => Error::Unavailable(Box::new(unreachable)),
         }
     }
 }
@@ -168,6 +178,17 @@ impl From<RepoError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreachable_node_is_unavailable_not_internal() {
+        let down = RepoError::Unavailable(Box::new(std::io::Error::other("node down")));
+        let err = Error::from(down);
+        assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+        assert_eq!(
+            err.chain(),
+            "unavailable: storage node unreachable: node down"
+        );
+    }
 
     #[test]
     fn a_failed_foreign_key_is_an_internal_error_by_default() {

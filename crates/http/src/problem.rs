@@ -157,6 +157,17 @@ impl From<Error> for ApiError {
                     )
                 }
             }
+            Error::Unavailable(_) => {
+                tracing::warn!(error = %err.chain(), "request refused: a database node is unreachable");
+                Self {
+                    retry_after: Some(1),
+                    ..Self::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Part of the storage holding this tenant's data is unreachable; retry \
+                         after the Retry-After seconds.",
+                    )
+                }
+            }
             Error::Internal { .. } => {
                 // The whole cause chain goes to the log (with the trace id of the span), never
                 // to the client.
@@ -303,5 +314,19 @@ mod tests {
         assert_eq!(behind.retry_after(), Some(1));
         let response = behind.error_response();
         assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
+    }
+
+    #[test]
+    fn an_unreachable_database_node_is_503_and_keeps_its_cause_out() {
+        let cause = std::io::Error::other("connection to the remote node 10.0.0.7:5432 failed");
+        let down = ApiError::from(Error::Unavailable(Box::new(cause)));
+        assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(down.retry_after(), Some(1));
+        let body = down.problem_body().to_string();
+        assert!(body.contains("unreachable"), "{body}");
+        assert!(
+            !body.contains("10.0.0.7"),
+            "the node stays in the log: {body}"
+        );
     }
 }

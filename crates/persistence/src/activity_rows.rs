@@ -30,6 +30,18 @@ static ACTIVITY_UNNEST: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// On Citus, [`ACTIVITY_UNNEST`] for one tenant's rows and without the lock on its row:
+/// `tenants` is a reference table there, whose row lock is taken on every node (one node down
+/// would fail every tenant's activity); the foreign key refuses a deleted tenant's rows.
+static ACTIVITY_UNNEST_CITUS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO token_activity ({cols}) SELECT u.* FROM UNNEST({arrays}) AS u({cols}) \
+         ON CONFLICT DO NOTHING",
+        cols = columns::<activity::Column>(None, &[]),
+        arrays = pg_params::<activity::Column>(&[], "[]"),
+    )
+});
+
 /// SQLite: a row, skipped if it is there already.
 static ACTIVITY: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -73,23 +85,49 @@ pub(crate) fn insert_on_writer(
     .map_err(crate::sqlite_tx::backend)
 }
 
-/// Writes `entries` on PostgreSQL, through SeaORM's pool.
+/// Writes `entries` on PostgreSQL, through SeaORM's pool. On Citus (`distributed`) one
+/// statement per tenant ([`ACTIVITY_UNNEST_CITUS`]): a tenant deleted meanwhile has its rows
+/// dropped, and a tenant whose node cannot be reached fails the flush only after the other
+/// tenants' rows are written.
 pub(crate) async fn insert_postgres(
     db: &DatabaseConnection,
     entries: &[(Uuid, String, String)],
+    distributed: bool,
 ) -> Result<(), RepoError> {
     let mut sorted: Vec<&(Uuid, String, String)> = entries.iter().collect();
     // Tenants and keys locked in one order by every flush (of this instance or another),
     // so two flushes of the same rows never wait on each other in opposite orders.
     sorted.sort_unstable();
+    if !distributed {
+        return insert_rows(db, &sorted, &ACTIVITY_UNNEST).await;
+    }
+    let mut failed = None;
+    for tenant in sorted.chunk_by(|a, b| a.0 == b.0) {
+        match insert_rows(db, tenant, &ACTIVITY_UNNEST_CITUS).await {
+            Ok(()) | Err(RepoError::Gone(_)) => {}
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+async fn insert_rows(
+    db: &DatabaseConnection,
+    rows: &[&(Uuid, String, String)],
+    sql: &str,
+) -> Result<(), RepoError> {
     let mut arrays = PgArrays::default();
-    for entry in sorted {
+    for entry in rows {
         put_row(&mut arrays, &[], |row| rows::activity::put(entry, row)).map_err(encoding)?;
     }
     let arguments = arrays.into_arguments().map_err(encoding)?;
-    sqlx::query_with(sqlx::AssertSqlSafe(ACTIVITY_UNNEST.as_str()), arguments)
+    sqlx::query_with(sqlx::AssertSqlSafe(sql), arguments)
         .execute(db.get_postgres_connection_pool())
         .await
-        .map_err(|e| RepoError::Backend(Box::new(e)))?;
+        .map_err(|e| {
+            crate::repo_error::repo_err(sea_orm::DbErr::Exec(sea_orm::RuntimeErr::SqlxError(
+                std::sync::Arc::new(e),
+            )))
+        })?;
     Ok(())
 }

@@ -36,6 +36,13 @@ use crate::rows::write::put_row;
 use crate::supervise::answered as database_answered;
 use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, Supervised, timed_out, within};
 
+/// On Citus, the tenant's row read without a lock: `tenants` is a reference table there, whose
+/// row lock is taken on every node, so one node down would fail every tenant's appends. There
+/// is no cascade to deadlock with: a tenant's rows are purged table by table before its
+/// tombstone goes (`tenant_purge.rs`), and the entries' foreign key, checked on the tenant's
+/// node, refuses a tenant gone meanwhile.
+const LIVE_TENANT: &str = "SELECT 1 FROM tenants WHERE id = $1";
+
 static FIRST_HEAD: LazyLock<String> = LazyLock::new(|| first_head(|n| format!("${n}")));
 
 static MOVE_HEAD: LazyLock<String> = LazyLock::new(|| move_head(|n| format!("${n}")));
@@ -84,10 +91,13 @@ fn stopped() -> RepoError {
 
 impl AuditWriter {
     /// Starts the thread, which connects with `options` on its first append.
-    pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
+    ///
+    /// `citus`: the tenant is checked without a lock on its row (`LIVE_TENANT`).
+    pub(crate) fn start(options: PgConnectOptions, citus: bool) -> std::io::Result<Self> {
         let (queue, mut rx) = mpsc::unbounded_channel();
+        let tenant_check = if citus { LIVE_TENANT } else { LOCK_TENANT };
         let thread = supervise::spawn("pg-audit", move |rt, stop| {
-            rt.block_on(run(&options, &mut rx, stop));
+            rt.block_on(run(&options, &mut rx, stop, tenant_check));
         })?;
         Ok(Self { queue, thread })
     }
@@ -138,6 +148,7 @@ async fn run(
     options: &PgConnectOptions,
     queue: &mut mpsc::UnboundedReceiver<Message>,
     stop: &Notify,
+    tenant_check: &'static str,
 ) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
@@ -173,7 +184,7 @@ async fn run(
                 },
             };
             // Past the deadline the transaction may be anywhere, its `COMMIT` included.
-            outcome = tokio::time::timeout(DEADLINE, write(live, &append))
+            outcome = tokio::time::timeout(DEADLINE, write(live, &append, tenant_check))
                 .await
                 .unwrap_or_else(|_| Err(Failed::AtCommit(timed_out())));
             match &outcome {
@@ -211,12 +222,16 @@ enum Failed {
 }
 
 /// One append's transaction on `conn`.
-async fn write(conn: &mut PgConnection, a: &Append) -> Result<AppendOutcome, Failed> {
+async fn write(
+    conn: &mut PgConnection,
+    a: &Append,
+    tenant_check: &'static str,
+) -> Result<AppendOutcome, Failed> {
     sqlx::raw_sql("BEGIN")
         .execute(&mut *conn)
         .await
         .map_err(Failed::Before)?;
-    match moved_and_copied(conn, a).await {
+    match moved_and_copied(conn, a, tenant_check).await {
         Ok(AppendOutcome::Appended) => {
             sqlx::raw_sql("COMMIT")
                 .execute(&mut *conn)
@@ -246,10 +261,11 @@ async fn rollback(conn: &mut PgConnection) -> Result<(), Failed> {
 async fn moved_and_copied(
     conn: &mut PgConnection,
     a: &Append,
+    tenant_check: &'static str,
 ) -> Result<AppendOutcome, sqlx::Error> {
     // The tenant's row first (`audit_rows::LOCK_TENANT`). A tenant already gone is an error, and
     // the domain then drops its events.
-    if sqlx::query(LOCK_TENANT)
+    if sqlx::query(tenant_check)
         .bind(a.tenant_id)
         .fetch_optional(&mut *conn)
         .await?
@@ -324,7 +340,7 @@ mod tests {
     async fn the_appender_carries_on_after_a_panic() {
         // Nothing connects before an append: the address need not answer.
         let options = PgConnectOptions::new().host("127.0.0.1").port(1);
-        let writer = AuditWriter::start(options).unwrap();
+        let writer = AuditWriter::start(options, false).unwrap();
         writer.queue.send(Message::Panic).unwrap();
         writer.settled().await.unwrap();
         writer.queue.send(Message::Panic).unwrap();

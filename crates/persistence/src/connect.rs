@@ -153,7 +153,7 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<Database, ConnectE
         .fetch_one(&pool)
         .await
         .map_err(|e| ConnectError::Connect(e.to_string()))?;
-        let pg = pg_direct::PgDirect::open(&pool).map_err(|e| {
+        let pg = pg_direct::PgDirect::open(&pool, citus).map_err(|e| {
             ConnectError::Connect(format!("cannot start the PostgreSQL writer threads: {e}"))
         })?;
         Ok(Database::new(

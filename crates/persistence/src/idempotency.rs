@@ -25,12 +25,15 @@ const CLAIM_ATTEMPTS: usize = 3;
 #[derive(Clone, Debug)]
 pub struct SeaOrmIdempotencyRepository {
     db: DatabaseConnection,
+    /// A Citus database (`Database::distributed`).
+    distributed: bool,
 }
 
 impl SeaOrmIdempotencyRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
+            distributed: db.reads().distributed(),
             db: db.connection().clone(),
         }
     }
@@ -143,11 +146,17 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
     }
 
     async fn delete_expired(&self, expired_before: OffsetDateTime) -> Result<u64, RepoError> {
-        let result = Entity::delete_many()
-            .filter(Column::CreatedAt.lt(stamp(expired_before)))
-            .exec(&self.db)
+        // Spans tenants on purpose (the sweep of old records): on Citus one `DELETE` over
+        // every shard, allowed in a transaction of its own.
+        let txn = crate::citus::fanning_out(&self.db, self.distributed)
             .await
             .map_err(repo_err)?;
+        let result = Entity::delete_many()
+            .filter(Column::CreatedAt.lt(stamp(expired_before)))
+            .exec(&txn)
+            .await
+            .map_err(repo_err)?;
+        txn.commit().await.map_err(repo_err)?;
         Ok(result.rows_affected)
     }
 

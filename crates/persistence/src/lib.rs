@@ -8,6 +8,7 @@ mod audit_append;
 mod audit_copy;
 mod audit_rows;
 mod checkpoint;
+mod citus;
 mod connect;
 mod direct;
 mod engine;

@@ -96,16 +96,17 @@ fn query_err(e: sqlx::Error) -> DbErr {
 
 impl PgDirect {
     /// The direct connections, token writer and audit appender of the PostgreSQL database
-    /// behind `pool`; its two threads start here.
+    /// behind `pool`; its two threads start here. `citus`: the database is distributed, and
+    /// the token writer writes one statement per tenant (`pg_group.rs`).
     ///
     /// # Errors
     /// A thread could not start.
-    pub(crate) fn open(pool: &PgPool) -> std::io::Result<Arc<Self>> {
+    pub(crate) fn open(pool: &PgPool, citus: bool) -> std::io::Result<Arc<Self>> {
         let options = (*pool.connect_options()).clone();
         let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
         Ok(Arc::new(Self {
-            writer: PgWriter::start(options.clone())?,
-            audit: AuditWriter::start(options.clone())?,
+            writer: PgWriter::start(options.clone(), citus)?,
+            audit: AuditWriter::start(options.clone(), citus)?,
             // Generic plans from the first execution on. Every statement here finds its rows
             // through an index whatever its values, but PostgreSQL plans a prepared statement
             // anew for each execution while a plan made for the values looks cheaper than the
@@ -113,7 +114,14 @@ impl PgDirect {
             // a row, the generic at 1 % of the table) was planned on every call at a million
             // tokens, 1.7 ms of planning for 0.2 ms of reading, and ran at half its rate at a
             // thousand tokens (docs/performance.md, "Token search").
-            options: options.options([("plan_cache_mode", "force_generic_plan")]),
+            // Not on Citus: a generic plan leaves the tenant's value unknown when Citus plans,
+            // and it cannot route a statement with a subquery then (a search's count failed:
+            // "could not create distributed plan").
+            options: if citus {
+                options
+            } else {
+                options.options([("plan_cache_mode", "force_generic_plan")])
+            },
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max.max(1)),
         }))

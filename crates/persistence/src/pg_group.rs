@@ -18,7 +18,7 @@
 //!
 //! Rows whose caller has left before their turn are not written.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
@@ -81,6 +81,52 @@ static SINGLE_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// On Citus, [`GROUP_SQL`] without [`TENANT_FREE`]: `tenants` is a reference table there, and
+/// a lock on its row is taken on every node, so one node down would fail every tenant's
+/// inserts (measured: `tests/citus.rs`). The foreign key, checked on the tenant's node against
+/// its copy of `tenants`, refuses a deleted tenant's rows instead (each row then alone).
+static GROUP_SQL_CITUS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO tokens ({cols}) SELECT u.* FROM UNNEST({arrays}) AS u({cols}) \
+         ON CONFLICT DO NOTHING RETURNING tenant_id, id",
+        cols = columns(),
+        arrays = pg_params::<token::Column>(NOT_INSERTED, "[]"),
+    )
+});
+
+/// On Citus, one row alone as a plain `INSERT … VALUES`, which Citus sends to the tenant's
+/// node as it is (no lock on `tenants`, as [`GROUP_SQL_CITUS`]).
+static SINGLE_SQL_CITUS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO tokens ({cols}) VALUES ({values})",
+        cols = columns(),
+        values = pg_params::<token::Column>(NOT_INSERTED, ""),
+    )
+});
+
+/// The writer's two statements: one PostgreSQL's, or Citus's.
+#[derive(Clone, Copy)]
+struct Sql {
+    group: &'static str,
+    single: &'static str,
+}
+
+impl Sql {
+    fn of(citus: bool) -> Self {
+        if citus {
+            Self {
+                group: GROUP_SQL_CITUS.as_str(),
+                single: SINGLE_SQL_CITUS.as_str(),
+            }
+        } else {
+            Self {
+                group: GROUP_SQL.as_str(),
+                single: SINGLE_SQL.as_str(),
+            }
+        }
+    }
+}
+
 type Reply = oneshot::Sender<Result<TokenWrite, RepoError>>;
 
 struct Pending {
@@ -98,10 +144,11 @@ pub(crate) struct PgWriter {
 
 impl PgWriter {
     /// Starts the thread; it ends when the writer is dropped (every sender gone) or stopped.
-    pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
+    /// `per_tenant` (Citus): each group is written one statement per tenant.
+    pub(crate) fn start(options: PgConnectOptions, per_tenant: bool) -> std::io::Result<Self> {
         let (rows, mut queue) = mpsc::unbounded_channel();
         let thread = supervise::spawn("pg-writer", move |rt, stop| {
-            rt.block_on(run(&options, &mut queue, stop));
+            rt.block_on(run(&options, &mut queue, stop, per_tenant));
         })?;
         Ok(Self { rows, thread })
     }
@@ -131,6 +178,7 @@ async fn run(
     options: &PgConnectOptions,
     queue: &mut mpsc::UnboundedReceiver<Pending>,
     stop: &Notify,
+    per_tenant: bool,
 ) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
@@ -172,7 +220,12 @@ async fn run(
         };
         let started = Instant::now();
         let rows = group.len();
-        if let Err(e) = write_group(live, group).await {
+        let written = if per_tenant {
+            write_per_tenant(live, group).await
+        } else {
+            write_group(live, group, Sql::of(false)).await
+        };
+        if let Err(e) = written {
             tracing::warn!(error = %e, "PostgreSQL group insert failed; reconnecting");
             conn = None;
         }
@@ -186,7 +239,12 @@ async fn run(
 }
 
 fn backend(e: &sqlx::Error) -> RepoError {
-    RepoError::Backend(format!("token insert: {e}").into())
+    let cause = format!("token insert: {e}").into();
+    if crate::repo_error::sqlx_node_unreachable(e) {
+        RepoError::Unavailable(cause)
+    } else {
+        RepoError::Backend(cause)
+    }
 }
 
 /// Whether `e` is PostgreSQL's `lock_not_available` (`55P03`): the connection's
@@ -204,25 +262,55 @@ fn answer_all(group: Vec<Pending>, e: &sqlx::Error) {
     }
 }
 
+/// Writes `group` one statement per tenant, each its own transaction: on Citus a statement
+/// with one tenant's rows runs on that tenant's node alone, where one with many tenants' rows
+/// is pulled to the coordinator and copied out to every shard it touches (one shard group per
+/// statement, docs/decisions.md §13). `Err` when the connection failed (every caller has had
+/// its answer).
+async fn write_per_tenant(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
+    let mut by_tenant: BTreeMap<Uuid, Vec<Pending>> = BTreeMap::new();
+    for p in group {
+        by_tenant.entry(p.row.tenant_id).or_default().push(p);
+    }
+    let mut tenants = by_tenant.into_values();
+    while let Some(rows) = tenants.next() {
+        if let Err(e) = write_group(conn, rows, Sql::of(true)).await {
+            for rest in tenants {
+                answer_all(rest, &e);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Writes `group`; `Err` when the connection failed (every caller has had its answer).
-async fn write_group(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
+async fn write_group(
+    conn: &mut PgConnection,
+    group: Vec<Pending>,
+    sql: Sql,
+) -> Result<(), sqlx::Error> {
     // A second row with an id already in the group waits for its own statement after it:
     // `RETURNING` names a stored row by (tenant, id), which must then stand for one caller.
     let mut ids = HashSet::new();
     let (group, twins): (Vec<Pending>, Vec<Pending>) = group
         .into_iter()
         .partition(|p| ids.insert((p.row.tenant_id, p.row.id.clone())));
-    if let Err(e) = write_unique(conn, group).await {
+    if let Err(e) = write_unique(conn, group, sql).await {
         answer_all(twins, &e);
         return Err(e);
     }
-    write_each(conn, twins).await
+    write_each(conn, twins, sql).await
 }
 
 /// Writes `group`, whose (tenant, id) pairs are distinct.
-async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Result<(), sqlx::Error> {
+async fn write_unique(
+    conn: &mut PgConnection,
+    mut group: Vec<Pending>,
+    sql: Sql,
+) -> Result<(), sqlx::Error> {
     if group.len() <= 1 {
-        return write_each(conn, group).await;
+        return write_each(conn, group, sql).await;
     }
     // As `/tokenize` batches are: `ON CONFLICT DO NOTHING` still waits for another
     // transaction's uncommitted entry while holding the ones it made.
@@ -245,10 +333,8 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
     };
     // Each statement within the deadline: past it, its rows may or may not have been committed,
     // as when a connection breaks, and their callers are answered with the error.
-    let statement = sqlx::query_as_with::<_, (Uuid, String), _>(
-        sqlx::AssertSqlSafe(GROUP_SQL.as_str()),
-        arguments,
-    );
+    let statement =
+        sqlx::query_as_with::<_, (Uuid, String), _>(sqlx::AssertSqlSafe(sql.group), arguments);
     let result = within(statement.fetch_all(&mut *conn)).await;
     match result {
         Ok(stored) => {
@@ -261,7 +347,7 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
                     left_out.push(p);
                 }
             }
-            write_each(conn, left_out).await
+            write_each(conn, left_out, sql).await
         }
         // A lock waited out (a table's, as a schema change takes it, or another
         // transaction's uncommitted rows): every row would wait as long again alone, with
@@ -271,7 +357,7 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
             Ok(())
         }
         // Refused as a whole (a foreign key): each row alone gets its own answer.
-        Err(e) if answered(&e) => write_each(conn, group).await,
+        Err(e) if answered(&e) => write_each(conn, group, sql).await,
         Err(e) => {
             answer_all(group, &e);
             Err(e)
@@ -279,10 +365,14 @@ async fn write_unique(conn: &mut PgConnection, mut group: Vec<Pending>) -> Resul
     }
 }
 
-async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), sqlx::Error> {
+async fn write_each(
+    conn: &mut PgConnection,
+    group: Vec<Pending>,
+    sql: Sql,
+) -> Result<(), sqlx::Error> {
     let mut group = group.into_iter();
     while let Some(p) = group.next() {
-        if let Err(e) = write_alone(conn, p).await {
+        if let Err(e) = write_alone(conn, p, sql).await {
             answer_all(group.collect(), &e);
             return Err(e);
         }
@@ -291,7 +381,7 @@ async fn write_each(conn: &mut PgConnection, group: Vec<Pending>) -> Result<(), 
 }
 
 /// One row in its own statement, answered with the index it hits.
-async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Error> {
+async fn write_alone(conn: &mut PgConnection, p: Pending, sql: Sql) -> Result<(), sqlx::Error> {
     let t = &p.row;
     let mut values = PgValues::default();
     if let Err(e) = put_row(&mut values, NOT_INSERTED, |row| {
@@ -300,7 +390,7 @@ async fn write_alone(conn: &mut PgConnection, p: Pending) -> Result<(), sqlx::Er
         let _ = p.reply.send(Err(backend(&sqlx::Error::Encode(e))));
         return Ok(());
     }
-    let statement = sqlx::query_with(sqlx::AssertSqlSafe(SINGLE_SQL.as_str()), values.0);
+    let statement = sqlx::query_with(sqlx::AssertSqlSafe(sql.single), values.0);
     let result = within(statement.execute(&mut *conn)).await;
     match result {
         Ok(done) if done.rows_affected() > 0 => {
@@ -384,7 +474,7 @@ mod tests {
         // Nothing answers on this port: a live writer fails each row at connecting, a stopped
         // one says it has stopped.
         let options = PgConnectOptions::new().host("127.0.0.1").port(1);
-        let writer = PgWriter::start(options).unwrap();
+        let writer = PgWriter::start(options, false).unwrap();
         let cause = |e: RepoError| {
             std::error::Error::source(&e).map_or_else(String::new, ToString::to_string)
         };

@@ -9,7 +9,27 @@ pub(crate) fn repo_err(err: DbErr) -> RepoError {
     match sql_err(&err) {
         Some(SqlErr::UniqueConstraintViolation(what)) => RepoError::Conflict(what),
         Some(SqlErr::ForeignKeyConstraintViolation(what)) => RepoError::Gone(what),
+        _ if node_unreachable(&err) => RepoError::Unavailable(Box::new(err)),
         _ => RepoError::Backend(Box::new(err)),
+    }
+}
+
+/// Whether the database answered that a node it needs cannot be reached: SQLSTATE class `08`
+/// reported by the server itself (Citus: "connection to the remote node … failed", `08006`),
+/// never a failure of this process's own connection.
+fn node_unreachable(err: &DbErr) -> bool {
+    let (DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e))) = err
+    else {
+        return false;
+    };
+    sqlx_node_unreachable(e)
+}
+
+/// [`node_unreachable`] of a driver error (the writers' own statements).
+pub(crate) fn sqlx_node_unreachable(err: &sea_orm::sqlx::Error) -> bool {
+    match err {
+        sea_orm::sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08")),
+        _ => false,
     }
 }
 

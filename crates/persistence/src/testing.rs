@@ -47,7 +47,8 @@ pub fn backends() -> Vec<Backend> {
 
 /// A fresh database with the real migrations applied.
 pub struct TestDatabase {
-    /// Its URL (for a server under test).
+    /// Its URL (for a server under test; on Citus its connections refuse statements over many
+    /// shards).
     pub url: String,
     /// A migrated pool on it.
     pub db: Database,
@@ -172,6 +173,15 @@ impl TestDatabase {
         crate::migrate(&db)
             .await
             .expect("migrate the test database");
+        // A server under test on Citus refuses statements over many shards: no request path
+        // may fan out to every node (jobs that span tenants allow it themselves). The
+        // harness's own pool may: tests count across tenants.
+        let url = match &cleanup {
+            Cleanup::Postgres { workers, .. } if !workers.is_empty() && distributed => {
+                citus::refusing_fan_out(&url)
+            }
+            _ => url,
+        };
         Self {
             url,
             db,
@@ -201,7 +211,8 @@ impl TestDatabase {
                     .db
                     .query_all_raw(Statement::from_string(
                         backend,
-                        "SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = 'public'",
+                        "SELECT table_name::text AS name FROM information_schema.tables \
+                         WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
                     ))
                     .await
                     .expect("list tables");

@@ -414,12 +414,21 @@ impl TokenRepository for SeaOrmTokenRepository {
     }
 
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
-        let result = token::Entity::delete_many()
-            .filter(token::Column::ExpiresAt.lte(stamp(now)))
-            .exec(&self.db)
+        let expired = token::Entity::delete_many().filter(token::Column::ExpiresAt.lte(stamp(now)));
+        if !self.reads.distributed() {
+            let result = expired.exec(&self.db).await.map_err(repo_err)?;
+            drop_empty(&self.db, None).await?;
+            return Ok(result.rows_affected);
+        }
+        // The sweep spans tenants on purpose: on Citus one `DELETE` over every shard and a
+        // read of every shard's empty counter rows, in a transaction that allows statements
+        // over many shards (`FAN_OUT`), whatever its connection refuses.
+        let txn = crate::citus::fanning_out(&self.db, true)
             .await
             .map_err(repo_err)?;
-        drop_empty(&self.db, None).await?;
+        let result = expired.exec(&txn).await.map_err(repo_err)?;
+        drop_empty(&txn, None).await?;
+        txn.commit().await.map_err(repo_err)?;
         Ok(result.rows_affected)
     }
 

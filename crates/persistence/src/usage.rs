@@ -28,12 +28,15 @@ pub struct SeaOrmUsageRepository {
     /// The backend's writer threads (`engine.rs`): a SQLite file's activity goes through its
     /// writer.
     engine: Engine,
+    /// A Citus database (`Database::distributed`): activity is written tenant by tenant.
+    distributed: bool,
 }
 
 impl SeaOrmUsageRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
+            distributed: db.reads().distributed(),
             engine: db.engine(),
             db: db.connection().clone(),
         }
@@ -79,7 +82,9 @@ impl UsageRepository for SeaOrmUsageRepository {
                         .run(move |conn| activity_rows::insert_on_writer(conn, &chunk))
                         .await?;
                 }
-                Engine::Postgres(_) => activity_rows::insert_postgres(&self.db, chunk).await?,
+                Engine::Postgres(_) => {
+                    activity_rows::insert_postgres(&self.db, chunk, self.distributed).await?;
+                }
             }
         }
         Ok(())

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use sea_orm::sqlx::{Connection, Executor, PgConnection};
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{TokenRepository, TokenWrite};
 use tokenvault_migrations::citus::{Distribution, REFERENCE_TABLES, distribute};
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
@@ -240,4 +241,77 @@ fn worker_address(url: &str) -> (String, u16) {
     let host_port = authority.rsplit('@').next().unwrap();
     let (host, port) = host_port.rsplit_once(':').unwrap();
     (host.to_string(), port.parse().unwrap())
+}
+
+/// The worker holding `tenant`'s shard of `tokens` (its port).
+async fn node_of(db: &DatabaseConnection, tenant: uuid::Uuid) -> i64 {
+    number(
+        db,
+        &format!(
+            "SELECT nodeport::bigint FROM citus_shards WHERE table_name = 'tokens'::regclass \
+             AND shardid = get_shard_id_for_distribution_column('tokens', '{tenant}')"
+        ),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_node_that_is_down_fails_its_tenants_as_unavailable_and_loses_nothing() {
+    let Some(db) = on_citus().await else { return };
+    db.add_citus().await;
+    tokenvault_persistence::migrate(&db.db).await.unwrap();
+    // Opened on the distributed database, as a server starting on it is: the adapter learns
+    // at connect that the database has Citus.
+    let opened =
+        tokenvault_persistence::connect(&db.url, tokenvault_persistence::DbOptions::new(4))
+            .await
+            .unwrap();
+    let tenants = SeaOrmTenantRepository::new(opened.clone());
+    let tokens = SeaOrmTokenRepository::new(opened.clone());
+    // A tenant on each of two workers, each with a token.
+    let mut on: std::collections::BTreeMap<i64, uuid::Uuid> = std::collections::BTreeMap::new();
+    for _ in 0..64 {
+        let t = tenant(&tenants).await;
+        on.entry(node_of(&db.db, t).await).or_insert(t);
+        if on.len() == 2 {
+            break;
+        }
+    }
+    let mut nodes = on.into_iter();
+    let ((down_port, down), (_, up)) = (nodes.next().unwrap(), nodes.next().unwrap());
+    for t in [down, up] {
+        let written = tokens.insert(&token(t, "kept", "/c/", now())).await;
+        assert_eq!(written.unwrap(), TokenWrite::Done);
+    }
+    // The node stops answering: re-pointed, in this database's metadata only, at a port where
+    // nothing listens (its rows stay where they are).
+    db.execute(&format!(
+        "SELECT citus_update_node(nodeid, '127.0.0.1', 1) FROM pg_dist_node \
+         WHERE nodeport = {down_port}"
+    ))
+    .await;
+    let read = tokens.get(down, "kept", now()).await;
+    assert!(matches!(read, Err(RepoError::Unavailable(_))), "{read:?}");
+    let written = tokens.insert(&token(down, "lost?", "/c/", now())).await;
+    assert!(
+        matches!(written, Err(RepoError::Unavailable(_))),
+        "{written:?}"
+    );
+    // The other worker's tenant goes on.
+    let theirs = tokens.get(up, "kept", now()).await.unwrap();
+    assert!(theirs.is_some());
+    let more = tokens.insert(&token(up, "more", "/c/", now())).await;
+    assert_eq!(more.unwrap(), TokenWrite::Done);
+    // Back: everything acknowledged is there, nothing refused was stored.
+    db.execute(&format!(
+        "SELECT citus_update_node(nodeid, '127.0.0.1', {down_port}) FROM pg_dist_node \
+         WHERE nodeport = 1"
+    ))
+    .await;
+    let kept = tokens.get(down, "kept", now()).await.unwrap();
+    assert!(kept.is_some(), "an acknowledged token is there");
+    let refused = tokens.get(down, "lost?", now()).await.unwrap();
+    assert!(refused.is_none(), "a refused write is not stored");
+    opened.close().await.unwrap();
+    db.destroy().await;
 }

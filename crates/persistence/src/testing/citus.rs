@@ -113,6 +113,13 @@ pub(super) async fn drop_on_workers(name: &str, workers: &[String]) {
     }
 }
 
+/// `url` with its connections refusing statements Citus runs over many shards
+/// (`citus.multi_task_query_log_level = 'error'`).
+pub(super) fn refusing_fan_out(url: &str) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-c%20citus.multi_task_query_log_level%3Derror")
+}
+
 /// `url` with its host and port replaced, on database `postgres`.
 fn with_node(url: &str, host: &str, port: i32) -> String {
     let scheme_end = url.find("://").map_or(0, |i| i + 3);
@@ -139,7 +146,7 @@ fn host_port(url: &str) -> (String, i32) {
 
 #[cfg(test)]
 mod tests {
-    use super::{host_port, with_node};
+    use super::{host_port, refusing_fan_out, with_node};
 
     #[test]
     fn worker_urls_keep_the_user_and_query() {
@@ -149,6 +156,10 @@ mod tests {
         assert_eq!(
             with_node("postgres://h/db", "w", 1),
             "postgres://w:1/postgres"
+        );
+        assert_eq!(
+            refusing_fan_out("postgres://h/db"),
+            "postgres://h/db?options=-c%20citus.multi_task_query_log_level%3Derror"
         );
     }
 }
