@@ -14,9 +14,10 @@ pub(crate) fn repo_err(err: DbErr) -> RepoError {
     }
 }
 
-/// Whether the database answered that a node it needs cannot be reached: SQLSTATE class `08`
-/// reported by the server itself (Citus: "connection to the remote node … failed", `08006`),
-/// never a failure of this process's own connection.
+/// Whether the database answered that a node it needs cannot be reached: a connection
+/// failure (`08006`, `08001`) reported by the server itself (Citus: "connection to the remote
+/// node … failed"), never a failure of this process's own connection, nor another code of
+/// the class (a protocol violation, `08P01`, is this process's bug: a 500, not a retry).
 fn node_unreachable(err: &DbErr) -> bool {
     let (DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e))) = err
     else {
@@ -28,7 +29,9 @@ fn node_unreachable(err: &DbErr) -> bool {
 /// [`node_unreachable`] of a driver error (the writers' own statements).
 pub(crate) fn sqlx_node_unreachable(err: &sea_orm::sqlx::Error) -> bool {
     match err {
-        sea_orm::sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08")),
+        sea_orm::sqlx::Error::Database(db) => {
+            matches!(db.code().as_deref(), Some("08006" | "08001"))
+        }
         _ => false,
     }
 }
@@ -55,7 +58,10 @@ fn copied_out(err: &DbErr) -> Option<SqlErr> {
     let message = db.message();
     if message.starts_with("duplicate key value violates unique constraint") {
         Some(SqlErr::UniqueConstraintViolation(message.to_string()))
-    } else if message.contains("violates foreign key constraint") {
+    } else if (message.starts_with("insert or update on table ")
+        || message.starts_with("update or delete on table "))
+        && message.contains("violates foreign key constraint")
+    {
         Some(SqlErr::ForeignKeyConstraintViolation(message.to_string()))
     } else {
         None

@@ -93,17 +93,7 @@ pub(crate) async fn drop_empty(
     let backend = db.get_database_backend();
     let tenants = match tenant {
         Some(id) => vec![id],
-        None => db
-            .query_all_raw(Statement::from_string(
-                backend,
-                "SELECT DISTINCT tenant_id FROM token_counts WHERE live = 0",
-            ))
-            .await
-            .map_err(repo_err)?
-            .iter()
-            .map(|row| row.try_get_by_index::<Uuid>(0))
-            .collect::<Result<_, _>>()
-            .map_err(repo_err)?,
+        None => empty_row_tenants(db).await?,
     };
     let sql = match backend {
         DatabaseBackend::Postgres => DROP_EMPTY_POSTGRES,
@@ -118,6 +108,21 @@ pub(crate) async fn drop_empty(
         dropped += result.rows_affected();
     }
     Ok(dropped)
+}
+
+/// The tenants with counter rows that count nothing: one read over every tenant (on Citus,
+/// over every shard: its caller allows that, `citus::fanning_out`).
+pub(crate) async fn empty_row_tenants(db: &impl ConnectionTrait) -> Result<Vec<Uuid>, RepoError> {
+    db.query_all_raw(Statement::from_string(
+        db.get_database_backend(),
+        "SELECT DISTINCT tenant_id FROM token_counts WHERE live = 0",
+    ))
+    .await
+    .map_err(repo_err)?
+    .iter()
+    .map(|row| row.try_get_by_index::<Uuid>(0))
+    .collect::<Result<_, _>>()
+    .map_err(repo_err)
 }
 
 const DROP_EMPTY_POSTGRES: &str = "DELETE FROM token_counts c USING ( \

@@ -27,7 +27,7 @@ use crate::rows::token::{
     NewLists, insert_order, list_json, metadata_json, to_active, to_domain, write_conflict,
 };
 use crate::stamp::stamp;
-use crate::token_count::{counted_total, drop_empty};
+use crate::token_count::{counted_total, drop_empty, empty_row_tenants};
 use crate::token_months::Created;
 use crate::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
@@ -420,15 +420,24 @@ impl TokenRepository for SeaOrmTokenRepository {
             drop_empty(&self.db, None).await?;
             return Ok(result.rows_affected);
         }
-        // The sweep spans tenants on purpose: on Citus one `DELETE` over every shard and a
-        // read of every shard's empty counter rows, in a transaction that allows statements
-        // over many shards (`FAN_OUT`), whatever its connection refuses.
+        // The sweep spans tenants on purpose: on Citus one `DELETE` over every shard, then a
+        // read of which tenants have empty counter rows, each in a short transaction that
+        // allows statements over many shards (`citus::fanning_out`), whatever the connection
+        // refuses; then each tenant's empty rows on their own, as on one PostgreSQL (one long
+        // transaction held the counter rows that inserts add to until the last tenant).
         let txn = crate::citus::fanning_out(&self.db, true)
             .await
             .map_err(repo_err)?;
         let result = expired.exec(&txn).await.map_err(repo_err)?;
-        drop_empty(&txn, None).await?;
         txn.commit().await.map_err(repo_err)?;
+        let txn = crate::citus::fanning_out(&self.db, true)
+            .await
+            .map_err(repo_err)?;
+        let tenants = empty_row_tenants(&txn).await?;
+        txn.commit().await.map_err(repo_err)?;
+        for tenant in tenants {
+            drop_empty(&self.db, Some(tenant)).await?;
+        }
         Ok(result.rows_affected)
     }
 
