@@ -228,7 +228,7 @@ impl AuditRepository for SeaOrmAuditRepository {
 
     async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
         // Spans tenants on purpose (`audit verify` checks every tenant): on Citus two reads
-        // over every shard, allowed in a transaction of their own (`citus::FAN_OUT`).
+        // over every shard, allowed in a transaction of their own (`citus::fanning_out`).
         let txn = crate::citus::fanning_out(&self.db, self.distributed)
             .await
             .map_err(repo_err)?;

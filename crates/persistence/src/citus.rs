@@ -8,7 +8,7 @@ use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, T
 /// tenants on purpose (the expiry sweep) says so with it. Connections may refuse them
 /// otherwise (`citus.multi_task_query_log_level = 'error'`, as the tests run on Citus:
 /// `testing/citus.rs`), so that no request path fans out to every node unnoticed.
-pub(crate) const FAN_OUT: &str = "SET LOCAL citus.multi_task_query_log_level = 'off'";
+const FAN_OUT: &str = "SET LOCAL citus.multi_task_query_log_level = 'off'";
 
 /// A transaction whose statements may span shards ([`FAN_OUT`]) on Citus (`distributed`), a
 /// plain one elsewhere: for the jobs that span tenants on purpose, which say so where they

@@ -336,17 +336,22 @@ mod tests {
         };
         let pg = text(DatabaseBackend::Postgres, Some(&term));
         assert!(pg.contains("IS TRUE"), "{pg}");
-        let (built, _) = search_query(
-            DatabaseBackend::Postgres,
-            false,
-            Uuid::nil(),
-            Some(&term),
-            &Visibility::All,
-            OffsetDateTime::UNIX_EPOCH,
-        )
-        .expect("visible")
-        .into_query()
-        .build(PostgresQueryBuilder);
+        // The statement as bound on PostgreSQL, on one database or on Citus (`distributed`).
+        let bound = |distributed| {
+            search_query(
+                DatabaseBackend::Postgres,
+                distributed,
+                Uuid::nil(),
+                Some(&term),
+                &Visibility::All,
+                OffsetDateTime::UNIX_EPOCH,
+            )
+            .expect("visible")
+            .into_query()
+            .build(PostgresQueryBuilder)
+            .0
+        };
+        let built = bound(false);
         assert!(built.contains("\"tenant_id\" = $1) IS TRUE"), "{built}");
         let typed = SearchCondition::Type("card".into());
         let by_type = text(DatabaseBackend::Postgres, Some(&typed));
@@ -354,17 +359,7 @@ mod tests {
         let lite = text(DatabaseBackend::Sqlite, Some(&term));
         assert!(!lite.contains("IS TRUE"), "{lite}");
         // On Citus the tenant is a plain equality, which routes the statement to its node.
-        let (citus, _) = search_query(
-            DatabaseBackend::Postgres,
-            true,
-            Uuid::nil(),
-            Some(&term),
-            &Visibility::All,
-            OffsetDateTime::UNIX_EPOCH,
-        )
-        .expect("visible")
-        .into_query()
-        .build(PostgresQueryBuilder);
+        let citus = bound(true);
         assert!(!citus.contains("IS TRUE"), "{citus}");
         assert!(citus.contains("\"tokens\".\"tenant_id\" = $1"), "{citus}");
     }
