@@ -97,11 +97,16 @@ async fn configuration_is_sealed_at_rest_and_open_to_reads_and_code() {
         let res = react(&user, &other["id"], json!({})).await;
         assert_eq!(res.json::<Value>().await.unwrap()["raw"], json!({"API_KEY": "legacy"}));
         // A sealed configuration moved to another reactor does not open there: it reads as the
-        // opaque value it is, and the tenant's list still answers.
-        app.execute_sql(&format!(
-            "UPDATE reactors SET configuration = (SELECT configuration FROM reactors WHERE name = '{rname}') WHERE name = '{oname}'"
-        ))
-        .await;
+        // opaque value it is, and the tenant's list still answers. (The copy is read within
+        // the row's tenant, a statement Citus runs shard by shard.)
+        let copied = app
+            .execute_sql(&format!(
+                "UPDATE reactors SET configuration = (SELECT r.configuration FROM reactors r \
+                 WHERE r.tenant_id = reactors.tenant_id AND r.name = '{rname}') \
+                 WHERE name = '{oname}'"
+            ))
+            .await;
+        assert_eq!(copied, 1);
         let res = app.get(&format!("/reactors/{oid}")).await;
         assert_eq!(res.status(), 200);
         let moved: Value = res.json().await.unwrap();

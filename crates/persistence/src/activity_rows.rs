@@ -98,12 +98,18 @@ pub(crate) async fn insert_postgres(
     // Tenants and keys locked in one order by every flush (of this instance or another),
     // so two flushes of the same rows never wait on each other in opposite orders.
     sorted.sort_unstable();
+    let pool = db.get_postgres_connection_pool();
     if !distributed {
-        return insert_rows(db, &sorted, &ACTIVITY_UNNEST).await;
+        let arguments = arguments(&sorted)?;
+        sqlx::query_with(sqlx::AssertSqlSafe(ACTIVITY_UNNEST.as_str()), arguments)
+            .execute(pool)
+            .await
+            .map_err(repo_err)?;
+        return Ok(());
     }
     let mut failed = None;
     for tenant in sorted.chunk_by(|a, b| a.0 == b.0) {
-        match insert_rows(db, tenant, &ACTIVITY_UNNEST_CITUS).await {
+        match insert_tenant_citus(pool, tenant).await {
             Ok(()) | Err(RepoError::Gone(_)) => {}
             Err(e) => failed = failed.or(Some(e)),
         }
@@ -111,23 +117,50 @@ pub(crate) async fn insert_postgres(
     failed.map_or(Ok(()), Err)
 }
 
-async fn insert_rows(
-    db: &DatabaseConnection,
+/// One tenant's rows on Citus, in a transaction whose lock waits are bounded on the workers
+/// too (`supervise::CITUS_POOL_LOCK_TIMEOUT`): a wait run out is the foreign key's lock on a
+/// tenant being deleted (or an administrator's), and its rows are left out as
+/// [`ACTIVITY_UNNEST`]'s `SKIP LOCKED` leaves them, instead of holding the flush until the
+/// delete ends.
+async fn insert_tenant_citus(
+    pool: &sqlx::PgPool,
     rows: &[&(Uuid, String, String)],
-    sql: &str,
 ) -> Result<(), RepoError> {
+    let arguments = arguments(rows)?;
+    let mut txn = pool.begin().await.map_err(repo_err)?;
+    for set in crate::supervise::CITUS_POOL_LOCK_TIMEOUT {
+        sqlx::raw_sql(set)
+            .execute(&mut *txn)
+            .await
+            .map_err(repo_err)?;
+    }
+    let inserted = sqlx::query_with(
+        sqlx::AssertSqlSafe(ACTIVITY_UNNEST_CITUS.as_str()),
+        arguments,
+    )
+    .execute(&mut *txn)
+    .await;
+    match inserted {
+        Ok(_) => txn.commit().await.map_err(repo_err),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => {
+            tracing::debug!("activity rows of a tenant whose row is locked left out");
+            Ok(())
+        }
+        Err(e) => Err(repo_err(e)),
+    }
+}
+
+/// `rows` as one array per column.
+fn arguments(rows: &[&(Uuid, String, String)]) -> Result<sqlx::postgres::PgArguments, RepoError> {
     let mut arrays = PgArrays::default();
     for entry in rows {
         put_row(&mut arrays, &[], |row| rows::activity::put(entry, row)).map_err(encoding)?;
     }
-    let arguments = arrays.into_arguments().map_err(encoding)?;
-    sqlx::query_with(sqlx::AssertSqlSafe(sql), arguments)
-        .execute(db.get_postgres_connection_pool())
-        .await
-        .map_err(|e| {
-            crate::repo_error::repo_err(sea_orm::DbErr::Exec(sea_orm::RuntimeErr::SqlxError(
-                std::sync::Arc::new(e),
-            )))
-        })?;
-    Ok(())
+    arrays.into_arguments().map_err(encoding)
+}
+
+fn repo_err(e: sqlx::Error) -> RepoError {
+    crate::repo_error::repo_err(sea_orm::DbErr::Exec(sea_orm::RuntimeErr::SqlxError(
+        std::sync::Arc::new(e),
+    )))
 }

@@ -92,12 +92,12 @@ fn stopped() -> RepoError {
 impl AuditWriter {
     /// Starts the thread, which connects with `options` on its first append.
     ///
-    /// `citus`: the tenant is checked without a lock on its row (`LIVE_TENANT`).
+    /// `citus`: the tenant is checked without a lock on its row (`LIVE_TENANT`), and each
+    /// append's lock waits are bounded on the workers too (`supervise::begin_on_citus`).
     pub(crate) fn start(options: PgConnectOptions, citus: bool) -> std::io::Result<Self> {
         let (queue, mut rx) = mpsc::unbounded_channel();
-        let tenant_check = if citus { LIVE_TENANT } else { LOCK_TENANT };
         let thread = supervise::spawn("pg-audit", move |rt, stop| {
-            rt.block_on(run(&options, &mut rx, stop, tenant_check));
+            rt.block_on(run(&options, &mut rx, stop, citus));
         })?;
         Ok(Self { queue, thread })
     }
@@ -148,7 +148,7 @@ async fn run(
     options: &PgConnectOptions,
     queue: &mut mpsc::UnboundedReceiver<Message>,
     stop: &Notify,
-    tenant_check: &'static str,
+    citus: bool,
 ) {
     let mut conn: Option<PgConnection> = None;
     let mut idle_since = Instant::now();
@@ -175,7 +175,7 @@ async fn run(
         for _attempt in 0..2 {
             let live = match conn.as_mut() {
                 Some(live) => live,
-                None => match within(supervise::connect(options)).await {
+                None => match within(supervise::connect(options, citus)).await {
                     Ok(opened) => conn.insert(opened),
                     Err(e) => {
                         outcome = Err(Failed::Before(e));
@@ -184,7 +184,7 @@ async fn run(
                 },
             };
             // Past the deadline the transaction may be anywhere, its `COMMIT` included.
-            outcome = tokio::time::timeout(DEADLINE, write(live, &append, tenant_check))
+            outcome = tokio::time::timeout(DEADLINE, write(live, &append, citus))
                 .await
                 .unwrap_or_else(|_| Err(Failed::AtCommit(timed_out())));
             match &outcome {
@@ -222,15 +222,20 @@ enum Failed {
 }
 
 /// One append's transaction on `conn`.
-async fn write(
-    conn: &mut PgConnection,
-    a: &Append,
-    tenant_check: &'static str,
-) -> Result<AppendOutcome, Failed> {
-    sqlx::raw_sql("BEGIN")
-        .execute(&mut *conn)
-        .await
-        .map_err(Failed::Before)?;
+async fn write(conn: &mut PgConnection, a: &Append, citus: bool) -> Result<AppendOutcome, Failed> {
+    let (begun, tenant_check) = if citus {
+        (supervise::begin_on_citus(conn).await, LIVE_TENANT)
+    } else {
+        (
+            sqlx::raw_sql("BEGIN").execute(&mut *conn).await.map(drop),
+            LOCK_TENANT,
+        )
+    };
+    if let Err(e) = begun {
+        // Begun but refused its lock timeout: not left in the failed transaction.
+        rollback(conn).await?;
+        return Err(Failed::Before(e));
+    }
     match moved_and_copied(conn, a, tenant_check).await {
         Ok(AppendOutcome::Appended) => {
             sqlx::raw_sql("COMMIT")

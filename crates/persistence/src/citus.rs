@@ -23,3 +23,23 @@ pub(crate) async fn fanning_out(
     }
     Ok(txn)
 }
+
+/// The tables with a shard (or, on the coordinator, a table of its own) changed by more than
+/// autovacuum's threshold since its last analysis (`connect.rs`'s `CHANGED_TABLES`), asked of
+/// every node: a shard is named by its table and shard id (`tokens_102040`), which
+/// `pg_dist_shard` turns back into its table. The schema is passed in, as the nodes' own
+/// command runs with `pg_catalog` first on the coordinator.
+pub(crate) const CHANGED_TABLES: &str = "\
+    WITH changed AS ( \
+      SELECT unnest(string_to_array(n.result, ' ')) AS name \
+      FROM run_command_on_all_nodes(format( \
+        $$SELECT coalesce(string_agg(relname, ' '), '') FROM pg_stat_user_tables \
+          WHERE schemaname = %L \
+            AND n_mod_since_analyze > 50 + 0.1 * GREATEST(n_live_tup, 0)$$, \
+        current_schema())) n \
+      WHERE n.success) \
+    SELECT DISTINCT coalesce( \
+      (SELECT s.logicalrelid::regclass::text FROM pg_dist_shard s \
+       WHERE s.shardid::text = substring(c.name FROM '_([0-9]+)$')), \
+      c.name) AS name \
+    FROM changed c WHERE c.name <> '' ORDER BY 1";

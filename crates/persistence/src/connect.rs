@@ -200,6 +200,12 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
     Ok(())
 }
 
+/// This schema's tables changed by more than autovacuum's threshold since their last analysis.
+const CHANGED_TABLES: &str = "SELECT relname::text FROM pg_stat_user_tables \
+     WHERE schemaname = current_schema() \
+       AND n_mod_since_analyze > 50 + 0.1 * GREATEST(n_live_tup, 0) \
+     ORDER BY relname";
+
 /// On PostgreSQL, `ANALYZE`s each of this schema's tables changed by more than autovacuum's
 /// default threshold (50 rows plus 10 %) since its last analysis, and returns their names; on
 /// SQLite nothing.
@@ -208,19 +214,24 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
 /// where it is off. Without statistics the planner may look a child up through
 /// `(tenant_id, created_at, id)` instead of the primary key: a children page was measured at
 /// 21 requests/s with 13,000 tokens, 1,150 right after `ANALYZE` (docs/performance.md).
-pub async fn analyze_changed_tables(db: &DatabaseConnection) -> Result<Vec<String>, DbErr> {
+///
+/// On Citus the statistics that plan a tenant's statements are each worker's, of its shards:
+/// every node is asked (`citus::CHANGED_TABLES`), and a distributed table with a changed
+/// shard is analyzed from the coordinator, which analyzes each of its shards.
+pub async fn analyze_changed_tables(database: &Database) -> Result<Vec<String>, DbErr> {
+    let db = database.connection();
     if db.get_database_backend() != DatabaseBackend::Postgres {
         return Ok(Vec::new());
     }
-    let stale: Vec<String> = sea_orm::sqlx::query_scalar(
-        "SELECT relname::text FROM pg_stat_user_tables \
-         WHERE schemaname = current_schema() \
-           AND n_mod_since_analyze > 50 + 0.1 * GREATEST(n_live_tup, 0) \
-         ORDER BY relname",
-    )
-    .fetch_all(db.get_postgres_connection_pool())
-    .await
-    .map_err(|e| DbErr::Custom(e.to_string()))?;
+    let query = if database.reads().distributed() {
+        crate::citus::CHANGED_TABLES
+    } else {
+        CHANGED_TABLES
+    };
+    let stale: Vec<String> = sea_orm::sqlx::query_scalar(sea_orm::sqlx::AssertSqlSafe(query))
+        .fetch_all(db.get_postgres_connection_pool())
+        .await
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
     for table in &stale {
         // A name PostgreSQL itself returned, quoted as an identifier.
         let quoted = format!("\"{}\"", table.replace('"', "\"\""));

@@ -18,7 +18,7 @@
 //!
 //! Rows whose caller has left before their turn are not written.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
@@ -109,6 +109,10 @@ static SINGLE_SQL_CITUS: LazyLock<String> = LazyLock::new(|| {
 struct Sql {
     group: &'static str,
     single: &'static str,
+    /// Citus's: each statement runs in a transaction of its own whose lock waits are bounded
+    /// on the workers too ([`begin`]), and a tenant whose row such a wait ran into is asked
+    /// whether it is being deleted ([`locked_out`]).
+    citus: bool,
 }
 
 impl Sql {
@@ -117,11 +121,13 @@ impl Sql {
             Self {
                 group: GROUP_SQL_CITUS.as_str(),
                 single: SINGLE_SQL_CITUS.as_str(),
+                citus: true,
             }
         } else {
             Self {
                 group: GROUP_SQL.as_str(),
                 single: SINGLE_SQL.as_str(),
+                citus: false,
             }
         }
     }
@@ -210,7 +216,7 @@ async fn run(
         }
         let live = match conn.as_mut() {
             Some(live) => live,
-            None => match within(supervise::connect(options)).await {
+            None => match within(supervise::connect(options, per_tenant)).await {
                 Ok(opened) => conn.insert(opened),
                 Err(e) => {
                     answer_all(group, &e);
@@ -335,7 +341,11 @@ async fn write_unique(
     // as when a connection breaks, and their callers are answered with the error.
     let statement =
         sqlx::query_as_with::<_, (Uuid, String), _>(sqlx::AssertSqlSafe(sql.group), arguments);
-    let result = within(statement.fetch_all(&mut *conn)).await;
+    let result = match begin(conn, sql).await {
+        Ok(()) => within(statement.fetch_all(&mut *conn)).await,
+        Err(e) => Err(e),
+    };
+    let result = end(conn, sql, result).await;
     match result {
         Ok(stored) => {
             let stored: HashSet<(Uuid, String)> = stored.into_iter().collect();
@@ -352,6 +362,7 @@ async fn write_unique(
         // A lock waited out (a table's, as a schema change takes it, or another
         // transaction's uncommitted rows): every row would wait as long again alone, with
         // every tenant's inserts queued behind; the group fails at once instead.
+        Err(e) if lock_not_available(&e) && sql.citus => locked_out(conn, group, &e).await,
         Err(e) if lock_not_available(&e) => {
             answer_all(group, &e);
             Ok(())
@@ -363,6 +374,76 @@ async fn write_unique(
             Err(e)
         }
     }
+}
+
+/// On Citus, begins the transaction of one of `sql`'s statements
+/// (`supervise::begin_on_citus`); elsewhere each statement is its own transaction already.
+async fn begin(conn: &mut PgConnection, sql: Sql) -> Result<(), sqlx::Error> {
+    if sql.citus {
+        within(supervise::begin_on_citus(conn)).await
+    } else {
+        Ok(())
+    }
+}
+
+/// On Citus, ends the transaction [`begin`] opened: committed after a statement that went
+/// through, rolled back after one that failed. A failed end is the outcome: after a `COMMIT`
+/// the rows may or may not be there, and the connection is not to be used again.
+async fn end<T>(
+    conn: &mut PgConnection,
+    sql: Sql,
+    result: Result<T, sqlx::Error>,
+) -> Result<T, sqlx::Error> {
+    if !sql.citus {
+        return result;
+    }
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    within(sqlx::raw_sql(end).execute(&mut *conn)).await?;
+    result
+}
+
+/// On Citus, `group`'s rows (one tenant's) waited out the lock timeout on a worker: the
+/// foreign key's lock on their tenant's row, which only the last step of a tombstone's purge
+/// holds against it. A tenant gone or a tombstone answers [`TokenWrite::Missing`], as
+/// [`TENANT_FREE`] does on PostgreSQL (after the wait, not at once: there is no lock to skip
+/// on Citus); a live tenant's row locked otherwise is the lock error, never a 401.
+async fn locked_out(
+    conn: &mut PgConnection,
+    group: Vec<Pending>,
+    e: &sqlx::Error,
+) -> Result<(), sqlx::Error> {
+    let mut live: HashMap<Uuid, bool> = HashMap::new();
+    let mut group = group.into_iter();
+    while let Some(p) = group.next() {
+        let tenant_live = if let Some(known) = live.get(&p.row.tenant_id) {
+            *known
+        } else {
+            let asked = within(
+                sqlx::query_scalar::<_, bool>(TENANT_LIVE)
+                    .bind(p.row.tenant_id)
+                    .fetch_one(&mut *conn),
+            )
+            .await;
+            match asked {
+                Ok(known) => *live.entry(p.row.tenant_id).or_insert(known),
+                Err(asking) => {
+                    let _ = p.reply.send(Err(backend(&asking)));
+                    if answered(&asking) {
+                        continue;
+                    }
+                    answer_all(group.collect(), &asking);
+                    return Err(asking);
+                }
+            }
+        };
+        let answer = if tenant_live {
+            Err(backend(e))
+        } else {
+            Ok(TokenWrite::Missing)
+        };
+        let _ = p.reply.send(answer);
+    }
+    Ok(())
 }
 
 async fn write_each(
@@ -391,7 +472,11 @@ async fn write_alone(conn: &mut PgConnection, p: Pending, sql: Sql) -> Result<()
         return Ok(());
     }
     let statement = sqlx::query_with(sqlx::AssertSqlSafe(sql.single), values.0);
-    let result = within(statement.execute(&mut *conn)).await;
+    let result = match begin(conn, sql).await {
+        Ok(()) => within(statement.execute(&mut *conn)).await,
+        Err(e) => Err(e),
+    };
+    let result = end(conn, sql, result).await;
     match result {
         Ok(done) if done.rows_affected() > 0 => {
             let _ = p.reply.send(Ok(TokenWrite::Done));
@@ -423,6 +508,7 @@ async fn write_alone(conn: &mut PgConnection, p: Pending, sql: Sql) -> Result<()
                 }
             }
         }
+        Err(e) if lock_not_available(&e) && sql.citus => locked_out(conn, vec![p], &e).await,
         Err(e) if answered(&e) => {
             // The same translation as every other token write (`tokens.rs`).
             let answer = write_conflict(DbErr::Exec(RuntimeErr::SqlxError(Arc::new(e))));

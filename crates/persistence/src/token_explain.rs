@@ -82,7 +82,9 @@ pub async fn explain_search_page(
 }
 
 /// `built`'s plan: SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's `EXPLAIN` lines (after
-/// `ANALYZE`, with sequential scans disabled).
+/// `ANALYZE`, with sequential scans disabled). On Citus the lines show the coordinator's
+/// tasks (`Task Count: 1` for a statement on one tenant's shards) and each task's plan on its
+/// worker, with the shard ids taken off the names (`tokens_102040` reads `tokens`).
 async fn explain(
     db: &DatabaseConnection,
     built: sea_orm::Statement,
@@ -93,6 +95,18 @@ async fn explain(
         let txn = db.begin().await?;
         txn.execute_unprepared("ANALYZE tokens; ANALYZE token_associations")
             .await?;
+        // On Citus the plan that reads is each worker's: the setting goes along there too.
+        let citus = txn
+            .query_one_raw(Statement::from_string(
+                backend,
+                "SELECT 1 FROM pg_extension WHERE extname = 'citus'",
+            ))
+            .await?
+            .is_some();
+        if citus {
+            txn.execute_unprepared("SET LOCAL citus.propagate_set_commands = 'local'")
+                .await?;
+        }
         txn.execute_unprepared("SET LOCAL enable_seqscan = off")
             .await?;
         let rows = txn
@@ -103,7 +117,10 @@ async fn explain(
             .await?;
         txn.rollback().await?;
         rows.iter()
-            .map(|r| r.try_get::<String>("", "QUERY PLAN"))
+            .map(|r| {
+                r.try_get::<String>("", "QUERY PLAN")
+                    .map(|line| without_shard_ids(&line))
+            })
             .collect()
     } else {
         let rows = db
@@ -115,5 +132,50 @@ async fn explain(
         rows.iter()
             .map(|r| r.try_get::<String>("", "detail"))
             .collect()
+    }
+}
+
+/// `line` with each shard id (an underscore and six digits or more, ending a name) taken off.
+fn without_shard_ids(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find('_') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let digits = from[1..].bytes().take_while(u8::is_ascii_digit).count();
+        let ends_name = from[1 + digits..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        if digits >= 6 && ends_name {
+            rest = &from[1 + digits..];
+        } else {
+            out.push('_');
+            rest = &from[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_shard_ids;
+
+    #[test]
+    fn shard_ids_are_taken_off_names_only() {
+        assert_eq!(
+            without_shard_ids(
+                "->  Index Scan using tokens_pkey_102013 on tokens_102013 tokens  (cost=0.1..2)"
+            ),
+            "->  Index Scan using tokens_pkey on tokens tokens  (cost=0.1..2)"
+        );
+        assert_eq!(
+            without_shard_ids("idx_tokens_tenant_created_102040"),
+            "idx_tokens_tenant_created"
+        );
+        for kept in ["token_search_terms", "x_12345 y", "a_1234567b", "tail_"] {
+            assert_eq!(without_shard_ids(kept), kept);
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokenvault_domain::Vault;
-use tokenvault_persistence::DatabaseConnection;
+use tokenvault_persistence::Database;
 use tokio::sync::watch;
 
 pub(crate) async fn sweep_expired(vault: Vault, every: Duration, mut stop: watch::Receiver<bool>) {
@@ -97,7 +97,7 @@ pub(crate) async fn purge_deleted_tenants(vault: Vault, mut stop: watch::Receive
 /// On PostgreSQL, analyzes the tables that changed much since their last analysis every 10 s
 /// (`analyze_changed_tables`): the planner's choices stay right where autovacuum is off or has
 /// not come round yet. (On SQLite each round does nothing.)
-pub(crate) async fn keep_statistics(db: DatabaseConnection, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn keep_statistics(db: Database, mut stop: watch::Receiver<bool>) {
     let mut ticker = tokio::time::interval(Duration::from_secs(10));
     loop {
         tokio::select! {

@@ -375,10 +375,7 @@ pub async fn run(
     ));
     let audit_flusher = tokio::spawn(flush_audit(vault.clone(), jobs_stopped.clone()));
     let purger = tokio::spawn(purge_deleted_tenants(vault.clone(), jobs_stopped.clone()));
-    let statistics = tokio::spawn(keep_statistics(
-        db.connection().clone(),
-        jobs_stopped.clone(),
-    ));
+    let statistics = tokio::spawn(keep_statistics(db.clone(), jobs_stopped.clone()));
     let flusher = tokio::spawn(flush_activity(vault, jobs_stopped));
     let handle = server.handle();
     let detached = settings.detached.clone();

@@ -169,3 +169,14 @@ where
         db.destroy().await;
     }
 }
+
+/// On Citus, `plan` (`explain_*`) runs on one tenant's shards alone, in one task; on a single
+/// database there is nothing to check.
+pub fn on_one_shard(plan: &[String]) {
+    if plan.iter().any(|l| l.contains("Citus Adaptive")) {
+        assert!(
+            plan.iter().any(|l| l.trim() == "Task Count: 1"),
+            "{plan:#?}"
+        );
+    }
+}
