@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--db sqlite|postgres|both] [--duration S] [--connections N] [--scale [N]]`: HTTP load
+//! `cargo xtask bench [--db sqlite|postgres|both|citus] [--duration S] [--connections N] [--scale [N]]`: HTTP load
 //! on the release binary, each path beside the `GET /health` ceiling measured in the same run.
 //!
 //! The server runs on a fresh database (a temporary SQLite file, or a new PostgreSQL database
@@ -55,7 +55,8 @@ fn options(args: &[&str]) -> anyhow::Result<Options> {
                     "sqlite" => vec!["sqlite"],
                     "postgres" => vec!["postgres"],
                     "both" => vec!["sqlite", "postgres"],
-                    other => bail!("--db {other}: sqlite, postgres or both"),
+                    "citus" => vec!["citus"],
+                    other => bail!("--db {other}: sqlite, postgres, both or citus"),
                 }
             }
             "--duration" => o.duration = value()?.parse().context("--duration: seconds")?,
@@ -96,12 +97,21 @@ impl Drop for TempDir {
     }
 }
 
-async fn fresh_postgres(purpose: &str) -> anyhow::Result<String> {
-    use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
-    let base = std::env::var("TOKENVAULT_TEST_DATABASE_URL")
+/// The server beside which `db`'s fresh databases are made: `TOKENVAULT_TEST_DATABASE_URL`'s,
+/// or for `citus` the coordinator's (`citus_db.rs`).
+fn postgres_base(db: &str) -> anyhow::Result<String> {
+    if db == "citus" {
+        return crate::citus_db::coordinator();
+    }
+    Ok(std::env::var("TOKENVAULT_TEST_DATABASE_URL")
         .ok()
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
+        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string()))
+}
+
+async fn fresh_postgres(db_kind: &str, purpose: &str) -> anyhow::Result<String> {
+    use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
+    let base = postgres_base(db_kind)?;
     let name = format!("bench_{purpose}_{}", std::process::id());
     let db = Database::connect(&base)
         .await
@@ -110,17 +120,17 @@ async fn fresh_postgres(purpose: &str) -> anyhow::Result<String> {
         .await?;
     db.execute_unprepared(&format!("CREATE DATABASE {name}"))
         .await?;
+    if db_kind == "citus" {
+        crate::citus_db::distribute(&base, &name).await?;
+    }
     let (prefix, _) = base.rsplit_once('/').context("database URL")?;
     Ok(format!("{prefix}/{name}"))
 }
 
 /// Drops the databases [`fresh_postgres`] made for `purposes` (their servers have stopped).
-async fn drop_postgres(purposes: &[&str]) -> anyhow::Result<()> {
+async fn drop_postgres(db_kind: &str, purposes: &[&str]) -> anyhow::Result<()> {
     use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
-    let base = std::env::var("TOKENVAULT_TEST_DATABASE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
+    let base = postgres_base(db_kind)?;
     let db = Database::connect(&base)
         .await
         .context("connect to PostgreSQL")?;
@@ -128,6 +138,9 @@ async fn drop_postgres(purposes: &[&str]) -> anyhow::Result<()> {
         let name = format!("bench_{purpose}_{}", std::process::id());
         db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .await?;
+        if db_kind == "citus" {
+            crate::citus_db::drop_on_workers(&base, &name).await?;
+        }
     }
     Ok(())
 }
@@ -154,8 +167,8 @@ async fn start(db: &str) -> anyhow::Result<Server> {
         .env("TOKENVAULT_PROXY_ALLOWED_HOSTS", "127.0.0.1")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let database_url = if db == "postgres" {
-        Some(fresh_postgres("http").await?)
+    let database_url = if db == "postgres" || db == "citus" {
+        Some(fresh_postgres(db, "http").await?)
     } else {
         None
     };
@@ -198,8 +211,8 @@ async fn ceilings(db: &str, o: &Options) -> anyhow::Result<Value> {
     .env("TOKENVAULT_DATA_DIR", &data.0)
     .env("TOKENVAULT_LOG", "warn")
     .stderr(Stdio::inherit());
-    if db == "postgres" {
-        cmd.env("DATABASE_URL", fresh_postgres("ceilings").await?);
+    if db == "postgres" || db == "citus" {
+        cmd.env("DATABASE_URL", fresh_postgres(db, "ceilings").await?);
     } else {
         cmd.env_remove("DATABASE_URL");
     }
@@ -656,8 +669,8 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
             Some(n) => scale(db, &o, n).await?,
             None => Value::Null,
         };
-        if *db == "postgres" {
-            drop_postgres(&["http", "ceilings"]).await?;
+        if *db == "postgres" || *db == "citus" {
+            drop_postgres(db, &["http", "ceilings"]).await?;
         }
         report.push(
             json!({"db": db, "connections": o.connections, "duration_s": o.duration,

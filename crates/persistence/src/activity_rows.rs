@@ -118,7 +118,7 @@ pub(crate) async fn insert_postgres(
 }
 
 /// One tenant's rows on Citus, in a transaction whose lock waits are bounded on the workers
-/// too (`supervise::CITUS_POOL_LOCK_TIMEOUT`): a wait run out is the foreign key's lock on a
+/// too (`supervise::CITUS_LOCK_TIMEOUT`): a wait run out is the foreign key's lock on a
 /// tenant being deleted (or an administrator's), and its rows are left out as
 /// [`ACTIVITY_UNNEST`]'s `SKIP LOCKED` leaves them, instead of holding the flush until the
 /// delete ends.
@@ -128,7 +128,7 @@ async fn insert_tenant_citus(
 ) -> Result<(), RepoError> {
     let arguments = arguments(rows)?;
     let mut txn = pool.begin().await.map_err(repo_err)?;
-    for set in crate::supervise::CITUS_POOL_LOCK_TIMEOUT {
+    for set in crate::supervise::CITUS_LOCK_TIMEOUT {
         sqlx::raw_sql(set)
             .execute(&mut *txn)
             .await

@@ -175,7 +175,7 @@ async fn run(
         for _attempt in 0..2 {
             let live = match conn.as_mut() {
                 Some(live) => live,
-                None => match within(supervise::connect(options, citus)).await {
+                None => match within(supervise::connect(options)).await {
                     Ok(opened) => conn.insert(opened),
                     Err(e) => {
                         outcome = Err(Failed::Before(e));
@@ -232,8 +232,10 @@ async fn write(conn: &mut PgConnection, a: &Append, citus: bool) -> Result<Appen
         )
     };
     if let Err(e) = begun {
-        // Begun but refused its lock timeout: not left in the failed transaction.
-        rollback(conn).await?;
+        // On Citus, begun but refused a setting: not left in the failed transaction.
+        if citus && answered(&e) {
+            rollback(conn).await?;
+        }
         return Err(Failed::Before(e));
     }
     match moved_and_copied(conn, a, tenant_check).await {

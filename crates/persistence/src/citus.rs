@@ -27,8 +27,9 @@ pub(crate) async fn fanning_out(
 /// The tables with a shard (or, on the coordinator, a table of its own) changed by more than
 /// autovacuum's threshold since its last analysis (`connect.rs`'s `CHANGED_TABLES`), asked of
 /// every node: a shard is named by its table and shard id (`tokens_102040`), which
-/// `pg_dist_shard` turns back into its table. The schema is passed in, as the nodes' own
-/// command runs with `pg_catalog` first on the coordinator.
+/// `pg_dist_shard` turns back into its table. A name that is neither a known shard nor a table
+/// of this schema (a shard left behind by a move, not yet cleaned up) is left out. The schema
+/// is passed in, as the nodes' own command runs with `pg_catalog` first on the coordinator.
 pub(crate) const CHANGED_TABLES: &str = "\
     WITH changed AS ( \
       SELECT unnest(string_to_array(n.result, ' ')) AS name \
@@ -38,8 +39,10 @@ pub(crate) const CHANGED_TABLES: &str = "\
             AND n_mod_since_analyze > 50 + 0.1 * GREATEST(n_live_tup, 0)$$, \
         current_schema())) n \
       WHERE n.success) \
-    SELECT DISTINCT coalesce( \
-      (SELECT s.logicalrelid::regclass::text FROM pg_dist_shard s \
+    SELECT DISTINCT t.relname::text FROM changed c \
+    JOIN pg_class t ON t.oid = coalesce( \
+      (SELECT s.logicalrelid FROM pg_dist_shard s \
        WHERE s.shardid::text = substring(c.name FROM '_([0-9]+)$')), \
-      c.name) AS name \
-    FROM changed c WHERE c.name <> '' ORDER BY 1";
+      to_regclass(quote_ident(current_schema()) || '.' || quote_ident(c.name))) \
+    WHERE t.relnamespace = current_schema()::regnamespace \
+    ORDER BY 1";

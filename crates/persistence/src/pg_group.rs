@@ -216,7 +216,7 @@ async fn run(
         }
         let live = match conn.as_mut() {
             Some(live) => live,
-            None => match within(supervise::connect(options, per_tenant)).await {
+            None => match within(supervise::connect(options)).await {
                 Ok(opened) => conn.insert(opened),
                 Err(e) => {
                     answer_all(group, &e);
@@ -387,8 +387,10 @@ async fn begin(conn: &mut PgConnection, sql: Sql) -> Result<(), sqlx::Error> {
 }
 
 /// On Citus, ends the transaction [`begin`] opened: committed after a statement that went
-/// through, rolled back after one that failed. A failed end is the outcome: after a `COMMIT`
-/// the rows may or may not be there, and the connection is not to be used again.
+/// through, rolled back after one the database refused. A connection that failed is left as
+/// it is (the caller drops it). A failed `COMMIT` fails as a connection does, whatever the
+/// database answered: Citus may have committed on the worker before it reports the error, so
+/// the rows are neither written again nor reported refused, and the connection is replaced.
 async fn end<T>(
     conn: &mut PgConnection,
     sql: Sql,
@@ -397,9 +399,19 @@ async fn end<T>(
     if !sql.citus {
         return result;
     }
-    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    within(sqlx::raw_sql(end).execute(&mut *conn)).await?;
-    result
+    match &result {
+        Ok(_) => match within(sqlx::raw_sql("COMMIT").execute(&mut *conn)).await {
+            Ok(_) => result,
+            Err(e) => Err(sqlx::Error::Protocol(format!(
+                "token insert: the commit's outcome is unknown: {e}"
+            ))),
+        },
+        Err(e) if answered(e) => {
+            within(sqlx::raw_sql("ROLLBACK").execute(&mut *conn)).await?;
+            result
+        }
+        Err(_) => result,
+    }
 }
 
 /// On Citus, `group`'s rows (one tenant's) waited out the lock timeout on a worker: the

@@ -31,53 +31,37 @@ pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 /// again later (the audit) or answers an error (a token insert).
 const LOCK_TIMEOUT: &str = "SET lock_timeout = '2s'";
 
-/// [`LOCK_TIMEOUT`] for one transaction, which Citus passes on to the workers it touches when
-/// the session propagates `SET LOCAL` ([`PROPAGATE_SET_LOCAL`]).
-const LOCK_TIMEOUT_LOCAL: &str = "SET LOCAL lock_timeout = '2s'";
-
 /// On Citus a session's [`LOCK_TIMEOUT`] holds on the coordinator only, while a write's row
 /// locks (its foreign key's on the tenant's copy of `tenants`) are taken on a worker: measured
-/// on Citus 13.2, an insert behind a tenant's delete waited there until the delete ended.
-/// With this, a transaction's `SET LOCAL` goes along to every worker ([`begin_on_citus`]).
-const PROPAGATE_SET_LOCAL: &str = "SET citus.propagate_set_commands = 'local'";
+/// on Citus 13.2, an insert behind a tenant's delete waited there until the delete ended. A
+/// transaction's `SET LOCAL` goes along to every worker it touches once it says so first;
+/// both are set per transaction, so that a pooler between (PgBouncer) keeps nothing of a
+/// session. For such a thread's connection ([`begin_on_citus`]) and the server's pool alike.
+pub(crate) const CITUS_LOCK_TIMEOUT: [&str; 2] = [
+    "SET LOCAL citus.propagate_set_commands = 'local'",
+    "SET LOCAL lock_timeout = '2s'",
+];
 
 /// A connection of such a thread, every one it opens (a reconnection's included), with
 /// [`LOCK_TIMEOUT`] set by a statement: a start-up option would be refused by poolers such as
-/// PgBouncer, which the server's own pool goes through. `citus`: the database is distributed,
-/// and the session propagates `SET LOCAL` to the workers ([`PROPAGATE_SET_LOCAL`]).
-pub(crate) async fn connect(
-    options: &PgConnectOptions,
-    citus: bool,
-) -> Result<PgConnection, sqlx::Error> {
+/// PgBouncer, which the server's own pool goes through.
+pub(crate) async fn connect(options: &PgConnectOptions) -> Result<PgConnection, sqlx::Error> {
     let mut conn = PgConnection::connect_with(options).await?;
     sqlx::query(LOCK_TIMEOUT).execute(&mut conn).await?;
-    if citus {
-        sqlx::query(PROPAGATE_SET_LOCAL).execute(&mut conn).await?;
-    }
     Ok(conn)
 }
 
-/// On a Citus connection of [`connect`], begins a transaction whose statements wait for a lock
-/// on the workers no longer than [`LOCK_TIMEOUT`] lets them on the coordinator.
+/// On Citus, begins a transaction whose statements wait for a lock on the workers no longer
+/// than [`LOCK_TIMEOUT`] lets them on the coordinator ([`CITUS_LOCK_TIMEOUT`]). Should a
+/// setting fail, the transaction is left open: the caller rolls it back or drops the
+/// connection.
 pub(crate) async fn begin_on_citus(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
     sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
-    in_transaction_on_citus(conn).await
+    for set in CITUS_LOCK_TIMEOUT {
+        sqlx::raw_sql(set).execute(&mut *conn).await?;
+    }
+    Ok(())
 }
-
-/// [`begin_on_citus`] for a transaction already begun.
-pub(crate) async fn in_transaction_on_citus(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(LOCK_TIMEOUT_LOCAL)
-        .execute(conn)
-        .await
-        .map(drop)
-}
-
-/// For a transaction of the server's pool on Citus, whose session is not this module's: the
-/// statements that give it [`LOCK_TIMEOUT`] on the workers too, in order.
-pub(crate) const CITUS_POOL_LOCK_TIMEOUT: [&str; 2] = [
-    "SET LOCAL citus.propagate_set_commands = 'local'",
-    LOCK_TIMEOUT_LOCAL,
-];
 
 pub(crate) fn timed_out() -> sqlx::Error {
     sqlx::Error::Io(std::io::Error::new(

@@ -118,8 +118,13 @@ async fn explain(
         txn.rollback().await?;
         rows.iter()
             .map(|r| {
-                r.try_get::<String>("", "QUERY PLAN")
-                    .map(|line| without_shard_ids(&line))
+                r.try_get::<String>("", "QUERY PLAN").map(|line| {
+                    if citus {
+                        without_shard_ids(&line)
+                    } else {
+                        line
+                    }
+                })
             })
             .collect()
     } else {

@@ -131,9 +131,10 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
 }
 
 /// The group writer carries every tenant's inserts; a tenant being deleted (its row locked by
-/// the delete's last step) holds up none of them: its row is answered `Missing` (a 401, as
-/// once its delete commits) at once, without waiting out the writer's lock timeout, and the
-/// other tenant's row of the same group is written.
+/// the delete's last step) holds up none of them for long: its row is answered `Missing` (a
+/// 401, as once its delete commits) and the other tenant's row of the same group is written.
+/// On PostgreSQL at once (`SKIP LOCKED`); on Citus after the writer's lock timeout (2 s), which
+/// must hold on the workers too: without it the insert waited there until the delete ended.
 #[tokio::test]
 async fn a_tenant_being_deleted_does_not_hold_up_the_others() {
     for backend in backends() {
