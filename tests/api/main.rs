@@ -5,6 +5,7 @@
 
 mod applications;
 mod architecture;
+mod architecture_doc;
 mod attacks;
 mod audit;
 mod auth;
