@@ -104,3 +104,43 @@ fn the_domain_has_no_wire_format() {
         );
     }
 }
+
+/// `unsafe` is allowed in the code runtime only (the workspace denies it), and each allowance
+/// has its reason beside it: a `SAFETY` note, or a `# Safety` contract, within twelve lines.
+#[test]
+fn unsafe_stays_in_the_code_runtime_with_its_reasons() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut allowances = 0;
+    for dir in ["crates", "migrations", "xtask", "tests"] {
+        for path in crate::module_graph::rust_files(&root.join(dir)) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let line = line.trim_start();
+                if !(line.starts_with("#[allow(unsafe_code)]")
+                    || line.starts_with("#![allow(unsafe_code)]"))
+                {
+                    continue;
+                }
+                allowances += 1;
+                let shown = path.display();
+                assert!(
+                    path.starts_with(root.join("crates/code/src")),
+                    "{shown}:{}: unsafe outside the code runtime",
+                    i + 1
+                );
+                let around = &lines[i.saturating_sub(12)..(i + 13).min(lines.len())];
+                assert!(
+                    around
+                        .iter()
+                        .any(|l| l.contains("SAFETY:") || l.contains("# Safety")),
+                    "{shown}:{}: unsafe without its reason",
+                    i + 1
+                );
+            }
+        }
+    }
+    // The runtime does use it (bytecode, the allocator, QuickJS's C API): a scan that found
+    // none would have read nothing.
+    assert!(allowances >= 10, "{allowances} allowances found");
+}
