@@ -6,6 +6,8 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnet::{Ipv4Net, Ipv6Net};
+
 /// The range an address belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Class {
@@ -77,6 +79,8 @@ pub(crate) fn classify(ip: IpAddr) -> Class {
 /// IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d` (other than `::` and `::1`), NAT64
 /// `64:ff9b::a.b.c.d` and 6to4 `2002:aabb:ccdd::/48`.
 pub(crate) fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    const NAT64: Ipv6Net = v6(Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96);
+    const SIX_TO_FOUR: Ipv6Net = v6(Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16);
     let bits = ip.to_bits();
     let low32 = Ipv4Addr::from_bits(u32::try_from(bits & 0xffff_ffff).ok()?);
     if let Some(v4) = ip.to_ipv4_mapped() {
@@ -86,10 +90,10 @@ pub(crate) fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
         // IPv4-compatible (deprecated); `::` and `::1` are their own IPv6 addresses.
         return (bits > 1).then_some(low32);
     }
-    if in_v6(bits, 0x0064_ff9b_0000_0000_0000_0000_0000_0000, 96) {
+    if NAT64.contains(&ip) {
         return Some(low32);
     }
-    if in_v6(bits, 0x2002_0000_0000_0000_0000_0000_0000_0000, 16) {
+    if SIX_TO_FOUR.contains(&ip) {
         return Some(Ipv4Addr::from_bits(
             u32::try_from((bits >> 80) & 0xffff_ffff).ok()?,
         ));
@@ -97,100 +101,90 @@ pub(crate) fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     None
 }
 
+/// `a.b.c.d/prefix`, checked when the program is compiled.
+const fn v4(a: u8, b: u8, c: u8, d: u8, prefix: u8) -> Ipv4Net {
+    Ipv4Net::new_assert(Ipv4Addr::new(a, b, c, d), prefix)
+}
+
+/// `ip/prefix`, checked when the program is compiled.
+const fn v6(ip: Ipv6Addr, prefix: u8) -> Ipv6Net {
+    Ipv6Net::new_assert(ip, prefix)
+}
+
+/// IPv4's special-purpose ranges (IANA's registry), the first that holds an address decides.
+const V4_RANGES: &[(Ipv4Net, Class)] = &[
+    (v4(0, 0, 0, 0, 8), Class::Unspecified), // "this network"
+    (v4(10, 0, 0, 0, 8), Class::Private),
+    (v4(100, 64, 0, 0, 10), Class::SharedCgnat),
+    (v4(127, 0, 0, 0, 8), Class::Loopback),
+    (v4(169, 254, 0, 0, 16), Class::LinkLocal),
+    (v4(172, 16, 0, 0, 12), Class::Private),
+    (v4(192, 0, 0, 0, 24), Class::Reserved), // IETF protocol assignments
+    (v4(192, 0, 2, 0, 24), Class::Documentation), // TEST-NET-1
+    (v4(192, 88, 99, 0, 24), Class::Reserved), // 6to4 relay anycast
+    (v4(192, 168, 0, 0, 16), Class::Private),
+    (v4(198, 18, 0, 0, 15), Class::Benchmarking),
+    (v4(198, 51, 100, 0, 24), Class::Documentation), // TEST-NET-2
+    (v4(203, 0, 113, 0, 24), Class::Documentation),  // TEST-NET-3
+    (v4(224, 0, 0, 0, 4), Class::Multicast),
+    (v4(255, 255, 255, 255, 32), Class::Broadcast),
+    (v4(240, 0, 0, 0, 4), Class::Reserved),
+];
+
+/// IPv6's special-purpose ranges, as [`V4_RANGES`]; outside them only 2000::/3 is public.
+const V6_RANGES: &[(Ipv6Net, Class)] = &[
+    (v6(Ipv6Addr::UNSPECIFIED, 128), Class::Unspecified),
+    (v6(Ipv6Addr::LOCALHOST, 128), Class::Loopback),
+    (
+        v6(Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64),
+        Class::Reserved,
+    ), // discard-only
+    (
+        v6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32),
+        Class::Documentation,
+    ),
+    (
+        v6(Ipv6Addr::new(0x2001, 0, 0, 0, 0, 0, 0, 0), 23),
+        Class::Reserved,
+    ), // incl. Teredo
+    (
+        v6(Ipv6Addr::new(0x3fff, 0, 0, 0, 0, 0, 0, 0), 20),
+        Class::Documentation,
+    ),
+    (
+        v6(Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),
+        Class::UniqueLocal,
+    ),
+    (
+        v6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),
+        Class::LinkLocal,
+    ),
+    (
+        v6(Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10),
+        Class::Private,
+    ), // site-local
+    (
+        v6(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8),
+        Class::Multicast,
+    ),
+];
+
+/// Global unicast: the only IPv6 allocation outside [`V6_RANGES`] that is public.
+const V6_GLOBAL: Ipv6Net = v6(Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3);
+
 fn classify_v4(ip: Ipv4Addr) -> Class {
-    const TABLE: &[(u32, u32, Class)] = &[
-        (0x0000_0000, 8, Class::Unspecified), // 0.0.0.0/8 "this network"
-        (0x0a00_0000, 8, Class::Private),     // 10.0.0.0/8
-        (0x6440_0000, 10, Class::SharedCgnat), // 100.64.0.0/10
-        (0x7f00_0000, 8, Class::Loopback),    // 127.0.0.0/8
-        (0xa9fe_0000, 16, Class::LinkLocal),  // 169.254.0.0/16
-        (0xac10_0000, 12, Class::Private),    // 172.16.0.0/12
-        (0xc000_0000, 24, Class::Reserved),   // 192.0.0.0/24 IETF protocol assignments
-        (0xc000_0200, 24, Class::Documentation), // 192.0.2.0/24 TEST-NET-1
-        (0xc058_6300, 24, Class::Reserved),   // 192.88.99.0/24 6to4 relay anycast
-        (0xc0a8_0000, 16, Class::Private),    // 192.168.0.0/16
-        (0xc612_0000, 15, Class::Benchmarking), // 198.18.0.0/15
-        (0xc633_6400, 24, Class::Documentation), // 198.51.100.0/24 TEST-NET-2
-        (0xcb00_7100, 24, Class::Documentation), // 203.0.113.0/24 TEST-NET-3
-        (0xe000_0000, 4, Class::Multicast),   // 224.0.0.0/4
-        (0xffff_ffff, 32, Class::Broadcast),  // 255.255.255.255
-        (0xf000_0000, 4, Class::Reserved),    // 240.0.0.0/4
-    ];
-    let bits = ip.to_bits();
-    TABLE
+    V4_RANGES
         .iter()
-        .find(|&&(base, prefix, _)| in_v4(bits, base, prefix))
-        .map_or(Class::Public, |&(_, _, class)| class)
+        .find(|(net, _)| net.contains(&ip))
+        .map_or(Class::Public, |&(_, class)| class)
 }
 
 fn classify_v6(ip: Ipv6Addr) -> Class {
-    const TABLE: &[(u128, u32, Class)] = &[
-        (0, 128, Class::Unspecified), // ::
-        (1, 128, Class::Loopback),    // ::1
-        (
-            0x0100_0000_0000_0000_0000_0000_0000_0000,
-            64,
-            Class::Reserved,
-        ), // discard-only
-        (
-            0x2001_0db8_0000_0000_0000_0000_0000_0000,
-            32,
-            Class::Documentation,
-        ),
-        (
-            0x2001_0000_0000_0000_0000_0000_0000_0000,
-            23,
-            Class::Reserved,
-        ), // incl. Teredo
-        (
-            0x3fff_0000_0000_0000_0000_0000_0000_0000,
-            20,
-            Class::Documentation,
-        ),
-        (
-            0xfc00_0000_0000_0000_0000_0000_0000_0000,
-            7,
-            Class::UniqueLocal,
-        ),
-        (
-            0xfe80_0000_0000_0000_0000_0000_0000_0000,
-            10,
-            Class::LinkLocal,
-        ),
-        (
-            0xfec0_0000_0000_0000_0000_0000_0000_0000,
-            10,
-            Class::Private,
-        ), // site-local
-        (
-            0xff00_0000_0000_0000_0000_0000_0000_0000,
-            8,
-            Class::Multicast,
-        ),
-    ];
-    let bits = ip.to_bits();
-    if let Some(&(_, _, class)) = TABLE
-        .iter()
-        .find(|&&(base, prefix, _)| in_v6(bits, base, prefix))
-    {
-        return class;
+    match V6_RANGES.iter().find(|(net, _)| net.contains(&ip)) {
+        Some(&(_, class)) => class,
+        None if V6_GLOBAL.contains(&ip) => Class::Public,
+        None => Class::Reserved,
     }
-    // Only 2000::/3 is allocated for global unicast.
-    if in_v6(bits, 0x2000_0000_0000_0000_0000_0000_0000_0000, 3) {
-        Class::Public
-    } else {
-        Class::Reserved
-    }
-}
-
-fn in_v4(bits: u32, base: u32, prefix: u32) -> bool {
-    let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
-    bits & mask == base & mask
-}
-
-fn in_v6(bits: u128, base: u128, prefix: u32) -> bool {
-    let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
-    bits & mask == base & mask
 }
 
 #[cfg(test)]
