@@ -1,7 +1,7 @@
 //! Every token list answers with an exact `total_items`, a `COUNT` over the tenant's live
 //! tokens the caller may see. This index holds what that count reads (tenant, expiry,
 //! container), so it walks index entries instead of table rows with their ciphertext: about
-//! three times faster at 200,000 tokens on SQLite (docs/performance.md). It stays linear in
+//! three times faster at 200,000 tokens on SQLite (docs/performance-journal.md). It stays linear in
 //! the tenant's tokens.
 
 use sea_orm_migration::prelude::*;

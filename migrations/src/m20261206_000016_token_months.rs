@@ -4,7 +4,7 @@
 //! The monthly active count (docs/decisions.md §10) is the distinct tokens created, read or used
 //! in the month. Every created token used to be one more `token_activity` row, whose primary
 //! key `(tenant_id, month, token_id)` puts each at a random place: under a tokenize load
-//! three quarters of the pages SQLite wrote to its log were that index's (docs/performance.md,
+//! three quarters of the pages SQLite wrote to its log were that index's (docs/performance-journal.md,
 //! "Monthly activity without a row per new token"). Now each token inserted adds one to
 //! `token_months`, and the domain records activity only for tokens created in an earlier
 //! month: the count is the sum of the month's counters plus its activity rows, and no token

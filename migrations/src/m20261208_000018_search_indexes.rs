@@ -30,7 +30,7 @@ enum Tokens {
 
 /// `fastupdate = off`: with it on, new entries wait in a pending list that every search reads
 /// through until a vacuum merges it; after a million inserts with autovacuum behind, a lookup
-/// took 5-7 ms instead of 0.1 (measured, docs/performance.md). Off, each insert of a token
+/// took 5-7 ms instead of 0.1 (measured, docs/performance-journal.md). Off, each insert of a token
 /// with terms updates the tree itself.
 const PG_UP: &str = "CREATE INDEX IF NOT EXISTS idx_tokens_search_terms ON tokens \
     USING gin ((search_terms::jsonb) jsonb_path_ops) WITH (fastupdate = off) \

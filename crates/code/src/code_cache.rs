@@ -4,7 +4,7 @@
 //! Why: every call gets a fresh context and its module's state is its own (decisions §7), but
 //! the text of a reactor's code rarely changes between calls, and parsing it was the largest
 //! part of a call that uses no built-in module: 6 % of a warm call of a one-line formula, and
-//! proportionally more for real code (`docs/performance.md`). Loading bytecode makes the same
+//! proportionally more for real code (`docs/performance-journal.md`). Loading bytecode makes the same
 //! closures the parse would have made, in the call's own context.
 //!
 //! An entry is one tenant's: a call finds only what the same tenant ran with the same text.

@@ -6,7 +6,7 @@
 //!
 //! The typed arrays (`ArrayBuffer`, `SharedArrayBuffer`, `DataView`, `Atomics` and the twelve
 //! array classes, with their prototypes) were a fifth of what making a context cost, and the
-//! other three groups another tenth (`docs/performance.md`); a call that uses none of them (or
+//! other three groups another tenth (`docs/performance-journal.md`); a call that uses none of them (or
 //! `Buffer`, `crypto`, `fetch`, …, which load a built-in module) never pays for them now. Added,
 //! they are QuickJS's own, as in any context; until then their names are accessors like the other
 //! lazy globals (`lazy.rs`).

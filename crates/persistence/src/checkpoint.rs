@@ -4,7 +4,7 @@
 //! into the database file so the log can start over. SQLite runs that checkpoint itself in the
 //! connection whose commit pushed the log past 1,000 pages: under a tokenize load that is the
 //! writer thread (`writer.rs`), which then copies a thousand pages and syncs the database file
-//! while every waiting insert queues behind it (docs/performance.md).
+//! while every waiting insert queues behind it (docs/performance-journal.md).
 //!
 //! Here a thread per database file does it instead, on its own connection, in two steps:
 //! every [`EVERY`] a passive checkpoint copies what the log holds without blocking anyone;

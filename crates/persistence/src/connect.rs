@@ -213,7 +213,7 @@ const CHANGED_TABLES: &str = "SELECT relname::text FROM pg_stat_user_tables \
 /// Autovacuum does the same when it is on, but only after its nap (a minute), and not at all
 /// where it is off. Without statistics the planner may look a child up through
 /// `(tenant_id, created_at, id)` instead of the primary key: a children page was measured at
-/// 21 requests/s with 13,000 tokens, 1,150 right after `ANALYZE` (docs/performance.md).
+/// 21 requests/s with 13,000 tokens, 1,150 right after `ANALYZE` (docs/performance-journal.md).
 ///
 /// On Citus the statistics that plan a tenant's statements are each worker's, of its shards:
 /// every node is asked (`citus::CHANGED_TABLES`), and a distributed table with a changed

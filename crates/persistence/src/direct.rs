@@ -3,7 +3,7 @@
 //! sqlx runs every SQLite statement on a worker thread of its own and hands the statement and
 //! the rows over channels: two thread wake-ups per statement. Under the detokenize load a `perf`
 //! profile put ~45 % of the server's CPU in the kernel's scheduler for those hand-offs
-//! (docs/performance.md). The hottest reads are single rows found by a primary or unique key
+//! (docs/performance-journal.md). The hottest reads are single rows found by a primary or unique key
 //! (an API key's application on every request, a token by id), which SQLite answers from its page
 //! cache in microseconds: they run here, on a small pool of rusqlite connections opened on the
 //! same file, with prepared statements cached per connection. Each connection is

@@ -2,7 +2,7 @@
 //!
 //! SQLite at `synchronous=FULL` syncs the disk on every commit, which bounds one-row commits to a
 //! few thousand per second on this class of machine, while one transaction of a hundred rows costs
-//! about the same as one row (docs/performance.md). Concurrent `POST /tokens` therefore hand their
+//! about the same as one row (docs/performance-journal.md). Concurrent `POST /tokens` therefore hand their
 //! row to the file's writer thread (`writer.rs`), which takes every row waiting at that moment,
 //! writes them in one transaction and answers each caller only after the commit returned: an
 //! acknowledged token is as durable as before.

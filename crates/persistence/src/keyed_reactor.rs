@@ -6,7 +6,7 @@
 //! `LEFT JOIN` confined to the application's own tenant, the formula to the reactor's), so a
 //! call pays one network round trip for what took four. Joining the token's own statement
 //! raised a warm react's rate on PostgreSQL by about a fifth (+21 % by hand, +9 % and +19 % in
-//! two bench pairs; docs/performance.md, seventeenth session): a statement costs PostgreSQL
+//! two bench pairs; docs/performance-journal.md, seventeenth session): a statement costs PostgreSQL
 //! and the server mostly per statement. On SQLite the
 //! same join runs on the calling thread (`direct.rs`): one read transaction instead of four,
 //! whose begin and end (SQLite's locks on the log) were most of each point read's cost — 15 %

@@ -5,7 +5,7 @@
 //! Why: a search by a blind index term is a few index lookups, and on PostgreSQL a request paid
 //! two statements for it (the key, then the page), each a round trip with a wake-up on both
 //! sides; measured, the search ran at a third of `GET /tokens/{id}`'s rate, which reads its key
-//! and token in one (docs/performance.md, "Token search").
+//! and token in one (docs/performance-journal.md, "Token search").
 //!
 //! What a row may see: the tokens are joined only for a private application's key (the only
 //! type that may hold `token:search`, decisions §4) and only in the tenant the search was

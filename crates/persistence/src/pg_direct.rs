@@ -113,7 +113,7 @@ impl PgDirect {
             // generic one: a search by a blind index term (the `@>` of one value estimated at
             // a row, the generic at 1 % of the table) was planned on every call at a million
             // tokens, 1.7 ms of planning for 0.2 ms of reading, and ran at half its rate at a
-            // thousand tokens (docs/performance.md, "Token search").
+            // thousand tokens (docs/performance-journal.md, "Token search").
             // Not on Citus: a generic plan leaves the tenant's value unknown when Citus plans,
             // and it cannot route a statement with a subquery then (a search's count failed:
             // "could not create distributed plan").

@@ -6,7 +6,7 @@
 //! start, a round trip and a wake-up on each side). Measured with `pgbench` on this machine,
 //! the key-and-token read ran 50,800 statements a second alone and 29,100 of eight rows each
 //! (233,000 reads), and under a detokenize load PostgreSQL's backends spent ~60 % of a core
-//! on these reads (docs/performance.md, fourteenth session).
+//! on these reads (docs/performance-journal.md, fourteenth session).
 //!
 //! How: a caller queues its read; while fewer than [`MAX_RUNNING`] statements are running, it
 //! spawns a task that takes up to [`MAX_BATCH`] queued reads, runs them as one statement

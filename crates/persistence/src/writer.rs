@@ -2,7 +2,7 @@
 //!
 //! SQLite takes one writer at a time. The writes that come in a steady stream under load (every
 //! `POST /tokens`, the audit flush, the activity flush) go through this thread instead of the
-//! SeaORM pool, for three reasons measured on the tokenize path (docs/performance.md):
+//! SeaORM pool, for three reasons measured on the tokenize path (docs/performance-journal.md):
 //! - through sqlx each statement (begin, insert, commit) was a hand-off to the driver's worker
 //!   thread and back, and each group size a new SQL text to parse: a group of nine tokens took
 //!   ~1.7 ms, here ~0.7 ms;

@@ -6,7 +6,7 @@ use sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 use tokenvault_persistence::testing::{Backend, TestDatabase};
 
 /// Without the query planner stability guarantee every `LIMIT ?` statement is parsed and planned
-/// again on each execution (docs/performance.md).
+/// again on each execution (docs/performance-journal.md).
 #[tokio::test]
 async fn sqlite_is_built_with_the_query_planner_stability_guarantee() {
     let db = TestDatabase::create(Backend::Sqlite).await;

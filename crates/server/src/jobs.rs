@@ -191,7 +191,7 @@ pub(crate) async fn flush_audit(vault: Vault, mut stop: watch::Receiver<bool>) {
 const AUDIT_EVERY: Duration = Duration::from_millis(200);
 /// A backlog that is flushed at once: on SQLite a flush holds the one write lock for its whole
 /// transaction, so bounding its size bounds how long token inserts wait behind it (the p99 of
-/// `POST /tokens`, docs/performance.md).
+/// `POST /tokens`, docs/performance-journal.md).
 const AUDIT_BATCH: usize = 128;
 /// How often the backlog is looked at.
 const AUDIT_POLL: Duration = Duration::from_millis(10);

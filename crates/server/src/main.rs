@@ -9,7 +9,7 @@ use tokenvault_server::{Config, rotate_master_key, run, tenant_commands, verify_
 use tracing_subscriber::EnvFilter;
 
 /// jemalloc instead of glibc's malloc for Rust's allocations: under load about a tenth of the
-/// server's own CPU went to glibc's allocator (docs/performance.md). SQLite, aws-lc and QuickJS
+/// server's own CPU went to glibc's allocator (docs/performance-journal.md). SQLite, aws-lc and QuickJS
 /// keep glibc's malloc (the crate's symbols are prefixed).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -18,7 +18,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// the crate's own tests): two arenas (its default, four per core, spread the server's many
 /// threads over eight, and their freed pages with them), and freed pages given back to the
 /// system within a second instead of ten. Peak RSS under the bench's PostgreSQL run: 104 MiB
-/// with the defaults (docs/performance.md). `_RJEM_MALLOC_CONF` in the environment overrides.
+/// with the defaults (docs/performance-journal.md). `_RJEM_MALLOC_CONF` in the environment overrides.
 #[unsafe(export_name = "_rjem_malloc_conf")]
 #[allow(unsafe_code, non_upper_case_globals)]
 pub static malloc_conf: Option<&'static std::ffi::c_char> =

@@ -13,7 +13,7 @@ use crate::stamp::{stamp, unstamp};
 
 pub(crate) fn hash_hex(hash: &KeyHash) -> String {
     // By table, not `write!`: this runs on every authenticated request, and the formatting
-    // machinery showed up in its profile (docs/performance.md).
+    // machinery showed up in its profile (docs/performance-journal.md).
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = String::with_capacity(2 * hash.0.len());
     for b in hash.0 {

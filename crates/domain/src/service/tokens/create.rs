@@ -18,7 +18,7 @@ use uuid::Uuid;
 /// (no counter, so an id tells nothing of the ids made beside it). Ids in creation order put
 /// each new entry of the token key and the audit entity index beside the last one: a group
 /// commit writes one index page per index instead of one per token (SQLite's tokenize rate
-/// 1.7 times, docs/performance.md). The millisecond is the token's `created_at`, which every
+/// 1.7 times, docs/performance-journal.md). The millisecond is the token's `created_at`, which every
 /// reader of the token sees already; a caller that wants ids without it passes its own `id`.
 pub(crate) fn generated_id(at: OffsetDateTime) -> String {
     let secs = u64::try_from(at.unix_timestamp()).unwrap_or(0);
