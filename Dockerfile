@@ -28,13 +28,13 @@ FROM ${RUST_IMAGE} AS builder
 WORKDIR /src
 ENV CARGO_TERM_COLOR=never CARGO_INCREMENTAL=0
 COPY --from=skeleton /src/ ./
-RUN cargo build --release --locked -p tokenvault-server
+RUN cargo build --release --locked -p tokenvault-server --bin tokenvault
 
 # 3. The workspace's own crates. COPY keeps the context's modification times, which may be older
 #    than the stub build: touch the sources so cargo rebuilds them instead of linking the stubs.
 COPY . .
 RUN find crates migrations -name '*.rs' -exec touch {} + \
- && cargo build --release --locked -p tokenvault-server \
+ && cargo build --release --locked -p tokenvault-server --bin tokenvault \
  && install -D -m 0755 target/release/tokenvault /out/usr/local/bin/tokenvault \
  && install -d -m 0700 /out/data \
  && /out/usr/local/bin/tokenvault --version

@@ -105,8 +105,9 @@ fn the_domain_has_no_wire_format() {
     }
 }
 
-/// `unsafe` is allowed in the code runtime only (the workspace denies it), and each allowance
-/// has its reason beside it: a `SAFETY` note, or a `# Safety` contract, within twelve lines.
+/// `unsafe` is allowed in the code runtime only, and in the server's `main.rs` for jemalloc's
+/// settings (the workspace denies it elsewhere), and each allowance has its reason beside it:
+/// a `SAFETY` note, or a `# Safety` contract, within twelve lines.
 #[test]
 fn unsafe_stays_in_the_code_runtime_with_its_reasons() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -117,15 +118,15 @@ fn unsafe_stays_in_the_code_runtime_with_its_reasons() {
             let lines: Vec<&str> = text.lines().collect();
             for (i, line) in lines.iter().enumerate() {
                 let line = line.trim_start();
-                if !(line.starts_with("#[allow(unsafe_code)]")
-                    || line.starts_with("#![allow(unsafe_code)]"))
-                {
+                let attribute = line.starts_with("#[allow(") || line.starts_with("#![allow(");
+                if !(attribute && line.contains("unsafe_code")) {
                     continue;
                 }
                 allowances += 1;
                 let shown = path.display();
                 assert!(
-                    path.starts_with(root.join("crates/code/src")),
+                    path.starts_with(root.join("crates/code/src"))
+                        || path == root.join("crates/server/src/main.rs"),
                     "{shown}:{}: unsafe outside the code runtime",
                     i + 1
                 );

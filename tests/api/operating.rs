@@ -429,7 +429,7 @@ async fn cors_is_answered_by_the_browser_routes_only_however_spelled() {
     .await;
 }
 
-/// `tokenvault ceilings` (what `cargo xtask bench` sets the endpoints beside) measures on both
+/// `tokenvault-bench ceilings` (what `cargo xtask bench` sets the endpoints beside) measures on both
 /// databases.
 #[tokio::test]
 async fn ceilings_measure_the_adapter_and_the_cipher() {

@@ -152,6 +152,18 @@ fn binary() -> std::path::PathBuf {
         .map_or_else(|| root().join("target/release/tokenvault"), Into::into)
 }
 
+/// The measuring commands (`ceilings`, `fill`) of the same build as [`binary`]:
+/// `tokenvault-bench` beside it, or, for a build older than that binary, its own hidden
+/// commands. Given jemalloc's settings of the server (`crates/server/src/main.rs`).
+fn measuring(args: &[&str]) -> Command {
+    let server = binary();
+    let tool = server.with_file_name("tokenvault-bench");
+    let mut cmd = Command::new(if tool.exists() { tool } else { server });
+    cmd.args(args)
+        .env("_RJEM_MALLOC_CONF", "narenas:2,dirty_decay_ms:1000");
+    cmd
+}
+
 async fn start(db: &str) -> anyhow::Result<Server> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let data = std::env::temp_dir().join(format!("tokenvault-bench-{}-{db}", std::process::id()));
@@ -193,53 +205,51 @@ async fn start(db: &str) -> anyhow::Result<Server> {
     Ok(server)
 }
 
-/// The same machine's ceilings under HTTP, from `tokenvault ceilings` on a fresh database:
+/// The same machine's ceilings under HTTP, from `tokenvault-bench ceilings` on a fresh database:
 /// (insert/s, read/s through the persistence adapter, AES-256-GCM encrypt+decrypt pairs/s).
 async fn ceilings(db: &str, o: &Options) -> anyhow::Result<Value> {
     let data =
         std::env::temp_dir().join(format!("tokenvault-ceilings-{}-{db}", std::process::id()));
     std::fs::create_dir_all(&data)?;
     let data = TempDir(data);
-    let mut cmd = Command::new(binary());
-    cmd.args([
+    let mut cmd = measuring(&[
         "ceilings",
         "--duration",
         &o.duration.to_string(),
         "--concurrency",
         &o.connections.to_string(),
-    ])
-    .env("TOKENVAULT_DATA_DIR", &data.0)
-    .env("TOKENVAULT_LOG", "warn")
-    .stderr(Stdio::inherit());
+    ]);
+    cmd.env("TOKENVAULT_DATA_DIR", &data.0)
+        .env("TOKENVAULT_LOG", "warn")
+        .stderr(Stdio::inherit());
     if db == "postgres" || db == "citus" {
         cmd.env("DATABASE_URL", fresh_postgres(db, "ceilings").await?);
     } else {
         cmd.env_remove("DATABASE_URL");
     }
-    let out = cmd.output().context("tokenvault ceilings")?;
+    let out = cmd.output().context("tokenvault-bench ceilings")?;
     if !out.status.success() {
-        bail!("tokenvault ceilings failed");
+        bail!("tokenvault-bench ceilings failed");
     }
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-/// `tokenvault fill`: adds `count` tokens to the bench tenant on the server's database.
+/// `tokenvault-bench fill`: adds `count` tokens to the bench tenant on the server's database.
 fn fill(server: &Server, count: u64) -> anyhow::Result<()> {
     let tenant = text(
         &curl(server, "GET", "/tenants/self", Some(BOOTSTRAP_KEY), None)?,
         "id",
     )?;
-    let mut cmd = Command::new(binary());
-    cmd.args(["fill", "--tenant", &tenant, "--count", &count.to_string()])
-        .env("TOKENVAULT_DATA_DIR", &server.data.0)
+    let mut cmd = measuring(&["fill", "--tenant", &tenant, "--count", &count.to_string()]);
+    cmd.env("TOKENVAULT_DATA_DIR", &server.data.0)
         .env("TOKENVAULT_LOG", "warn")
         .stdout(Stdio::null());
     match &server.database_url {
         Some(url) => cmd.env("DATABASE_URL", url),
         None => cmd.env_remove("DATABASE_URL"),
     };
-    if !cmd.status().context("tokenvault fill")?.success() {
-        bail!("tokenvault fill failed");
+    if !cmd.status().context("tokenvault-bench fill")?.success() {
+        bail!("tokenvault-bench fill failed");
     }
     Ok(())
 }
@@ -637,7 +647,7 @@ pub(crate) async fn bench(args: &[&str]) -> anyhow::Result<()> {
                 .map_or(f64::NAN, |(_, m, _)| m.p50_ms)
         };
         println!(
-            "ceilings without HTTP (tokenvault ceilings, {} tasks):",
+            "ceilings without HTTP (tokenvault-bench ceilings, {} tasks):",
             o.connections
         );
         for (label, field, path) in [

@@ -1,4 +1,4 @@
-//! `tokenvault ceilings`: what the layers under the HTTP API reach on this machine, for
+//! `tokenvault-bench ceilings`: what the layers under the HTTP API reach on this machine, for
 //! `cargo xtask bench` to set each endpoint beside. Writes and reads one token row through the
 //! persistence adapter (no HTTP, no authentication) from `concurrency` tasks at once, and
 //! encrypts and decrypts a token value with the tenant cipher on one thread. [`fill`] adds

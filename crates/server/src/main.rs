@@ -81,32 +81,6 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
-    /// Measure what the storage and the cipher reach on this machine, without HTTP, and print
-    /// it as JSON (used by `cargo xtask bench`). It adds a tenant and rows to the configured
-    /// database, so it refuses one that holds other tenants.
-    #[command(hide = true)]
-    Ceilings {
-        /// Seconds each measurement runs.
-        #[arg(long, default_value_t = 5)]
-        duration: u64,
-        /// Concurrent writers and readers.
-        #[arg(long, default_value_t = 16)]
-        concurrency: usize,
-        /// Measure even though the database holds other tenants.
-        #[arg(long)]
-        allow_other_tenants: bool,
-    },
-    /// Add COUNT tokens to a tenant through the storage layer, for measuring at scale (used by
-    /// `cargo xtask bench --scale`); prints how many were added.
-    #[command(hide = true)]
-    Fill {
-        /// The tenant.
-        #[arg(long)]
-        tenant: uuid::Uuid,
-        /// How many tokens.
-        #[arg(long)]
-        count: u64,
-    },
 }
 
 #[derive(Subcommand)]
@@ -299,26 +273,6 @@ async fn serve_or_run() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Ceilings {
-            duration,
-            concurrency,
-            allow_other_tenants,
-        } => {
-            let measured = tokenvault_server::ceilings::measure(
-                &config,
-                std::time::Duration::from_secs(duration),
-                concurrency,
-                allow_other_tenants,
-            )
-            .await?;
-            println!("{}", serde_json::to_string_pretty(&measured)?);
-            Ok(())
-        }
-        Command::Fill { tenant, count } => {
-            let added = tokenvault_server::ceilings::fill(&config, tenant, count).await?;
-            println!("{added}");
-            Ok(())
-        }
         Command::Tenants { command } => {
             let printed = match command {
                 TenantCommand::Create { name, owner } => {
@@ -343,13 +297,18 @@ mod tests {
     use super::Cli;
 
     /// The measuring commands (`ceilings`, `fill`) add tenants and rows to the configured
-    /// database: they run for `cargo xtask bench`, and `--help` does not offer them.
+    /// database: they are `tokenvault-bench`'s, which is not shipped, and `tokenvault` has
+    /// none of them.
     #[test]
-    fn measuring_commands_are_not_listed_in_help() {
+    fn the_shipped_binary_has_no_measuring_commands() {
         let help = Cli::command().render_help().to_string();
-        for hidden in ["ceilings", "fill"] {
-            assert!(!help.contains(hidden), "{hidden} listed:\n{help}");
+        for command in ["ceilings", "fill"] {
+            assert!(!help.contains(command), "{command} listed:\n{help}");
+            assert!(
+                Cli::try_parse_from(["tokenvault", command]).is_err(),
+                "{command}"
+            );
         }
-        assert!(Cli::try_parse_from(["tokenvault", "ceilings", "--duration", "1"]).is_ok());
+        assert!(Cli::try_parse_from(["tokenvault", "tenants", "list"]).is_ok());
     }
 }
