@@ -70,6 +70,30 @@ impl Clock for SystemClock {
     }
 }
 
+/// The `main` of each binary of this crate: a code worker when started as one (the vault starts
+/// its workers by running the same executable with `code-worker`), decided before anything else
+/// runs: no configuration read, no key file opened, no runtime threads started (its seccomp
+/// filter holds for its one thread). Else `body` on a multi-threaded runtime.
+///
+/// # Errors
+/// The runtime could not start, or `body` failed.
+pub fn enter<F>(body: impl FnOnce() -> F) -> anyhow::Result<()>
+where
+    F: std::future::Future<Output = anyhow::Result<()>>,
+{
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "code-worker")
+    {
+        std::process::exit(tokenvault_code::worker::main());
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(body())
+}
+
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it, for
 /// one command; [`CommandVault::close`] it when the command is done.
 pub async fn open_vault(config: &Config) -> anyhow::Result<CommandVault> {

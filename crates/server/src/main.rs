@@ -164,20 +164,7 @@ async fn shutdown_signal() {
 }
 
 fn main() -> anyhow::Result<()> {
-    // A code worker (started by the server itself) is decided before anything else runs: no
-    // configuration read, no key file opened, no runtime threads started (its seccomp filter
-    // holds for its one thread).
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == "code-worker")
-    {
-        std::process::exit(tokenvault_code::worker::main());
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(serve_or_run())
+    tokenvault_server::enter(serve_or_run)
 }
 
 async fn serve_or_run() -> anyhow::Result<()> {

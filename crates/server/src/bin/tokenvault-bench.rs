@@ -58,19 +58,8 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
-    // The vault it opens starts code workers by running this same executable, as `tokenvault`
-    // does (`crates/server/src/main.rs`): decided before anything else runs.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == "code-worker")
-    {
-        std::process::exit(tokenvault_code::worker::main());
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?
-        .block_on(run())
+    // The vault it opens starts code workers by running this same executable, as `tokenvault`.
+    tokenvault_server::enter(run)
 }
 
 async fn run() -> anyhow::Result<()> {
