@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use crate::bench_db::{drop_postgres, fresh_postgres};
 use crate::destination;
-use crate::workspace::{DEFAULT_TEST_POSTGRES, cargo, root};
+use crate::workspace::{cargo, root};
 use crate::wrk::{Measured, Target, ensure_wrk, run_wrk_at};
 
 const BOOTSTRAP_KEY: &str = "key_benchbenchbenchbenchbenchbench12";
@@ -95,54 +96,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// The server beside which `db`'s fresh databases are made: `TOKENVAULT_TEST_DATABASE_URL`'s,
-/// or for `citus` the coordinator's (`citus_db.rs`).
-fn postgres_base(db: &str) -> anyhow::Result<String> {
-    if db == "citus" {
-        return crate::citus_db::coordinator();
-    }
-    Ok(std::env::var("TOKENVAULT_TEST_DATABASE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string()))
-}
-
-async fn fresh_postgres(db_kind: &str, purpose: &str) -> anyhow::Result<String> {
-    use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
-    let base = postgres_base(db_kind)?;
-    let name = format!("bench_{purpose}_{}", std::process::id());
-    let db = Database::connect(&base)
-        .await
-        .context("connect to PostgreSQL")?;
-    db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name}"))
-        .await?;
-    db.execute_unprepared(&format!("CREATE DATABASE {name}"))
-        .await?;
-    if db_kind == "citus" {
-        crate::citus_db::distribute(&base, &name).await?;
-    }
-    let (prefix, _) = base.rsplit_once('/').context("database URL")?;
-    Ok(format!("{prefix}/{name}"))
-}
-
-/// Drops the databases [`fresh_postgres`] made for `purposes` (their servers have stopped).
-async fn drop_postgres(db_kind: &str, purposes: &[&str]) -> anyhow::Result<()> {
-    use sea_orm_migration::sea_orm::{ConnectionTrait, Database};
-    let base = postgres_base(db_kind)?;
-    let db = Database::connect(&base)
-        .await
-        .context("connect to PostgreSQL")?;
-    for purpose in purposes {
-        let name = format!("bench_{purpose}_{}", std::process::id());
-        db.execute_unprepared(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .await?;
-        if db_kind == "citus" {
-            crate::citus_db::drop_on_workers(&base, &name).await?;
-        }
-    }
-    Ok(())
 }
 
 /// The server binary: `TOKENVAULT_BENCH_BIN` (another build, for before/after runs), else the

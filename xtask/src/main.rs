@@ -17,6 +17,7 @@ use sea_orm_migration::sea_orm::Database;
 use tokenvault_migrations::Migrator;
 
 mod bench;
+mod bench_db;
 mod citus_db;
 mod destination;
 mod workspace;

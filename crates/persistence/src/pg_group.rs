@@ -18,7 +18,7 @@
 //!
 //! Rows whose caller has left before their turn are not written.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
@@ -36,6 +36,8 @@ use crate::rows;
 use crate::rows::token::{NOT_INSERTED, NewLists, insert_order, put_new, write_conflict};
 use crate::rows::write::{PgArrays, PgValues, pg_params, put_row};
 use crate::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
+
+mod citus;
 
 /// Rows in one statement at most.
 const MAX_GROUP: usize = 256;
@@ -81,37 +83,14 @@ static SINGLE_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// On Citus, [`GROUP_SQL`] without [`TENANT_FREE`]: `tenants` is a reference table there, and
-/// a lock on its row is taken on every node, so one node down would fail every tenant's
-/// inserts (measured: `tests/citus.rs`). The foreign key, checked on the tenant's node against
-/// its copy of `tenants`, refuses a deleted tenant's rows instead (each row then alone).
-static GROUP_SQL_CITUS: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO tokens ({cols}) SELECT u.* FROM UNNEST({arrays}) AS u({cols}) \
-         ON CONFLICT DO NOTHING RETURNING tenant_id, id",
-        cols = columns(),
-        arrays = pg_params::<token::Column>(NOT_INSERTED, "[]"),
-    )
-});
-
-/// On Citus, one row alone as a plain `INSERT … VALUES`, which Citus sends to the tenant's
-/// node as it is (no lock on `tenants`, as [`GROUP_SQL_CITUS`]).
-static SINGLE_SQL_CITUS: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO tokens ({cols}) VALUES ({values})",
-        cols = columns(),
-        values = pg_params::<token::Column>(NOT_INSERTED, ""),
-    )
-});
-
 /// The writer's two statements: one PostgreSQL's, or Citus's.
 #[derive(Clone, Copy)]
 struct Sql {
     group: &'static str,
     single: &'static str,
     /// Citus's: each statement runs in a transaction of its own whose lock waits are bounded
-    /// on the workers too ([`begin`]), and a tenant whose row such a wait ran into is asked
-    /// whether it is being deleted ([`locked_out`]).
+    /// on the workers too ([`run_statement`]), and a tenant whose row such a wait ran into is
+    /// asked whether it is being deleted ([`citus::locked_out`]).
     citus: bool,
 }
 
@@ -119,8 +98,8 @@ impl Sql {
     fn of(citus: bool) -> Self {
         if citus {
             Self {
-                group: GROUP_SQL_CITUS.as_str(),
-                single: SINGLE_SQL_CITUS.as_str(),
+                group: citus::GROUP_SQL.as_str(),
+                single: citus::SINGLE_SQL.as_str(),
                 citus: true,
             }
         } else {
@@ -341,11 +320,7 @@ async fn write_unique(
     // as when a connection breaks, and their callers are answered with the error.
     let statement =
         sqlx::query_as_with::<_, (Uuid, String), _>(sqlx::AssertSqlSafe(sql.group), arguments);
-    let result = match begin(conn, sql).await {
-        Ok(()) => within(statement.fetch_all(&mut *conn)).await,
-        Err(e) => Err(e),
-    };
-    let result = end(conn, sql, result).await;
+    let result = run_statement(conn, sql, async |c| statement.fetch_all(c).await).await;
     match result {
         Ok(stored) => {
             let stored: HashSet<(Uuid, String)> = stored.into_iter().collect();
@@ -362,7 +337,7 @@ async fn write_unique(
         // A lock waited out (a table's, as a schema change takes it, or another
         // transaction's uncommitted rows): every row would wait as long again alone, with
         // every tenant's inserts queued behind; the group fails at once instead.
-        Err(e) if lock_not_available(&e) && sql.citus => locked_out(conn, group, &e).await,
+        Err(e) if lock_not_available(&e) && sql.citus => citus::locked_out(conn, group, &e).await,
         Err(e) if lock_not_available(&e) => {
             answer_all(group, &e);
             Ok(())
@@ -376,86 +351,18 @@ async fn write_unique(
     }
 }
 
-/// On Citus, begins the transaction of one of `sql`'s statements
-/// (`supervise::begin_on_citus`); elsewhere each statement is its own transaction already.
-async fn begin(conn: &mut PgConnection, sql: Sql) -> Result<(), sqlx::Error> {
-    if sql.citus {
-        within(supervise::begin_on_citus(conn)).await
-    } else {
-        Ok(())
-    }
-}
-
-/// On Citus, ends the transaction [`begin`] opened: committed after a statement that went
-/// through, rolled back after one the database refused. A connection that failed is left as
-/// it is (the caller drops it). A failed `COMMIT` fails as a connection does, whatever the
-/// database answered: Citus may have committed on the worker before it reports the error, so
-/// the rows are neither written again nor reported refused, and the connection is replaced.
-async fn end<T>(
+/// Runs one of `sql`'s statements within the deadline: on Citus in a transaction of its own
+/// whose lock waits are bounded on the workers too ([`citus::begin`], [`citus::end`]).
+async fn run_statement<T>(
     conn: &mut PgConnection,
     sql: Sql,
-    result: Result<T, sqlx::Error>,
+    statement: impl AsyncFnOnce(&mut PgConnection) -> Result<T, sqlx::Error>,
 ) -> Result<T, sqlx::Error> {
-    if !sql.citus {
-        return result;
-    }
-    match &result {
-        Ok(_) => match within(sqlx::raw_sql("COMMIT").execute(&mut *conn)).await {
-            Ok(_) => result,
-            Err(e) => Err(sqlx::Error::Protocol(format!(
-                "token insert: the commit's outcome is unknown: {e}"
-            ))),
-        },
-        Err(e) if answered(e) => {
-            within(sqlx::raw_sql("ROLLBACK").execute(&mut *conn)).await?;
-            result
-        }
-        Err(_) => result,
-    }
-}
-
-/// On Citus, `group`'s rows (one tenant's) waited out the lock timeout on a worker: the
-/// foreign key's lock on their tenant's row, which only the last step of a tombstone's purge
-/// holds against it. A tenant gone or a tombstone answers [`TokenWrite::Missing`], as
-/// [`TENANT_FREE`] does on PostgreSQL (after the wait, not at once: there is no lock to skip
-/// on Citus); a live tenant's row locked otherwise is the lock error, never a 401.
-async fn locked_out(
-    conn: &mut PgConnection,
-    group: Vec<Pending>,
-    e: &sqlx::Error,
-) -> Result<(), sqlx::Error> {
-    let mut live: HashMap<Uuid, bool> = HashMap::new();
-    let mut group = group.into_iter();
-    while let Some(p) = group.next() {
-        let tenant_live = if let Some(known) = live.get(&p.row.tenant_id) {
-            *known
-        } else {
-            let asked = within(
-                sqlx::query_scalar::<_, bool>(TENANT_LIVE)
-                    .bind(p.row.tenant_id)
-                    .fetch_one(&mut *conn),
-            )
-            .await;
-            match asked {
-                Ok(known) => *live.entry(p.row.tenant_id).or_insert(known),
-                Err(asking) => {
-                    let _ = p.reply.send(Err(backend(&asking)));
-                    if answered(&asking) {
-                        continue;
-                    }
-                    answer_all(group.collect(), &asking);
-                    return Err(asking);
-                }
-            }
-        };
-        let answer = if tenant_live {
-            Err(backend(e))
-        } else {
-            Ok(TokenWrite::Missing)
-        };
-        let _ = p.reply.send(answer);
-    }
-    Ok(())
+    let result = match citus::begin(conn, sql.citus).await {
+        Ok(()) => within(statement(&mut *conn)).await,
+        Err(e) => Err(e),
+    };
+    citus::end(conn, sql.citus, result).await
 }
 
 async fn write_each(
@@ -484,11 +391,7 @@ async fn write_alone(conn: &mut PgConnection, p: Pending, sql: Sql) -> Result<()
         return Ok(());
     }
     let statement = sqlx::query_with(sqlx::AssertSqlSafe(sql.single), values.0);
-    let result = match begin(conn, sql).await {
-        Ok(()) => within(statement.execute(&mut *conn)).await,
-        Err(e) => Err(e),
-    };
-    let result = end(conn, sql, result).await;
+    let result = run_statement(conn, sql, async |c| statement.execute(c).await).await;
     match result {
         Ok(done) if done.rows_affected() > 0 => {
             let _ = p.reply.send(Ok(TokenWrite::Done));
@@ -520,7 +423,7 @@ async fn write_alone(conn: &mut PgConnection, p: Pending, sql: Sql) -> Result<()
                 }
             }
         }
-        Err(e) if lock_not_available(&e) && sql.citus => locked_out(conn, vec![p], &e).await,
+        Err(e) if lock_not_available(&e) && sql.citus => citus::locked_out(conn, vec![p], &e).await,
         Err(e) if answered(&e) => {
             // The same translation as every other token write (`tokens.rs`).
             let answer = write_conflict(DbErr::Exec(RuntimeErr::SqlxError(Arc::new(e))));

@@ -70,6 +70,31 @@ impl Clock for SystemClock {
     }
 }
 
+/// Logs to stderr at `config.log` (`RUST_LOG` overrides), as text or, where configured, one
+/// JSON object per line: the event's fields at the top, the request's span (trace id, method,
+/// path) under `span`. For each binary of this crate, once.
+///
+/// # Errors
+/// The configured log format is not one the server knows.
+pub fn init_logs(config: &Config) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.json_logs()? {
+        logs.json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
+    Ok(())
+}
+
 /// The `main` of each binary of this crate: a code worker when started as one (the vault starts
 /// its workers by running the same executable with `code-worker`), decided before anything else
 /// runs: no configuration read, no key file opened, no runtime threads started (its seccomp

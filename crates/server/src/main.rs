@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use tokenvault_server::{Config, rotate_master_key, run, tenant_commands, verify_audit};
-use tracing_subscriber::EnvFilter;
 
 /// jemalloc instead of glibc's malloc for Rust's allocations: under load about a tenth of the
 /// server's own CPU went to glibc's allocator (docs/performance-journal.md). SQLite, aws-lc and QuickJS
@@ -170,22 +169,7 @@ fn main() -> anyhow::Result<()> {
 async fn serve_or_run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let config = Config::load(cli.config.as_deref()).context("invalid configuration")?;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if config.json_logs()? {
-        // One object per line: the event's fields at the top, the request's span (trace id,
-        // method, path) under `span`.
-        logs.json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
-            .init();
-    } else {
-        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
-    }
+    tokenvault_server::init_logs(&config)?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
             config.validate()?;
