@@ -1,47 +1,30 @@
 //! Code runtime adapter: the domain's [`CodeRunner`](tokenvault_domain::code::CodeRunner) port
 //! on QuickJS (`rquickjs`), per docs/decisions.md §7.
 //!
-//! Tenant code never runs in the server's address space. A fixed pool of **worker processes**
-//! (`worker.rs`), started from the server's own binary with an empty environment, each warms one
-//! QuickJS engine, puts itself under resource limits and a seccomp filter (`sandbox.rs`), and
-//! runs one call at a time, talking to the server over its stdin and stdout (`protocol.rs`):
-//! `req.svc` calls and `console` lines come back to the server, which checks and answers them.
-//! Inside the worker every call gets a fresh context (nothing one call defines reaches the next)
-//! and the engine's own limits (interrupt handler, memory limit, result size; `engine.rs`).
+//! Three programs live here, one folder each:
+//! - `pool/` runs in the server: a fixed pool of **worker processes**, started from the
+//!   server's own binary with an empty environment, each lent to one call at a time
+//!   (`pool/run.rs`). The server bounds what the engine cannot: a call that has not answered
+//!   by its deadline plus [`GRACE`] (a builtin that never reaches an interrupt check) is
+//!   answered as out of time, and its worker is killed and replaced. A worker that dies, or
+//!   whose caller went away mid-call, is replaced too. One tenant holds at most its share of
+//!   the workers and of the queue (`pool/gate.rs`).
+//! - `worker/` is the worker process: it warms one QuickJS engine, puts itself under resource
+//!   limits and a seccomp filter (`worker/sandbox.rs`), and runs one call at a time, each in a
+//!   fresh context (nothing one call defines reaches the next) under the engine's own limits
+//!   (interrupt handler, memory limit, result size; `worker/engine.rs`).
+//! - `node/` is what tenant code loads: one folder per Node module (its JavaScript, its host
+//!   functions, its tests) and one registry of them (`node/mod.rs`).
 //!
-//! The server bounds what the engine cannot: a call that has not answered by its deadline plus
-//! [`GRACE`] (a builtin that never reaches an interrupt check) is answered as out of time, and
-//! its worker is killed and replaced. A worker that dies, or whose caller went away mid-call, is
-//! replaced too. One tenant holds at most its share of the workers and of the queue (`gate.rs`).
+//! The server and a worker talk over the worker's stdin and stdout (`protocol.rs`): `req.svc`
+//! calls and `console` lines come back to the server, which checks and answers them. The
+//! operator's npm packages (`packages.rs`) are compiled by the server and loaded by workers.
 
-mod budget;
-mod builtins;
-mod cipher;
-mod code_cache;
-mod ecdh;
-mod engine;
-mod failure;
-mod fetch;
-mod gate;
-mod hash;
-mod host_calls;
-mod host_function;
-mod intrinsics;
-mod kdf;
-mod keys;
-mod lazy;
-mod modules;
-mod names;
+mod node;
+mod packages;
 mod pool;
 mod protocol;
-mod run;
-mod sandbox;
-mod script;
-mod seal;
 mod settings;
-mod sign;
-mod url;
-mod vendored;
 pub mod worker;
 
 use std::sync::{Arc, Mutex};
@@ -49,12 +32,12 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-pub use engine::Limits;
-use gate::Gates;
-pub use modules::CodeModules;
+pub use packages::CodeModules;
 use pool::Pool;
+use pool::gate::Gates;
 use protocol::ToWorker;
 pub use settings::{RunnerSettings, WorkerCommand};
+pub use worker::engine::Limits;
 
 /// How long past its deadline a call may run before its worker is killed.
 pub const GRACE: Duration = Duration::from_millis(250);

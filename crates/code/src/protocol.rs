@@ -35,8 +35,8 @@ pub enum ToWorker {
         max_output: usize,
         /// Install the seccomp filter (refused only by the operator's explicit opt-out).
         sandbox: bool,
-        /// The operator's npm packages, compiled (`modules.rs`).
-        modules: Vec<crate::modules::ModuleFile>,
+        /// The operator's npm packages, compiled (`packages.rs`).
+        modules: Vec<crate::packages::ModuleFile>,
     },
     /// Run a module with a request.
     Run {

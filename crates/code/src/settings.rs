@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::Limits;
-use crate::modules::CodeModules;
+use crate::packages::CodeModules;
+use crate::worker::engine::Limits;
 
 /// The program a worker process runs: the server's own binary with the worker's subcommand.
 #[derive(Clone, Debug)]

@@ -270,7 +270,7 @@ async fn what_code_sends_the_server_is_bounded_in_the_worker() {
 }
 
 /// Cordons: a worker process runs one tenant's code only. Ten tenants call in turn on two
-/// workers; a worker handed a second tenant's call ends itself (`worker.rs`), so a pool that
+/// workers; a worker handed a second tenant's call ends itself (`src/worker/mod.rs`), so a pool that
 /// mixed them would fail calls here. One tenant calling again keeps its warm worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_worker_process_runs_two_tenants_code() {
