@@ -300,7 +300,7 @@ mod tests {
             assert_eq!(problem["status"], 500);
             assert_eq!(problem["trace_id"], "trace-boom");
             assert_eq!(problem["detail"], "An unexpected error occurred.");
-            let shown = metrics.render();
+            let shown = metrics.render(0, 0);
             assert!(
                 shown.contains(
                     "tokenvault_http_requests_total{method=\"POST\",route=\"/boom\",status=\"500\"} 1"

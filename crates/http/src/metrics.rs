@@ -1,29 +1,28 @@
 //! `GET /metrics` in the Prometheus text format (docs/decisions.md §11): requests by method,
 //! route template and status, a latency histogram by method and route template, code-runner
-//! calls by outcome, and proxy calls by destination status. Labels never carry a raw path, an
-//! id, a key or a tenant (an alias id can show data).
+//! calls by outcome, proxy calls by destination status, and the audit log's backlog. Labels
+//! never carry a raw path, an id, a key or a tenant (an alias id can show data).
+//!
+//! The series and their exposition are the `prometheus` crate's (TiKV's client: the classic
+//! text format Prometheus scrapes, label values escaped, counters named `_total` in their
+//! `# TYPE` line as dashboards already read them).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use actix_web::http::Method;
 use actix_web::{HttpRequest, HttpResponse, web};
+use prometheus::{
+    Encoder as _, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
 use tokenvault_domain::Vault;
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
     0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
-
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
-}
 
 /// The route template a resource answers (`/tokens/{id}`), set on each resource as app data
 /// (`resource!`): naming the route of a request reads it instead of matching the path again.
@@ -61,22 +60,22 @@ pub fn method_label(method: &Method) -> &'static str {
         .map_or("other", |(_, name)| name)
 }
 
-#[derive(Default)]
-struct Series {
-    /// (method, route, status) → requests.
-    requests: BTreeMap<(&'static str, Cow<'static, str>, u16), u64>,
-    /// (method, route) → latency.
-    latency: BTreeMap<(&'static str, Cow<'static, str>), Histogram>,
-    /// outcome → code calls.
-    code: BTreeMap<&'static str, u64>,
-    /// destination status (or `none` when the vault answered itself) → proxy calls.
-    proxy: BTreeMap<String, u64>,
-}
-
 /// The process's metrics (one per server; instances are scraped separately).
-#[derive(Default)]
 pub struct Metrics {
-    series: Mutex<Series>,
+    registry: Registry,
+    /// method, route, status → requests.
+    requests: IntCounterVec,
+    /// method, route → latency.
+    latency: HistogramVec,
+    /// outcome → code calls.
+    code: IntCounterVec,
+    /// destination status (or `none` when the vault answered itself) → proxy calls.
+    proxy: IntCounterVec,
+    /// The audit log's, read from the vault at each scrape (`scrape` keeps two scrapes from
+    /// setting them at once).
+    audit_waiting: IntGauge,
+    audit_refusals: IntCounter,
+    scrape: Mutex<()>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -85,15 +84,75 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
-impl Metrics {
-    fn with(&self, f: impl FnOnce(&mut Series)) {
-        let mut series = self
-            .series
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&mut series);
+impl Default for Metrics {
+    fn default() -> Self {
+        // The names, help texts and label names are constants: a failure here is a typo in
+        // this file, found by its test.
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            IntCounterVec::new(Opts::new(name, help), labels)
+                .unwrap_or_else(|e| panic!("metric {name}: {e}"))
+        };
+        let requests = counter(
+            "tokenvault_http_requests_total",
+            "HTTP requests by method, route template and status.",
+            &["method", "route", "status"],
+        );
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "tokenvault_http_request_duration_seconds",
+                "Time to answer, by method and route template.",
+            )
+            .buckets(BUCKETS.to_vec()),
+            &["method", "route"],
+        )
+        .unwrap_or_else(|e| panic!("latency histogram: {e}"));
+        let code = counter(
+            "tokenvault_code_calls_total",
+            "Calls of the code runtime (reactors, transforms) by outcome.",
+            &["outcome"],
+        );
+        let proxy = counter(
+            "tokenvault_proxy_calls_total",
+            "Proxy calls by destination status (none: the vault answered).",
+            &["destination_status"],
+        );
+        let audit_waiting = IntGauge::new(
+            "tokenvault_audit_events_waiting",
+            "Audit events held in memory until the next flush writes them.",
+        )
+        .unwrap_or_else(|e| panic!("audit gauge: {e}"));
+        let audit_refusals = IntCounter::new(
+            "tokenvault_audit_refusals_total",
+            "Requests refused (503) because their tenant's audit log stayed behind.",
+        )
+        .unwrap_or_else(|e| panic!("audit counter: {e}"));
+        let registry = Registry::new();
+        for metric in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(latency.clone()),
+            Box::new(code.clone()),
+            Box::new(proxy.clone()),
+            Box::new(audit_waiting.clone()),
+            Box::new(audit_refusals.clone()),
+        ] {
+            registry
+                .register(metric)
+                .unwrap_or_else(|e| panic!("registering a metric: {e}"));
+        }
+        Self {
+            registry,
+            requests,
+            latency,
+            code,
+            proxy,
+            audit_waiting,
+            audit_refusals,
+            scrape: Mutex::new(()),
+        }
     }
+}
 
+impl Metrics {
     /// A request finished. `route` is the matched template (`/tokens/{id}`), never the path.
     pub fn request(
         &self,
@@ -102,114 +161,75 @@ impl Metrics {
         status: u16,
         elapsed: Duration,
     ) {
-        let seconds = elapsed.as_secs_f64();
         let method = method_label(method);
-        self.with(|s| {
-            *s.requests
-                .entry((method, route.clone(), status))
-                .or_default() += 1;
-            let h = s.latency.entry((method, route)).or_default();
-            h.count += 1;
-            h.sum += seconds;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                if seconds <= *bound {
-                    h.counts[i] += 1;
-                }
-            }
-        });
+        let mut digits = [0u8; 5];
+        self.requests
+            .with_label_values(&[method, &route, status_text(status, &mut digits)])
+            .inc();
+        self.latency
+            .with_label_values(&[method, &route])
+            .observe(elapsed.as_secs_f64());
     }
 
     /// A code-runner call ended (`ok`, or an error of any kind).
     pub fn code_call(&self, ok: bool) {
-        self.with(|s| *s.code.entry(if ok { "ok" } else { "error" }).or_default() += 1);
+        self.code
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
     }
 
     /// A proxy call ended: the destination's status, or `None` when the vault answered itself.
     pub fn proxy_call(&self, destination_status: Option<u16>) {
-        let label = destination_status.map_or_else(|| "none".to_string(), |s| s.to_string());
-        self.with(|s| *s.proxy.entry(label).or_default() += 1);
+        let mut digits = [0u8; 5];
+        let label = destination_status.map_or("none", |s| status_text(s, &mut digits));
+        self.proxy.with_label_values(&[label]).inc();
     }
 
-    /// The exposition text.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        self.with(|s| {
-            out.push_str("# HELP tokenvault_http_requests_total HTTP requests by method, route template and status.\n");
-            out.push_str("# TYPE tokenvault_http_requests_total counter\n");
-            for ((method, route, status), n) in &s.requests {
-                let _ = writeln!(
-                    out,
-                    "tokenvault_http_requests_total{{method=\"{}\",route=\"{}\",status=\"{status}\"}} {n}",
-                    escape(method),
-                    escape(route)
-                );
-            }
-            out.push_str("# HELP tokenvault_http_request_duration_seconds Time to answer, by method and route template.\n");
-            out.push_str("# TYPE tokenvault_http_request_duration_seconds histogram\n");
-            for ((method, route), h) in &s.latency {
-                let labels = format!("method=\"{}\",route=\"{}\"", escape(method), escape(route));
-                for (bound, n) in BUCKETS.iter().zip(h.counts) {
-                    let _ = writeln!(
-                        out,
-                        "tokenvault_http_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}"
-                    );
-                }
-                let _ = writeln!(
-                    out,
-                    "tokenvault_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-                    h.count
-                );
-                let _ = writeln!(out, "tokenvault_http_request_duration_seconds_sum{{{labels}}} {}", h.sum);
-                let _ = writeln!(out, "tokenvault_http_request_duration_seconds_count{{{labels}}} {}", h.count);
-            }
-            out.push_str("# HELP tokenvault_code_calls_total Calls of the code runtime (reactors, transforms) by outcome.\n");
-            out.push_str("# TYPE tokenvault_code_calls_total counter\n");
-            for (outcome, n) in &s.code {
-                let _ = writeln!(out, "tokenvault_code_calls_total{{outcome=\"{outcome}\"}} {n}");
-            }
-            out.push_str("# HELP tokenvault_proxy_calls_total Proxy calls by destination status (none: the vault answered).\n");
-            out.push_str("# TYPE tokenvault_proxy_calls_total counter\n");
-            for (status, n) in &s.proxy {
-                let _ = writeln!(
-                    out,
-                    "tokenvault_proxy_calls_total{{destination_status=\"{}\"}} {n}",
-                    escape(status)
-                );
-            }
-        });
-        out
+    /// The exposition text, with the audit log's `waiting` events and `refusals` so far.
+    pub fn render(&self, waiting: u64, refusals: u64) -> String {
+        let _one_scrape = self
+            .scrape
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.audit_waiting
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+        self.audit_refusals.reset();
+        self.audit_refusals.inc_by(refusals);
+        let mut out = Vec::new();
+        // Encoding into memory fails only on a family without a name, which the registry
+        // refuses at registration.
+        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::error!(error = %e, "cannot encode the metrics");
+        }
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
-/// A label value as the text format wants it.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// A status code as its digits, without allocating.
+fn status_text(status: u16, digits: &mut [u8; 5]) -> &str {
+    let mut n = status;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + u8::try_from(n % 10).unwrap_or(0);
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&digits[at..]).unwrap_or("0")
 }
 
 /// `GET /metrics`.
 #[utoipa::path(get, path = "/metrics", tag = "meta",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(metrics: web::Data<Metrics>, vault: web::Data<Vault>) -> HttpResponse {
-    let mut out = metrics.render();
-    out.push_str("# HELP tokenvault_audit_events_waiting Audit events held in memory until the next flush writes them.\n");
-    out.push_str("# TYPE tokenvault_audit_events_waiting gauge\n");
-    let _ = writeln!(
-        out,
-        "tokenvault_audit_events_waiting {}",
-        vault.audit.audit_waiting()
-    );
-    out.push_str("# HELP tokenvault_audit_refusals_total Requests refused (503) because their tenant's audit log stayed behind.\n");
-    out.push_str("# TYPE tokenvault_audit_refusals_total counter\n");
-    let _ = writeln!(
-        out,
-        "tokenvault_audit_refusals_total {}",
-        vault.audit.audit_refusals()
+    let out = metrics.render(
+        u64::try_from(vault.audit.audit_waiting()).unwrap_or(u64::MAX),
+        vault.audit.audit_refusals(),
     );
     HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .content_type(TextEncoder::new().format_type())
         .body(out)
 }
 
@@ -244,7 +264,19 @@ mod tests {
         m.code_call(false);
         m.proxy_call(Some(201));
         m.proxy_call(None);
-        let text = m.render();
+        let text = m.render(7, 2);
+        assert!(
+            text.contains("tokenvault_audit_events_waiting 7\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("tokenvault_audit_refusals_total 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE tokenvault_http_requests_total counter"),
+            "{text}"
+        );
         assert!(text.contains(
             "tokenvault_http_requests_total{method=\"GET\",route=\"/tokens/{id}\",status=\"200\"} 2"
         ));
