@@ -19,11 +19,12 @@ use actix_web::{HttpResponse, ResponseError};
 use tokenvault_domain::Vault;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::error::Error;
-use tokenvault_domain::service::{Idempotent, StoredResponse};
+use tokenvault_domain::service::{Idempotent, Replay};
 
 use crate::extract::{API_KEY_HEADER, Authenticated};
 use crate::limit::RateLimit;
 use crate::problem::ApiError;
+use crate::replay::{StoredResponse, replayable};
 
 /// The request header.
 pub const IDEMPOTENCY_HEADER: &str = "svc-idempotency-key";
@@ -138,13 +139,14 @@ pub async fn idempotent(
             StatusCode::CONFLICT,
             "A request with this SVC-IDEMPOTENCY-KEY is still being processed.",
         ))),
-        Ok(Idempotent::Unreplayable) => Ok(req.error_response(ApiError::new(
-            StatusCode::CONFLICT,
-            "A request with this SVC-IDEMPOTENCY-KEY succeeded; its response cannot be replayed.",
-        ))),
-        Ok(Idempotent::Replay(stored)) => {
-            let mut response =
-                HttpResponse::build(StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK));
+        Ok(Idempotent::Unreplayable) => Ok(req.error_response(unreplayable())),
+        Ok(Idempotent::Replay(replay)) => {
+            // A record this adapter cannot read back (one stored by an older build as a
+            // marker) is a success that cannot be replayed.
+            let Some((status, stored)) = replayable(&replay.0) else {
+                return Ok(req.error_response(unreplayable()));
+            };
+            let mut response = HttpResponse::build(status);
             if let Some(ct) = stored.content_type {
                 response.insert_header((CONTENT_TYPE, ct));
             }
@@ -196,7 +198,7 @@ pub async fn idempotent(
             };
             if let Err(e) = vault
                 .idempotency
-                .idempotency_complete(&caller, &key, &stored)
+                .idempotency_complete(&caller, &key, &Replay(stored.encode()))
                 .await
             {
                 // The request succeeded; only its replay is lost. The key stays held until its
@@ -209,4 +211,12 @@ pub async fn idempotent(
             ))
         }
     }
+}
+
+/// The answer to a key whose request succeeded but whose response was not kept.
+fn unreplayable() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "A request with this SVC-IDEMPOTENCY-KEY succeeded; its response cannot be replayed.",
+    )
 }

@@ -39,6 +39,7 @@ pub mod openapi;
 pub mod problem;
 pub mod query;
 pub mod ready;
+mod replay;
 pub mod routes;
 mod settings;
 pub mod svc;

@@ -22,51 +22,22 @@ const MAX_STORED: usize = 2 << 20;
 /// The header, for error messages.
 const HEADER: &str = "SVC-IDEMPOTENCY-KEY";
 
-/// A response kept for replay.
+/// A success kept for replay: the bytes the inbound adapter made of its response (their shape
+/// is the adapter's; the domain only seals, stores and hands them back).
 #[derive(Clone, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// Status.
-    pub status: u16,
-    /// `Content-Type`, if any.
-    pub content_type: Option<String>,
-    /// Body.
-    pub body: Vec<u8>,
-}
+pub struct Replay(pub Vec<u8>);
 
-impl std::fmt::Debug for StoredResponse {
+impl std::fmt::Debug for Replay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The body may hold token data or an API key.
-        f.debug_struct("StoredResponse")
-            .field("status", &self.status)
-            .field("body_len", &self.body.len())
+        // The response may hold token data or an API key.
+        f.debug_struct("Replay")
+            .field("len", &self.0.len())
             .finish_non_exhaustive()
     }
 }
 
-impl StoredResponse {
-    fn encode(&self) -> Vec<u8> {
-        let content_type = self.content_type.as_deref().unwrap_or("").as_bytes();
-        let length = u16::try_from(content_type.len()).unwrap_or(0);
-        let mut out = Vec::with_capacity(4 + content_type.len() + self.body.len());
-        out.extend_from_slice(&self.status.to_be_bytes());
-        out.extend_from_slice(&length.to_be_bytes());
-        out.extend_from_slice(&content_type[..usize::from(length)]);
-        out.extend_from_slice(&self.body);
-        out
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        let status = u16::from_be_bytes([*bytes.first()?, *bytes.get(1)?]);
-        let length = usize::from(u16::from_be_bytes([*bytes.get(2)?, *bytes.get(3)?]));
-        let content_type = bytes.get(4..4 + length)?;
-        let content_type = std::str::from_utf8(content_type).ok()?;
-        Some(Self {
-            status,
-            content_type: (!content_type.is_empty()).then(|| content_type.to_string()),
-            body: bytes.get(4 + length..)?.to_vec(),
-        })
-    }
-}
+/// What is sealed for a success too large to replay: no bytes (a replay is never empty).
+const UNREPLAYABLE: &[u8] = &[];
 
 /// What to do with a request that carries a key.
 #[derive(Debug)]
@@ -74,7 +45,7 @@ pub enum Idempotent {
     /// Run it, then `idempotency_complete` (success) or `idempotency_release` (failure).
     Proceed,
     /// Answer with the stored response.
-    Replay(StoredResponse),
+    Replay(Replay),
     /// The first request with this key is still running (409).
     InFlight,
     /// The first request with this key succeeded but its response cannot be replayed (too
@@ -146,38 +117,33 @@ impl Idempotency {
                     .cipher
                     .decrypt(caller.tenant_id, &Self::context(&key), &response)
                     .map_err(|e| Error::internal_from("decrypting a stored response", e))?;
-                match StoredResponse::decode(&plain) {
-                    Some(stored) if stored.status == 0 => Ok(Idempotent::Unreplayable),
-                    Some(stored) => Ok(Idempotent::Replay(stored)),
-                    None => Err(Error::internal("a stored response is malformed")),
+                if plain == UNREPLAYABLE {
+                    Ok(Idempotent::Unreplayable)
+                } else {
+                    Ok(Idempotent::Replay(Replay(plain)))
                 }
             }
             Claim::InFlight { .. } | Claim::Done { .. } => Err(mismatch()),
         }
     }
 
-    /// Stores the success of the request holding `key`, encrypted (a response over 2 MiB as a
-    /// marker that it succeeded).
+    /// Stores the success of the request holding `key`, encrypted (a response over 2 MiB, or
+    /// an empty one, as a marker that it succeeded).
     pub async fn idempotency_complete(
         &self,
         caller: &Principal,
         key: &str,
-        response: &StoredResponse,
+        response: &Replay,
     ) -> Result<(), Error> {
         let key = Self::idempotency_key(caller, key)?;
-        let marker = StoredResponse {
-            status: 0,
-            content_type: None,
-            body: Vec::new(),
-        };
-        let kept = if response.body.len() > MAX_STORED {
-            &marker
+        let kept = if response.0.len() > MAX_STORED {
+            UNREPLAYABLE
         } else {
-            response
+            &response.0
         };
         let sealed = self
             .cipher
-            .encrypt(caller.tenant_id, &Self::context(&key), &kept.encode())
+            .encrypt(caller.tenant_id, &Self::context(&key), kept)
             .map_err(|e| Error::internal_from("encrypting a stored response", e))?;
         Ok(self.store.complete(&key, &sealed).await?)
     }
@@ -192,29 +158,5 @@ impl Idempotency {
     pub async fn idempotency_release(&self, caller: &Principal, key: &str) -> Result<(), Error> {
         let key = Self::idempotency_key(caller, key)?;
         Ok(self.store.release(&key).await?)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::StoredResponse;
-
-    #[test]
-    fn stored_responses_round_trip() {
-        for response in [
-            StoredResponse {
-                status: 201,
-                content_type: Some("application/json".into()),
-                body: br#"{"id":"x"}"#.to_vec(),
-            },
-            StoredResponse {
-                status: 204,
-                content_type: None,
-                body: Vec::new(),
-            },
-        ] {
-            assert_eq!(StoredResponse::decode(&response.encode()), Some(response));
-        }
-        assert_eq!(StoredResponse::decode(&[0, 200, 0]), None);
     }
 }

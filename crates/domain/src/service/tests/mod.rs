@@ -554,6 +554,7 @@ fn new_private() -> RawNewApplication {
 
 mod applications;
 mod audit;
+mod idempotency;
 mod proxies;
 mod reactors;
 mod search;
