@@ -59,8 +59,10 @@ impl fmt::Display for ValidationErrors {
     }
 }
 
-/// The failures every use case shares. Reactors and proxies add their own (`area_error`). The
-/// inbound adapter decides what each becomes on the wire (docs/decisions.md §2).
+/// The failures every use case shares. An operation with failures of its own (a token id taken,
+/// a formula in use, code that failed) has its own error type beside it (`area_error`); there
+/// is no catch-all conflict. The inbound adapter decides what each becomes on the wire
+/// (docs/decisions.md §2).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Bad input, naming each field.
@@ -75,9 +77,6 @@ pub enum Error {
     /// Unknown resource, or one of another tenant.
     #[error("not found")]
     NotFound,
-    /// Conflict with existing state.
-    #[error("conflict: {0}")]
-    Conflict(String),
     /// Well-formed but unusable input (code that does not compile), naming the field.
     #[error("unprocessable: {0}")]
     Unprocessable(ValidationErrors),
@@ -146,7 +145,9 @@ impl Error {
 /// Error contract of every repository port.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
-    /// A uniqueness constraint was violated.
+    /// A uniqueness constraint was violated (what the backend said, for the log). Only the
+    /// token writes have values a caller chooses (`TokenWrite` answers those); anywhere else
+    /// the value was generated, and its collision is an internal error.
     #[error("conflict: {0}")]
     Conflict(String),
     /// A row the write refers to is missing (a foreign key failed). An internal error unless
@@ -167,7 +168,7 @@ pub enum RepoError {
 impl From<RepoError> for Error {
     fn from(err: RepoError) -> Self {
         match err {
-            RepoError::Conflict(what) => Error::Conflict(what),
+            conflict @ RepoError::Conflict(_) => Error::internal_from("storage", conflict),
             gone @ RepoError::Gone(_) => Error::internal_from("storage", gone),
             backend @ RepoError::Backend(_) => Error::internal_from("storage", backend),
             unreachable @ RepoError::Unavailable(_) => Error::Unavailable(Box::new(unreachable)),

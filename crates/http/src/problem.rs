@@ -132,13 +132,6 @@ impl From<Error> for ApiError {
                 "The API key does not grant the permission this operation needs.",
             ),
             Error::NotFound => Self::new(StatusCode::NOT_FOUND, "The resource was not found."),
-            Error::Conflict(what) => {
-                tracing::info!(conflict = %what, "conflict");
-                Self::new(
-                    StatusCode::CONFLICT,
-                    "The request conflicts with the current state.",
-                )
-            }
             Error::Unprocessable(errors) => Self {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 detail: "The request is well-formed but cannot be processed.".into(),

@@ -251,8 +251,10 @@ async fn purge_uses_the_clock() {
     );
 }
 
+/// A generated key or id that is already taken is no conflict of the caller's: an internal
+/// error, the backend's words kept for the log only.
 #[tokio::test]
-async fn storage_conflict_maps_to_conflict() {
+async fn a_generated_value_taken_in_storage_is_an_internal_error() {
     let mut apps = MockApplications::new();
     apps.expect_insert()
         .returning(|_, _| Err(RepoError::Conflict("key".into())));
@@ -262,7 +264,8 @@ async fn storage_conflict_maps_to_conflict() {
         .create_application(&principal(&[Permission::ApplicationCreate]), new_private())
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Conflict(_)));
+    assert!(matches!(err, Error::Internal { .. }), "{err:?}");
+    assert!(err.chain().contains("conflict: key"), "{}", err.chain());
 }
 
 // ---- token use cases ------------------------------------------------------------------------
