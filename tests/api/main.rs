@@ -17,8 +17,6 @@ mod detokenize_bounds;
 mod errors;
 mod idempotency;
 mod isolation;
-mod module_cycles;
-mod module_graph;
 mod node_runtime;
 mod operating;
 mod proxies;

@@ -8,8 +8,9 @@
 //! - `citus [-- FILTER…]` — the PostgreSQL contract tests and the HTTP tests against the Citus
 //!   coordinator of `TOKENVAULT_TEST_CITUS_URL`, each test on a fresh distributed database (not
 //!   part of `ci`: CI does not build Citus; docs/operations.md says how to start a cluster).
-//! - `ci` — everything CI runs: rustfmt, clippy, the whole test suite on SQLite and PostgreSQL,
-//!   and the docs. `.ci/run` runs exactly this.
+//! - `module-cycles` — no import circle between the files of any crate (`module_cycles.rs`).
+//! - `ci` — everything CI runs: rustfmt, the import circles, clippy, the whole test suite on
+//!   SQLite and PostgreSQL, and the docs. `.ci/run` runs exactly this.
 
 use anyhow::{Context as _, bail};
 use sea_orm_migration::MigratorTrait;
@@ -20,6 +21,8 @@ mod bench;
 mod bench_db;
 mod citus_db;
 mod destination;
+mod module_cycles;
+mod module_graph;
 mod workspace;
 mod wrk;
 
@@ -32,6 +35,7 @@ fn ci() -> anyhow::Result<()> {
         .unwrap_or_else(|| DEFAULT_TEST_POSTGRES.to_string());
     eprintln!("xtask: PostgreSQL tests use {pg}");
     cargo(&["fmt", "--all", "--", "--check"], &[])?;
+    module_cycles::check()?;
     cargo(
         &[
             "clippy",
@@ -136,6 +140,7 @@ async fn main() -> anyhow::Result<()> {
         .as_slice()
     {
         ["ci"] => ci(),
+        ["module-cycles"] => module_cycles::check(),
         ["citus", rest @ ..] => citus(rest),
         ["openapi"] => openapi(false),
         ["openapi", "--check"] => openapi(true),

@@ -1,14 +1,17 @@
-//! No import circle between the source files of any crate: the files of a crate, with the
-//! imports `module_graph.rs` reads from their text, must form layers. A circle means two files
-//! that cannot be read, tested or split one without the other.
+//! No import circle between the source files of any crate (`cargo xtask module-cycles`, part
+//! of `ci`): the files of a crate, with the imports `module_graph.rs` reads, must form layers.
+//! A circle means two files that cannot be read, tested or split one without the other.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::module_graph::{crate_paths, graph};
+use anyhow::bail;
+
+use crate::module_graph::graph;
+use crate::workspace::root;
 
 /// The strongly connected groups of more than one module (Tarjan).
-fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+pub fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     struct Walk<'g> {
         graph: &'g BTreeMap<String, BTreeSet<String>>,
         index: BTreeMap<&'g str, usize>,
@@ -61,18 +64,27 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     w.found
 }
 
-#[test]
-fn no_crate_has_an_import_circle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
-        .unwrap()
-        .map(|e| e.unwrap().path().join("src"))
-        .collect();
+/// The source folders checked: every crate's, the migrations' and this one's.
+fn sources() -> anyhow::Result<Vec<PathBuf>> {
+    let root = root();
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))?
+        .map(|e| Ok(e?.path().join("src")))
+        .collect::<anyhow::Result<_>>()?;
     sources.extend([root.join("migrations/src"), root.join("xtask/src")]);
-    let mut checked = 0;
+    sources.retain(|s| s.is_dir());
+    sources.sort();
+    Ok(sources)
+}
+
+/// Every import circle of every crate, each with the edges that make it.
+///
+/// # Errors
+/// A source that cannot be read or parsed.
+pub fn report() -> anyhow::Result<(usize, Vec<String>)> {
+    let sources = sources()?;
     let mut report = Vec::new();
-    for src in sources.iter().filter(|s| s.is_dir()) {
-        let graph = graph(src);
+    for src in &sources {
+        let graph = graph(src)?;
         let name = |m: &String| {
             if m.is_empty() {
                 "(root)".to_string()
@@ -93,37 +105,46 @@ fn no_crate_has_an_import_circle() {
                 .collect();
             report.push(format!("{}:\n{}", src.display(), edges.join("\n")));
         }
-        checked += 1;
     }
-    assert!(
-        report.is_empty(),
-        "import circles in\n{}",
-        report.join("\n")
-    );
-    assert!(checked >= 9, "only {checked} crates found");
+    Ok((sources.len(), report))
 }
 
-#[test]
-fn the_check_finds_a_circle_and_reads_groups() {
-    let text = "use crate::{a, b::{c, d}};\nfn f() { crate::e::f(); other_crate::g(); }";
-    let paths = crate_paths(text);
-    assert_eq!(
-        paths,
-        vec![
-            vec!["a".to_string()],
-            vec!["b".to_string(), "c".into()],
-            vec!["b".to_string(), "d".into()],
-            vec!["e".into(), "f".into()],
+/// `cargo xtask module-cycles`.
+pub fn check() -> anyhow::Result<()> {
+    let (checked, report) = report()?;
+    if !report.is_empty() {
+        bail!("import circles in\n{}", report.join("\n"));
+    }
+    eprintln!("xtask: no import circle in {checked} crates");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_has_no_import_circle() {
+        let (checked, report) = report().unwrap();
+        assert!(
+            report.is_empty(),
+            "import circles in\n{}",
+            report.join("\n")
+        );
+        assert!(checked >= 9, "only {checked} crates found");
+    }
+
+    #[test]
+    fn the_check_finds_a_circle() {
+        let graph: BTreeMap<String, BTreeSet<String>> = [
+            ("a", &["b"][..]),
+            ("b", &["c"][..]),
+            ("c", &["a"][..]),
+            ("d", &["a"][..]),
         ]
-    );
-    let graph: BTreeMap<String, BTreeSet<String>> = [
-        ("a", &["b"][..]),
-        ("b", &["c"][..]),
-        ("c", &["a"][..]),
-        ("d", &["a"][..]),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.iter().map(|s| (*s).to_string()).collect()))
-    .collect();
-    assert_eq!(circles(&graph), vec![vec!["a", "b", "c"]]);
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.iter().map(|s| (*s).to_string()).collect()))
+        .collect();
+        assert_eq!(circles(&graph), vec![vec!["a", "b", "c"]]);
+    }
 }
