@@ -2,6 +2,7 @@
 //! connections, redirects not followed, the response bound, timeouts and unreachable ports,
 //! and what the allow-list lets through.
 
+#[path = "../../../tests/destination.rs"]
 mod destination;
 
 use std::time::{Duration, Instant};
@@ -52,7 +53,7 @@ fn header<'a>(response: &'a OutboundResponse, name: &str) -> Option<&'a str> {
 
 #[tokio::test]
 async fn forwards_method_path_query_headers_and_body() {
-    let destination = Destination::start(Reply::with(
+    let destination = Destination::replying(Reply::with(
         "201 Created",
         &[
             ("Content-Type", "application/json"),
@@ -112,7 +113,7 @@ async fn forwards_method_path_query_headers_and_body() {
 
 #[tokio::test]
 async fn connections_are_kept_alive_and_reused() {
-    let destination = Destination::start(ok_reply()).await;
+    let destination = Destination::replying(ok_reply()).await;
     let forwarder = forwarder(&["127.0.0.1"]);
     for _ in 0..3 {
         let url = format!("http://127.0.0.1:{}/", destination.port());
@@ -126,7 +127,7 @@ async fn connections_are_kept_alive_and_reused() {
 #[tokio::test]
 async fn a_redirect_comes_back_as_is() {
     let destination =
-        Destination::start(Reply::with("302 Found", &[("Location", "/elsewhere")], b"")).await;
+        Destination::replying(Reply::with("302 Found", &[("Location", "/elsewhere")], b"")).await;
     let forwarder = forwarder(&["127.0.0.1"]);
     let url = format!("http://127.0.0.1:{}/start", destination.port());
     let response = forwarder.forward(get(url)).await.expect("forwarded");
@@ -140,7 +141,7 @@ async fn a_response_larger_than_the_bound_is_unreachable() {
     let limit = |s: &mut OutboundSettings| s.max_response_bytes = 16;
 
     // Announced by Content-Length.
-    let destination = Destination::start(Reply::with("200 OK", &[], &[b'x'; 17])).await;
+    let destination = Destination::replying(Reply::with("200 OK", &[], &[b'x'; 17])).await;
     let url = format!("http://127.0.0.1:{}/", destination.port());
     let err = forwarder_with(&["127.0.0.1"], limit)
         .forward(get(url))
@@ -154,7 +155,7 @@ async fn a_response_larger_than_the_bound_is_unreachable() {
     // Chunked, no length announced: counted while read.
     let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
         a\r\n0123456789\r\na\r\n0123456789\r\n0\r\n\r\n";
-    let destination = Destination::start(Reply::Raw(chunked.to_vec())).await;
+    let destination = Destination::replying(Reply::Raw(chunked.to_vec())).await;
     let url = format!("http://127.0.0.1:{}/", destination.port());
     let err = forwarder_with(&["127.0.0.1"], limit)
         .forward(get(url))
@@ -166,7 +167,7 @@ async fn a_response_larger_than_the_bound_is_unreachable() {
     );
 
     // Exactly the bound is fine.
-    let destination = Destination::start(Reply::with("200 OK", &[], &[b'y'; 16])).await;
+    let destination = Destination::replying(Reply::with("200 OK", &[], &[b'y'; 16])).await;
     let url = format!("http://127.0.0.1:{}/", destination.port());
     let response = forwarder_with(&["127.0.0.1"], limit)
         .forward(get(url))
@@ -177,7 +178,7 @@ async fn a_response_larger_than_the_bound_is_unreachable() {
 
 #[tokio::test]
 async fn a_destination_that_never_answers_times_out() {
-    let destination = Destination::start(Reply::Never).await;
+    let destination = Destination::replying(Reply::Never).await;
     let forwarder = forwarder_with(&["127.0.0.1"], |s| s.timeout = Duration::from_millis(300));
     let url = format!("http://127.0.0.1:{}/slow", destination.port());
     let started = Instant::now();
@@ -210,7 +211,7 @@ async fn a_closed_port_is_unreachable() {
 
 #[tokio::test]
 async fn http_is_refused_unless_allowed() {
-    let destination = Destination::start(ok_reply()).await;
+    let destination = Destination::replying(ok_reply()).await;
     let forwarder = forwarder_with(&["127.0.0.1"], |s| s.allow_http = false);
     let url = format!("http://127.0.0.1:{}/", destination.port());
     assert!(forwarder.check_destination(&url).is_err());
@@ -221,7 +222,7 @@ async fn http_is_refused_unless_allowed() {
 
 #[tokio::test]
 async fn a_cidr_entry_allows_a_name_that_resolves_within_it() {
-    let destination = Destination::start(ok_reply()).await;
+    let destination = Destination::replying(ok_reply()).await;
     let forwarder = forwarder(&["127.0.0.0/8"]);
     let url = format!("http://localhost:{}/", destination.port());
     let response = forwarder.forward(get(url)).await.expect("allowed");
@@ -231,7 +232,7 @@ async fn a_cidr_entry_allows_a_name_that_resolves_within_it() {
 
 #[tokio::test]
 async fn a_name_entry_allows_what_the_name_resolves_to() {
-    let destination = Destination::start(ok_reply()).await;
+    let destination = Destination::replying(ok_reply()).await;
     let forwarder = forwarder(&["LOCALHOST"]);
     let url = format!("http://localhost:{}/", destination.port());
     let response = forwarder.forward(get(url)).await.expect("allowed");

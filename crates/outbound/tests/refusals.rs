@@ -3,6 +3,7 @@
 //! off this machine (10.0.0.1, 169.254.169.254) are checked with `check_destination` only, so
 //! that a regression could never send a packet to them.
 
+#[path = "../../../tests/destination.rs"]
 mod destination;
 
 use std::time::Duration;
@@ -38,7 +39,7 @@ async fn assert_refused(forwarder: &HttpForwarder, destination: &Destination, ur
 
 #[tokio::test]
 async fn every_spelling_of_a_loopback_address_is_refused_without_a_connection() {
-    let destination = Destination::start(Reply::with("200 OK", &[], b"leaked")).await;
+    let destination = Destination::replying(Reply::with("200 OK", &[], b"leaked")).await;
     let port = destination.port();
     let forwarder = forwarder(&[]);
     for host in [
@@ -65,7 +66,7 @@ async fn every_spelling_of_a_loopback_address_is_refused_without_a_connection() 
 
 #[tokio::test]
 async fn an_allowed_address_allows_that_address_only() {
-    let destination = Destination::start(Reply::with("200 OK", &[], b"ok")).await;
+    let destination = Destination::replying(Reply::with("200 OK", &[], b"ok")).await;
     let port = destination.port();
     let forwarder = forwarder(&["127.0.0.1"]);
     for url in [
@@ -79,7 +80,7 @@ async fn an_allowed_address_allows_that_address_only() {
 
 #[tokio::test]
 async fn a_name_resolving_to_a_refused_address_is_refused_at_connection() {
-    let destination = Destination::start(Reply::with("200 OK", &[], b"leaked")).await;
+    let destination = Destination::replying(Reply::with("200 OK", &[], b"leaked")).await;
     let port = destination.port();
     // An address entry matches that literal host only, not what a name resolves to.
     let forwarder = forwarder(&["127.0.0.1"]);
@@ -137,7 +138,7 @@ fn off_machine_internal_addresses_are_refused_from_the_url() {
 
 #[tokio::test]
 async fn refusals_do_not_echo_the_url_query_or_secrets() {
-    let destination = Destination::start(Reply::with("200 OK", &[], b"ok")).await;
+    let destination = Destination::replying(Reply::with("200 OK", &[], b"ok")).await;
     let forwarder = forwarder(&[]);
     let url = format!(
         "http://127.0.0.1:{}/?card=4111111111111111",
