@@ -10,7 +10,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tokenvault_code::{Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
-use tokenvault_domain::code::{CodeCall, CodeRunner};
+use tokenvault_domain::ports::code::{CodeCall, CodeRunner};
 
 const TRIVIAL: &str = "module.exports = async (req) => ({ raw: { args: req.args } });";
 

@@ -1,4 +1,4 @@
-//! Code runtime adapter: the domain's [`CodeRunner`](tokenvault_domain::code::CodeRunner) port
+//! Code runtime adapter: the domain's [`CodeRunner`](tokenvault_domain::ports::code::CodeRunner) port
 //! on QuickJS (`rquickjs`), per docs/decisions.md §7.
 //!
 //! Three programs live here, one folder each:

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tokenvault_code::{GRACE, QuickJsRunner};
-use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
+use tokenvault_domain::ports::code::{CodeCall, CodeError, CodeRunner};
 use uuid::Uuid;
 
 mod common;
@@ -189,7 +189,7 @@ struct SlowSvc {
 }
 
 #[async_trait::async_trait]
-impl tokenvault_domain::code::Svc for SlowSvc {
+impl tokenvault_domain::ports::code::Svc for SlowSvc {
     async fn call(
         &self,
         _: &str,

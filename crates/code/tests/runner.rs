@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokenvault_code::QuickJsRunner;
-use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
+use tokenvault_domain::ports::code::{CodeCall, CodeError, CodeRunner};
 use uuid::Uuid;
 
 mod common;

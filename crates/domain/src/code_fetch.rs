@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 
-use crate::code::CodeFetch;
-use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse, is_hop_by_hop};
+use crate::ports::code::CodeFetch;
+use crate::ports::forward::{
+    ForwardError, Forwarder, OutboundRequest, OutboundResponse, is_hop_by_hop,
+};
 
 /// The most outbound requests one call makes.
 pub const MAX_REQUESTS: usize = 10;

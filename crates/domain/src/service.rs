@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::application::{ApiKey, Application};
 use crate::auth::Principal;
-use crate::code::{CodeRunner, Svc};
-use crate::forward::Forwarder;
+use crate::ports::code::{CodeRunner, Svc};
+use crate::ports::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,

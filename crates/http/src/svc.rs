@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokenvault_domain::Vault;
 use tokenvault_domain::auth::Principal;
-use tokenvault_domain::code::Svc;
+use tokenvault_domain::ports::code::Svc;
 use tokenvault_domain::service::SvcFactory;
 use tokenvault_domain::token::RawTokenPatch;
 use tokenvault_domain::token_new::RawNewToken;

@@ -3,7 +3,7 @@
 
 use std::error::Error as _;
 
-use tokenvault_domain::forward::ForwardError;
+use tokenvault_domain::ports::forward::ForwardError;
 
 use crate::resolve::RefusedDestination;
 

@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::{Client, Method, Url};
-use tokenvault_domain::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
+use tokenvault_domain::ports::forward::{
+    ForwardError, Forwarder, OutboundRequest, OutboundResponse,
+};
 
 use policy::Policy;
 use resolve::PolicyResolver;

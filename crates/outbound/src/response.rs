@@ -2,11 +2,11 @@
 //! chunks up to a bound.
 
 use reqwest::header::{CONNECTION, HeaderMap};
-use tokenvault_domain::forward::{ForwardError, OutboundResponse};
+use tokenvault_domain::ports::forward::{ForwardError, OutboundResponse};
 
 use crate::error;
 
-pub(crate) use tokenvault_domain::forward::is_hop_by_hop;
+pub(crate) use tokenvault_domain::ports::forward::is_hop_by_hop;
 
 /// Reads the whole answer.
 ///

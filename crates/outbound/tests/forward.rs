@@ -8,7 +8,9 @@ mod destination;
 use std::time::{Duration, Instant};
 
 use destination::{Destination, Reply};
-use tokenvault_domain::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
+use tokenvault_domain::ports::forward::{
+    ForwardError, Forwarder, OutboundRequest, OutboundResponse,
+};
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 
 fn forwarder(allowed_hosts: &[&str]) -> HttpForwarder {

@@ -9,7 +9,7 @@ mod destination;
 use std::time::Duration;
 
 use destination::{Destination, Reply};
-use tokenvault_domain::forward::{ForwardError, Forwarder, OutboundRequest};
+use tokenvault_domain::ports::forward::{ForwardError, Forwarder, OutboundRequest};
 use tokenvault_outbound::{HttpForwarder, OutboundSettings};
 
 fn forwarder(allowed_hosts: &[&str]) -> HttpForwarder {

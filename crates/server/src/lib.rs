@@ -26,8 +26,8 @@ use tokenvault_code::{CodeModules, Limits, QuickJsRunner, RunnerSettings, Worker
 use tokenvault_crypto::{EnvelopeCipher, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
-use tokenvault_domain::code::{CodeCall, CodeError, CodeRunner};
 use tokenvault_domain::ports::Clock;
+use tokenvault_domain::ports::code::{CodeCall, CodeError, CodeRunner};
 use tokenvault_domain::service::{Ports, ProvisionedTenant};
 use tokenvault_expressions::LiquidExpressions;
 use tokenvault_http::HttpSettings;

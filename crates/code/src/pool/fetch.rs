@@ -5,7 +5,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
-use tokenvault_domain::forward::{OutboundRequest, OutboundResponse};
+use tokenvault_domain::ports::forward::{OutboundRequest, OutboundResponse};
 
 /// The most headers one request carries.
 const MAX_HEADERS: usize = 100;

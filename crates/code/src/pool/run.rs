@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokenvault_domain::code::{CodeCall, CodeError, CodeFetch, CodeRunner, Svc};
+use tokenvault_domain::ports::code::{CodeCall, CodeError, CodeFetch, CodeRunner, Svc};
 
 use super::fetch;
 use super::{Broken, Lease, Worker};

@@ -13,7 +13,7 @@ use rquickjs::{
     WriteOptions, qjs,
 };
 use serde_json::Value as Json;
-use tokenvault_domain::code::CodeError;
+use tokenvault_domain::ports::code::CodeError;
 
 use super::budget::{Budgeted, Meter};
 use super::builtins::{common_js, install_builtins};

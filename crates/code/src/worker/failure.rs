@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use rquickjs::{CaughtError, Ctx, Object, Value};
 use serde_json::Value as Json;
-use tokenvault_domain::code::CodeError;
+use tokenvault_domain::ports::code::CodeError;
 
 /// What ended a call that did not return.
 pub(crate) enum Stop {

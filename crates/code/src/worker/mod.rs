@@ -26,7 +26,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokenvault_domain::code::CodeError;
+use tokenvault_domain::ports::code::CodeError;
 
 use crate::packages::ModuleStore;
 use crate::protocol::{

@@ -7,7 +7,9 @@
 mod applications;
 mod audit;
 mod cipher;
+pub mod code;
 mod expressions;
+pub mod forward;
 mod idempotency;
 mod keys;
 mod proxies;

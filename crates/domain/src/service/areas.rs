@@ -8,8 +8,8 @@ use std::sync::{Arc, Weak};
 use super::activity::ActivityBuffer;
 use super::audit::buffer::AuditBuffer;
 use super::{Areas, Shared, SvcFactory};
-use crate::code::CodeRunner;
-use crate::forward::Forwarder;
+use crate::ports::code::CodeRunner;
+use crate::ports::forward::Forwarder;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,

@@ -10,11 +10,11 @@ use uuid::Uuid;
 use super::{RawProxy, RawTransform};
 use crate::application::parse_name;
 use crate::auth::Principal;
-use crate::code::MAX_CODE_LEN;
 use crate::error::{Error, ValidationErrors};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
 use crate::ports::StoredProxy;
+use crate::ports::code::MAX_CODE_LEN;
 use crate::proxy::{
     MAX_CONFIGURATION, MAX_CONFIGURATION_TEXT, Proxy, ProxyKey, ProxyView, check_url_shape,
 };

@@ -6,12 +6,12 @@ use uuid::Uuid;
 
 use crate::area_error::ReactorError;
 use crate::auth::Principal;
-use crate::code::CodeError;
 use crate::error::Error;
 use crate::formula::{Formula, FormulaSpec, FormulaStatus, RawFormula};
 use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::ports::FormulaDelete;
+use crate::ports::code::CodeError;
 use crate::service::Reactors;
 
 impl Reactors {

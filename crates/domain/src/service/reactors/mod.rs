@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use crate::application::Application;
 use crate::area_error::CodeFailure;
-use crate::code::CodeError;
 use crate::error::{Error, ValidationErrors};
 use crate::formula::Formula;
 use crate::mask::json_len;
+use crate::ports::code::CodeError;
 use crate::reactor::Reactor;
 
 pub use react::ReactResult;

@@ -14,12 +14,12 @@ use crate::application::{ApiKey, Application, KeyHash, RawApplicationUpdate, Raw
 use crate::area_error::TokenError;
 use crate::audit::{AppendOutcome, AuditEntry, AuditFilter, AuditHead};
 use crate::auth::Principal;
-use crate::code::{CodeCall, CodeError, CodeRunner, Svc};
 use crate::error::{Error, RepoError};
 use crate::formula::Formula;
-use crate::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
+use crate::ports::code::{CodeCall, CodeError, CodeRunner, Svc};
+use crate::ports::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::forward::{OutboundRequest, OutboundResponse};
+use crate::ports::forward::{OutboundRequest, OutboundResponse};
 
 pub use crate::formula::MAX_CODE_LEN;
 
