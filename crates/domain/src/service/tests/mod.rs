@@ -1,5 +1,8 @@
-//! Use-case tests against mockall mocks of every port: the mocks and helpers here, the tests
-//! by use case in `applications.rs` (applications, tenants, authentication) and `tokens.rs`.
+//! Use-case tests: mockall mocks of the ports whose calls a test asserts (tenant keys,
+//! applications, tokens, usage, cipher, expressions, code, API keys, sessions), and small
+//! stand-ins for the others (`NoSvc`, `NoFormulas`, `NoReactors`, `NoProxies`,
+//! `NoIdempotency`, `NoAudit` keeping the log in memory, `NoForwarder`, `FixedClock`). The
+//! helpers are here, the tests in one file per use-case area.
 
 use std::sync::Arc;
 
