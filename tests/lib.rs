@@ -56,7 +56,7 @@ pub fn code_worker() -> std::path::PathBuf {
 
 /// `https` when the server terminates TLS (`tls_cert` set), else `http`.
 fn scheme(config: &Config) -> &'static str {
-    if config.tls_cert.is_some() {
+    if config.http.tls.is_some() {
         "https"
     } else {
         "http"
@@ -66,7 +66,7 @@ fn scheme(config: &Config) -> &'static str {
 /// A client for the server of `config`: trusting its certificate when it speaks TLS.
 pub fn client_for(config: &Config) -> reqwest::Client {
     let mut builder = reqwest::Client::builder();
-    if let Some(cert) = &config.tls_cert {
+    if let Some(cert) = config.http.tls.as_ref().map(|t| &t.cert) {
         let pem = std::fs::read(cert).expect("the test certificate");
         for cert in reqwest::Certificate::from_pem_bundle(&pem).expect("PEM certificates") {
             builder = builder.add_root_certificate(cert);
@@ -92,9 +92,9 @@ impl TestApp {
         let data_dir =
             std::env::temp_dir().join(format!("tokenvault-data-{}", Uuid::new_v4().simple()));
         let mut config = Config::for_tests(db.url.clone(), data_dir.clone());
-        config.code_worker = Some(code_worker());
+        config.code.worker = Some(code_worker());
         let key = random_key();
-        config.bootstrap_key = Some(key.clone().into());
+        config.keys.bootstrap = Some(key.clone().into());
         adjust(&mut config);
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let base = format!(

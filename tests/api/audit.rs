@@ -227,13 +227,13 @@ async fn two_instances_on_one_database_keep_one_chain() {
     for backend in backends() {
         let master = tokenvault_crypto::MasterKey::generate_base64().to_string();
         let first =
-            TestApp::spawn_with(backend, |c| c.master_key = Some(master.clone().into())).await;
-        let url = first.config.database_url.clone();
+            TestApp::spawn_with(backend, |c| c.keys.master = Some(master.clone().into())).await;
+        let url = first.config.database.url.clone();
         let key = first.key.clone();
         let second = TestApp::spawn_with(backend, |c| {
-            c.master_key = Some(master.clone().into());
-            c.database_url.clone_from(&url);
-            c.bootstrap_key = Some(key.clone().into());
+            c.keys.master = Some(master.clone().into());
+            c.database.url.clone_from(&url);
+            c.keys.bootstrap = Some(key.clone().into());
         })
         .await;
         let create = |app: &TestApp, i: usize| {

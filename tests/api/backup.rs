@@ -26,8 +26,8 @@ fn rand_byte() -> u8 {
 fn fresh_config(master_key: Option<&str>) -> (Config, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(unique("tokenvault-restore"));
     let mut config = Config::for_tests(String::new(), dir.clone());
-    config.database_url = None; // the default: <data dir>/tokenvault.db
-    config.master_key = master_key.map(|k| k.to_string().into());
+    config.database.url = None; // the default: <data dir>/tokenvault.db
+    config.keys.master = master_key.map(|k| k.to_string().into());
     (config, dir)
 }
 
@@ -35,7 +35,7 @@ fn fresh_config(master_key: Option<&str>) -> (Config, std::path::PathBuf) {
 async fn a_backup_under_load_restores_every_acknowledged_token() {
     let master = new_master_key();
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.master_key = Some(master.clone().into());
+        c.keys.master = Some(master.clone().into());
     })
     .await;
     let key = full_private(&app).await;
@@ -125,8 +125,8 @@ async fn a_backup_under_load_restores_every_acknowledged_token() {
     assert!(err.contains("already"), "never over a vault: {err}");
     let url = config.effective_database_url();
     let served = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.master_key = Some(master.clone().into());
-        c.database_url = Some(url.clone());
+        c.keys.master = Some(master.clone().into());
+        c.database.url = Some(url.clone());
     })
     .await;
     for (id, data) in &before {

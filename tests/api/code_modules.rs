@@ -59,7 +59,7 @@ async fn a_reactor_requires_the_operators_packages() {
     ]);
     let dir = modules.clone();
     on_each_backend_with(
-        move |config| config.code_modules = Some(dir.clone()),
+        move |config| config.code.modules = Some(dir.clone()),
         async |app| {
             let user = with(app, &["token:use"], json!([])).await;
             let code = "const brand = require('card-brand');
@@ -105,7 +105,7 @@ async fn node_fetch_axios_xmlbuilder2_and_node_forge_from_the_module_folder() {
     on_each_backend_with(
         move |config| {
             super::proxies::loopback(config);
-            config.code_modules = Some(modules.clone());
+            config.code.modules = Some(modules.clone());
         },
         async |app| {
             let dest = Destination::start("127.0.0.1").await;

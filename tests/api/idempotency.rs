@@ -155,8 +155,8 @@ async fn concurrent_repeats_make_one_token() {
 #[tokio::test]
 async fn answers_of_live_routes_are_never_replayed_however_the_path_is_spelled() {
     let loopback = |config: &mut tokenvault_server::Config| {
-        config.proxy_allow_http = true;
-        config.proxy_allowed_hosts = "127.0.0.1".into();
+        config.proxy.allow_http = true;
+        config.proxy.allowed_hosts = vec!["127.0.0.1".into()];
     };
     tokenvault_tests::on_each_backend_with(loopback, async |app| {
         let reader = app.app("private", &["token:read", "token:use"]).await;

@@ -103,7 +103,7 @@ async fn tenant_code_runs_in_workers_that_hold_no_key() {
             .decode(&master)
             .unwrap();
         let app =
-            TestApp::spawn_with(backend, |c| c.master_key = Some(master.clone().into())).await;
+            TestApp::spawn_with(backend, |c| c.keys.master = Some(master.clone().into())).await;
         let reader = full_private(&app).await;
         let secret = unique("isolation-secret");
         let res = app

@@ -113,7 +113,7 @@ async fn files_the_server_creates_are_owner_only() {
     use std::os::unix::fs::PermissionsExt as _;
     // The embedded default: no DATABASE_URL, a SQLite file in the data directory.
     let mut app = TestApp::spawn_with(tokenvault_tests::DbBackend::Sqlite, |c| {
-        c.database_url = None;
+        c.database.url = None;
     })
     .await;
     let created: Value = app
@@ -200,7 +200,7 @@ async fn metrics_count_requests_by_route_template_never_by_path() {
 #[tokio::test]
 async fn an_application_over_its_rate_gets_429_with_retry_after() {
     on_each_backend_with(
-        |config| config.rate_limit_per_second = 2,
+        |config| config.http.rate_limit_per_second = 2,
         async |app| {
             let other = app.app("management", &["application:read"]).await;
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -243,7 +243,7 @@ async fn a_tenant_whose_audit_log_stays_behind_gets_503_after_its_rate_limit() {
     on_each_backend_with(
         |config| {
             config.audit_high_water = 0;
-            config.rate_limit_per_second = 2;
+            config.http.rate_limit_per_second = 2;
         },
         async |app| {
             let missing = uuid::Uuid::new_v4();
@@ -284,7 +284,7 @@ async fn a_tenant_whose_audit_log_stays_behind_gets_503_after_its_rate_limit() {
 #[tokio::test]
 async fn browsers_of_configured_origins_may_call_the_api() {
     on_each_backend_with(
-        |config| config.cors_origins = "https://shop.example".into(),
+        |config| config.http.cors_origins = vec!["https://shop.example".into()],
         async |app| {
             let preflight = app
                 .request_as(None, reqwest::Method::OPTIONS, "/tokens")
@@ -342,7 +342,7 @@ async fn browsers_of_configured_origins_may_call_the_api() {
 #[tokio::test]
 async fn cors_is_answered_by_the_browser_routes_only_however_spelled() {
     on_each_backend_with(
-        |config| config.cors_origins = "https://shop.example".into(),
+        |config| config.http.cors_origins = vec!["https://shop.example".into()],
         async |app| {
             const ORIGIN: &str = "https://shop.example";
             let public = app.app("public", &["token:create"]).await;
@@ -437,7 +437,7 @@ async fn ceilings_measure_the_adapter_and_the_cipher() {
         let db = tokenvault_persistence::testing::TestDatabase::create(backend).await;
         let data_dir = std::env::temp_dir().join(tokenvault_tests::unique("tokenvault-ceilings"));
         let mut config = tokenvault_server::Config::for_tests(db.url.clone(), data_dir.clone());
-        config.code_worker = Some(tokenvault_tests::code_worker());
+        config.code.worker = Some(tokenvault_tests::code_worker());
         let measured =
             tokenvault_server::ceilings::measure(&config, Duration::from_millis(200), 4, false)
                 .await

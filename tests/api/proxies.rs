@@ -15,9 +15,9 @@ use super::tokens::{Client, full, with};
 
 /// Loopback destinations allowed (the tests' own), over http.
 pub(crate) fn loopback(config: &mut Config) {
-    config.proxy_allow_http = true;
-    config.proxy_allowed_hosts = "127.0.0.1".into();
-    config.proxy_timeout_ms = 1_000;
+    config.proxy.allow_http = true;
+    config.proxy.allowed_hosts = vec!["127.0.0.1".into()];
+    config.proxy.timeout_ms = 1_000;
 }
 
 pub(crate) async fn proxy(app: &TestApp, body: Value) -> Value {
@@ -327,7 +327,7 @@ async fn callers_need_a_key_of_the_tenant_holding_token_use() {
         )
         .await;
         // A body over the limit is the vault's own error too.
-        let huge = json!({"pad": "x".repeat(app.config.body_limit)});
+        let huge = json!({"pad": "x".repeat(app.config.http.body_limit)});
         let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&huge)).await;
         assert_proxy_error(res, 413).await;
         // The tail stays below the destination's path. Sent raw: an HTTP client library

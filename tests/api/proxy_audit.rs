@@ -120,7 +120,7 @@ async fn an_anonymous_call_is_logged_as_anonymous() {
 async fn proxy_calls_are_rate_limited() {
     let limited = |config: &mut tokenvault_server::Config| {
         loopback(config);
-        config.rate_limit_per_second = 2;
+        config.http.rate_limit_per_second = 2;
     };
     on_each_backend_with(limited, async |app| {
         let dest = Destination::start("127.0.0.1").await;
@@ -163,7 +163,7 @@ async fn proxy_calls_are_rate_limited() {
 async fn failed_callers_do_not_spend_a_real_callers_allowance() {
     let limited = |config: &mut tokenvault_server::Config| {
         loopback(config);
-        config.rate_limit_per_second = 2;
+        config.http.rate_limit_per_second = 2;
     };
     on_each_backend_with(limited, async |app| {
         let dest = Destination::start("127.0.0.1").await;
@@ -192,7 +192,7 @@ async fn failed_callers_do_not_spend_a_real_callers_allowance() {
 async fn invented_keys_buy_no_allowance_on_an_anonymous_proxy() {
     let limited = |config: &mut tokenvault_server::Config| {
         loopback(config);
-        config.rate_limit_per_second = 1;
+        config.http.rate_limit_per_second = 1;
     };
     on_each_backend_with(limited, async |app| {
         let dest = Destination::start("127.0.0.1").await;

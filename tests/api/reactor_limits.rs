@@ -12,7 +12,7 @@ use super::tokens::{full, with};
 #[tokio::test]
 async fn svc_calls_count_against_the_lent_applications_rate_limit() {
     on_each_backend_with(
-        |config| config.rate_limit_per_second = 5,
+        |config| config.http.rate_limit_per_second = 5,
         async |app| {
             let user = with(app, &["token:use"], json!([])).await;
             let acting = app

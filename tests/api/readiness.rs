@@ -108,8 +108,8 @@ async fn ready_answers_503_while_postgres_is_unreachable() {
     let forwarder = Forwarder::start(real.clone()).await;
     let through = forwarder.addr.to_string();
     let app = TestApp::spawn_with(Backend::Postgres, |c| {
-        let url = c.database_url.clone().unwrap();
-        c.database_url = Some(url.replacen(&real, &through, 1));
+        let url = c.database.url.clone().unwrap();
+        c.database.url = Some(url.replacen(&real, &through, 1));
     })
     .await;
     let (status, body) = readiness(&app).await;
@@ -190,7 +190,7 @@ async fn ready_answers_503_while_no_code_worker_can_start() {
         let tag = unique("tv-ready-worker");
         let mark = std::env::temp_dir().join(format!("{tag}.broken"));
         let worker = breakable_worker(&mark, &tag);
-        let app = TestApp::spawn_with(backend, |c| c.code_worker = Some(worker.clone())).await;
+        let app = TestApp::spawn_with(backend, |c| c.code.worker = Some(worker.clone())).await;
         let (status, body) = readiness(&app).await;
         assert_eq!(status, 200, "{body}");
 

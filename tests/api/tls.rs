@@ -26,8 +26,10 @@ async fn serves_https_with_http2_and_http11() {
     let (cert, key) = certificate();
     for backend in backends() {
         let app = TestApp::spawn_with(backend, |c| {
-            c.tls_cert = Some(cert.clone());
-            c.tls_key = Some(key.clone());
+            c.http.tls = Some(tokenvault_server::config::Tls {
+                cert: cert.clone(),
+                key: key.clone(),
+            });
         })
         .await;
         assert!(app.base.starts_with("https://"), "{}", app.base);
@@ -100,15 +102,28 @@ async fn a_key_that_does_not_fit_its_certificate_is_refused() {
     let (cert, _) = certificate();
     let (_, other_key) = certificate();
     let mut config = tokenvault_server::Config::for_tests("sqlite://unused".into(), "d".into());
-    config.tls_cert = Some(cert.clone());
-    config.tls_key = Some(other_key.clone());
-    let err = config.validate().unwrap_err().to_string();
+    config.http.tls = Some(tokenvault_server::config::Tls {
+        cert: cert.clone(),
+        key: other_key.clone(),
+    });
+    let err = config.check_files().unwrap_err().to_string();
     assert!(err.contains("TOKENVAULT_TLS_KEY"), "{err}");
-    config.tls_key = None;
-    let err = config.validate().unwrap_err().to_string();
+    config.http.tls = Some(tokenvault_server::config::Tls {
+        cert: cert.clone(),
+        key: cert.clone(),
+    });
+    let err = config.check_files().unwrap_err().to_string();
     assert!(err.contains("TOKENVAULT_TLS_KEY"), "{err}");
-    config.tls_key = Some(cert.clone());
-    let err = config.validate().unwrap_err().to_string();
+    // A certificate without its key is refused when the configuration is read.
+    let file = cert.with_extension("toml");
+    std::fs::write(
+        &file,
+        format!("tls_cert = {:?}\n", cert.display().to_string()),
+    )
+    .unwrap();
+    let err = tokenvault_server::Config::load(Some(&file))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("TOKENVAULT_TLS_KEY"), "{err}");
     let _ = client_for(&config);
     let _ = std::fs::remove_dir_all(cert.parent().unwrap());

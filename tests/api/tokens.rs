@@ -501,7 +501,7 @@ async fn fingerprints_and_deduplication() {
 #[tokio::test]
 async fn fifty_concurrent_identical_creates_make_one_token() {
     for backend in backends() {
-        let app = TestApp::spawn_with(backend, |c| c.workers = Some(2)).await;
+        let app = TestApp::spawn_with(backend, |c| c.http.workers = Some(2)).await;
         assert_eq!(
             app.put(
                 "/tenants/self",
@@ -764,7 +764,7 @@ async fn master_key_rotation_while_serving() {
         let old = tokenvault_crypto::MasterKey::generate_base64().to_string();
         let new = tokenvault_crypto::MasterKey::generate_base64().to_string();
         let mut app =
-            TestApp::spawn_with(backend, |c| c.master_key = Some(old.clone().into())).await;
+            TestApp::spawn_with(backend, |c| c.keys.master = Some(old.clone().into())).await;
         let c = Client {
             app: &app,
             key: full_private(&app).await,
@@ -804,7 +804,7 @@ async fn master_key_rotation_while_serving() {
             refused.is_err(),
             "only the old master key: refused at start"
         );
-        app.restart_with(|c| c.master_key = Some(new.clone().into()))
+        app.restart_with(|c| c.keys.master = Some(new.clone().into()))
             .await;
         let read = app
             .request_as(Some(&key), Method::GET, &format!("/tokens/{id}"))
@@ -822,7 +822,7 @@ async fn master_key_rotation_while_serving() {
 async fn rotating_a_development_master_key_rewrites_the_data_dir_key_file() {
     for backend in backends() {
         let mut app = TestApp::spawn(backend).await;
-        assert!(app.config.master_key.is_none() && app.config.master_key_file.is_none());
+        assert!(app.config.keys.master.is_none() && app.config.keys.master_file.is_none());
         let key = full_private(&app).await;
         let made: Value = app
             .request_as(Some(&key), Method::POST, "/tokens")

@@ -6,6 +6,7 @@
 
 use reqwest::Method;
 use serde_json::{Value, json};
+use tokenvault_server::config::Transit;
 use tokenvault_server::{open_vault, rotate_in_transit};
 use tokenvault_tests::openbao::{KEY, OpenBao};
 use tokenvault_tests::{TestApp, full_private};
@@ -52,8 +53,7 @@ async fn tenant_keys_are_wrapped_by_transit_and_follow_its_rotation() {
         let bao = OpenBao::start().await;
         let token_file = bao.token_file(&bao.token);
         let app = TestApp::spawn_with(backend, |c| {
-            c.transit_address = Some(bao.address.clone());
-            c.transit_token_file = Some(token_file.clone());
+            c.keys.transit = Some(Transit::new(bao.address.clone(), token_file.clone()));
         })
         .await;
         assert!(
@@ -103,7 +103,7 @@ async fn a_vault_with_a_local_master_key_moves_to_transit() {
     for backend in tokenvault_persistence::testing::backends() {
         let local = "bG9jYWwtbWFzdGVyLWtleS10by1tb3ZlLTMyYnl0ZXM=";
         let mut app = TestApp::spawn_with(backend, |c| {
-            c.master_key = Some(local.to_string().into());
+            c.keys.master = Some(local.to_string().into());
         })
         .await;
         let key = full_private(&app).await;
@@ -111,8 +111,7 @@ async fn a_vault_with_a_local_master_key_moves_to_transit() {
         // Transit current, the local key still unwrapping the old tenant keys.
         let (address, file) = (bao.address.clone(), token_file.clone());
         app.restart_with(|c| {
-            c.transit_address = Some(address);
-            c.transit_token_file = Some(file);
+            c.keys.transit = Some(Transit::new(address, file));
         })
         .await;
         assert_eq!(read_token(&app, &key, &id).await, "moving");
@@ -122,7 +121,7 @@ async fn a_vault_with_a_local_master_key_moves_to_transit() {
             "{moved}"
         );
         // Without the local key now.
-        app.restart_with(|c| c.master_key = None).await;
+        app.restart_with(|c| c.keys.master = None).await;
         assert_eq!(read_token(&app, &key, &id).await, "moving");
         app.stop().await;
     }
@@ -137,8 +136,7 @@ async fn a_refused_token_or_a_missing_key_stops_the_start() {
         "sqlite://unused.db?mode=rwc".into(),
         std::env::temp_dir().join("tokenvault-transit-refused"),
     );
-    config.transit_address = Some(bao.address.clone());
-    config.transit_token_file = Some(wrong.clone());
+    config.keys.transit = Some(Transit::new(bao.address.clone(), wrong.clone()));
     let err = format!("{:#}", open_vault(&config).await.err().unwrap());
     assert!(err.contains("Transit") && err.contains("403"), "{err}");
     assert!(
@@ -147,19 +145,21 @@ async fn a_refused_token_or_a_missing_key_stops_the_start() {
     );
 
     let right = bao.token_file(&bao.token);
-    config.transit_token_file = Some(right.clone());
-    config.transit_key = format!("{KEY}-missing");
+    config.keys.transit = Some(Transit {
+        key: format!("{KEY}-missing"),
+        ..Transit::new(bao.address.clone(), right.clone())
+    });
     let err = format!("{:#}", open_vault(&config).await.err().unwrap());
     assert!(err.contains("bao write -f"), "{err}");
 
-    config.transit_token_file = None;
-    assert!(
-        config
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("TOKENVAULT_TRANSIT_TOKEN_FILE")
-    );
+    // An address without its token file is refused when the configuration is read.
+    let file = right.with_extension("toml");
+    std::fs::write(&file, format!("transit_address = {:?}\n", bao.address)).unwrap();
+    let err = tokenvault_server::Config::load(Some(&file))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("TOKENVAULT_TRANSIT_TOKEN_FILE"), "{err}");
+    let _ = std::fs::remove_file(file);
     let _ = std::fs::remove_file(wrong);
     let _ = std::fs::remove_file(right);
 }

@@ -73,9 +73,7 @@ pub async fn restore(config: &Config, from: &Path) -> anyhow::Result<Value> {
             beside.display()
         );
     }
-    let development = config.master_key.is_none()
-        && config.master_key_file.is_none()
-        && config.transit_address.is_none();
+    let development = config.development_master_key();
     anyhow::ensure!(
         !development || config.data_dir.join("master.key").is_file(),
         "no master key to check the backup with: set TOKENVAULT_MASTER_KEY_FILE (or \

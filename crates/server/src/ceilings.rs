@@ -121,8 +121,8 @@ pub async fn measure(
     cipher.load_tenant_key(tenant, &wrapped).await?;
     let cipher = Arc::new(cipher);
     let options = tokenvault_persistence::DbOptions {
-        max_connections: config.db_max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+        max_connections: config.database.max_connections,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let tokens = Arc::new(SeaOrmTokenRepository::new(db.clone()));
@@ -177,7 +177,7 @@ pub async fn measure(
 async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
     let options = tokenvault_persistence::DbOptions {
         max_connections: 1,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let tenants = SeaOrmTenantRepository::new(db.clone());
@@ -207,8 +207,8 @@ async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
 /// everything the API created. Returns how many were added.
 pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u64> {
     let options = tokenvault_persistence::DbOptions {
-        max_connections: config.db_max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+        max_connections: config.database.max_connections,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let wrapped = SeaOrmTenantRepository::new(db.clone())

@@ -64,14 +64,14 @@ pub fn check<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::config_settings::Settings;
 
     fn known() -> Vec<&'static str> {
-        field_names::<Config>()
+        field_names::<Settings>()
     }
 
     #[test]
-    fn the_known_keys_are_the_fields_of_config() {
+    fn the_known_keys_are_the_fields_of_the_settings() {
         let known = known();
         for key in [
             "listen",

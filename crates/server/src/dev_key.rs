@@ -36,7 +36,7 @@ pub(crate) struct DevKeyFiles {
 impl DevKeyFiles {
     /// The files, in development mode only (no master key configured).
     pub(crate) fn of(config: &Config) -> Option<Self> {
-        if config.master_key.is_some() || config.master_key_file.is_some() {
+        if config.keys.master.is_some() || config.keys.master_file.is_some() {
             return None;
         }
         let dir = config.data_dir.clone();

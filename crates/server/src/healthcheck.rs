@@ -30,11 +30,11 @@ fn target(listen: &str) -> anyhow::Result<SocketAddr> {
 /// # Errors
 /// No connection, or an answer other than 200.
 pub fn check(config: &Config) -> anyhow::Result<String> {
-    let addr = target(&config.listen)?;
+    let addr = target(&config.http.listen)?;
     let timeout = Duration::from_secs(3);
     let mut stream = TcpStream::connect_timeout(&addr, timeout)
         .map_err(|e| anyhow::anyhow!("no connection to {addr}: {e}"))?;
-    if config.tls_cert.is_some() {
+    if config.http.tls.is_some() {
         return Ok(format!("{addr} accepts connections (TLS)"));
     }
     stream.set_read_timeout(Some(timeout))?;

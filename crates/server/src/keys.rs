@@ -15,10 +15,10 @@ use crate::{Config, dev_key};
 /// The master key in effect: `TOKENVAULT_MASTER_KEY`, else `TOKENVAULT_MASTER_KEY_FILE`, else
 /// (development mode) `<data_dir>/master.key`, generated with mode 0600 on first use.
 pub fn current_master_key(config: &Config) -> anyhow::Result<MasterKey> {
-    if let Some(key) = &config.master_key {
+    if let Some(key) = &config.keys.master {
         return MasterKey::from_base64(key.expose_secret()).map_err(anyhow::Error::msg);
     }
-    if let Some(path) = &config.master_key_file {
+    if let Some(path) = &config.keys.master_file {
         warn_if_readable_by_others(path);
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the master key file {}", path.display()))?;
@@ -82,7 +82,7 @@ pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Res
 /// `TOKENVAULT_PREVIOUS_MASTER_KEYS`, and in development mode `<data_dir>/master.key.previous`
 /// and the staged key of a rotation that did not finish (`dev_key`).
 pub(crate) fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<MasterKey>> {
-    let mut keys: Vec<MasterKey> = config.previous_master_keys.as_ref().map_or_else(
+    let mut keys: Vec<MasterKey> = config.keys.previous.as_ref().map_or_else(
         || Ok(Vec::new()),
         |list| {
             list.expose_secret()
@@ -102,16 +102,13 @@ pub(crate) fn previous_master_keys(config: &Config) -> anyhow::Result<Vec<Master
 /// `TOKENVAULT_TRANSIT_ADDRESS` is set (checked now: reachable, token accepted, key present),
 /// the local master keys then only unwrapping older tenant keys; else by the local master key.
 pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCipher> {
-    let Some(address) = &config.transit_address else {
+    let Some(transit) = &config.keys.transit else {
         return Ok(EnvelopeCipher::new(
             current_master_key(config)?,
             previous_master_keys(config)?,
         ));
     };
-    let token_file = config
-        .transit_token_file
-        .as_ref()
-        .context("TOKENVAULT_TRANSIT_TOKEN_FILE is needed with TOKENVAULT_TRANSIT_ADDRESS")?;
+    let token_file = &transit.token_file;
     warn_if_readable_by_others(token_file);
     let token =
         zeroize::Zeroizing::new(std::fs::read_to_string(token_file).with_context(|| {
@@ -120,10 +117,11 @@ pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCip
                 token_file.display()
             )
         })?);
+    let settings = transit;
     let transit = TransitKeys::new(TransitSettings {
-        address: address.clone(),
-        mount: config.transit_mount.clone(),
-        key: config.transit_key.clone(),
+        address: settings.address.clone(),
+        mount: settings.mount.clone(),
+        key: settings.key.clone(),
         token,
         token_file: Some(token_file.clone()),
         timeout: Duration::from_secs(10),
@@ -133,11 +131,11 @@ pub(crate) async fn master_cipher(config: &Config) -> anyhow::Result<EnvelopeCip
         .check()
         .await
         .map_err(|e| anyhow::anyhow!("Transit: {e}"))?;
-    tracing::info!(key = %config.transit_key, version, "the master key is in Transit");
+    tracing::info!(key = %settings.key, version, "the master key is in Transit");
     let mut previous: Vec<Arc<dyn KeyWrapping>> = Vec::new();
     // Local keys only when named: a development master.key left in the data directory is not
     // taken silently (whoever held it could slip in a tenant key wrapped under it).
-    if config.master_key.is_some() || config.master_key_file.is_some() {
+    if config.keys.master.is_some() || config.keys.master_file.is_some() {
         previous.push(Arc::new(LocalMasterKeys::new(
             current_master_key(config)?,
             previous_master_keys(config)?,

@@ -5,6 +5,7 @@ pub mod backup;
 pub mod ceilings;
 pub mod config;
 mod config_keys;
+mod config_settings;
 mod database_url;
 mod dev_key;
 pub mod healthcheck;
@@ -78,11 +79,12 @@ impl Clock for SystemClock {
 /// The configured log format is not one the server knows.
 pub fn init_logs(config: &Config) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log.filter));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    if config.json_logs()? {
+    if config.log.json {
         logs.json()
             .flatten_event(true)
             .with_current_span(true)
@@ -188,7 +190,7 @@ impl Shared {
     fn new(config: &Config) -> Self {
         Self {
             metrics: Arc::default(),
-            limit: Arc::new(RateLimit::new(config.rate_limit_per_second)),
+            limit: Arc::new(RateLimit::new(config.http.rate_limit_per_second)),
         }
     }
 }
@@ -212,19 +214,19 @@ async fn open_vault_with(
     shared: &Shared,
 ) -> anyhow::Result<Opened> {
     let url = config.effective_database_url();
-    if config.database_url.as_deref().is_none_or(str::is_empty) {
+    if config.default_database() {
         create_private_dir(&config.data_dir)?;
     }
     let options = tokenvault_persistence::DbOptions {
-        max_connections: config.db_max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+        max_connections: config.database.max_connections,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
     // Held until this instance has bootstrapped ([`run`]): instances started together on one
     // empty database migrate and bootstrap one after the other.
     let startup = StartupLock::acquire(&db).await?;
     tokenvault_persistence::migrate(&db).await?;
-    let command = match &config.code_worker {
+    let command = match &config.code.worker {
         Some(program) => WorkerCommand {
             program: program.clone(),
             args: vec!["code-worker".into()],
@@ -233,7 +235,7 @@ async fn open_vault_with(
             WorkerCommand::current_exe().context("cannot find this binary for the code workers")?
         }
     };
-    let modules = match config.code_modules.clone() {
+    let modules = match config.code.modules.clone() {
         Some(folder) => {
             let read = tokio::task::spawn_blocking(move || {
                 CodeModules::read(&folder).map_err(|e| format!("TOKENVAULT_CODE_MODULES: {e}"))
@@ -248,23 +250,23 @@ async fn open_vault_with(
         None => CodeModules::default(),
     };
     let code = QuickJsRunner::start(RunnerSettings {
-        workers: config.code_workers.max(1),
+        workers: config.code.workers.max(1),
         limits: Limits {
-            timeout: Duration::from_millis(config.code_timeout_ms.max(1)),
-            memory: config.code_memory_mb.max(1) << 20,
+            timeout: Duration::from_millis(config.code.timeout_ms.max(1)),
+            memory: config.code.memory_mb.max(1) << 20,
             max_output: 1 << 20,
         },
         command,
-        require_sandbox: config.code_sandbox_required()?,
-        tenant_share: config.code_tenant_share()?,
+        require_sandbox: config.code.sandbox,
+        tenant_share: config.code_tenant_share(),
         modules: Arc::new(modules),
     })
     .await
     .map_err(|e| anyhow::anyhow!("cannot start the code workers: {e}"))?;
     let forwarder = HttpForwarder::new(OutboundSettings {
-        allow_http: config.proxy_allow_http,
-        allowed_hosts: config.proxy_allowed_hosts(),
-        timeout: Duration::from_millis(config.proxy_timeout_ms.max(1)),
+        allow_http: config.proxy.allow_http,
+        allowed_hosts: config.proxy.allowed_hosts.clone(),
+        timeout: Duration::from_millis(config.proxy.timeout_ms.max(1)),
         ..OutboundSettings::default()
     })
     .map_err(|e| anyhow::anyhow!("outbound HTTP (TOKENVAULT_PROXY_ALLOWED_HOSTS): {e}"))?;
@@ -323,7 +325,8 @@ impl CodeRunner for CountedRunner {
 /// The configured bootstrap key, validated.
 fn bootstrap_key(config: &Config) -> anyhow::Result<Option<ApiKey>> {
     config
-        .bootstrap_key
+        .keys
+        .bootstrap
         .as_ref()
         .map(|k| {
             ApiKey::parse(k.expose_secret())
@@ -394,11 +397,11 @@ pub async fn run(
     bootstrap(&vault, &config).await?;
     startup.release().await;
     let settings = HttpSettings {
-        body_limit: config.body_limit,
-        workers: config.workers,
+        body_limit: config.http.body_limit,
+        workers: config.http.workers,
         included_monthly_active_tokens: config.included_monthly_active_tokens,
         rate_limit: shared.limit.clone(),
-        cors_origins: config.cors_origins()?,
+        cors_origins: config.http.cors_origins.clone(),
         tls: config.tls()?,
         metrics: shared.metrics.clone(),
         ready: ReadyChecks::new(vec![
@@ -465,12 +468,12 @@ pub async fn run(
 /// server also does at start) and answers the migrations that ran.
 pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
     let url = config.effective_database_url();
-    if config.database_url.as_deref().is_none_or(str::is_empty) {
+    if config.default_database() {
         create_private_dir(&config.data_dir)?;
     }
     let options = tokenvault_persistence::DbOptions {
         max_connections: 1,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal()?,
+        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
     let startup = StartupLock::acquire(&db).await?;

@@ -172,9 +172,9 @@ async fn serve_or_run() -> anyhow::Result<()> {
     tokenvault_server::init_logs(&config)?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
-            config.validate()?;
-            let listener = TcpListener::bind(&config.listen)
-                .with_context(|| format!("cannot listen on {}", config.listen))?;
+            config.check_files()?;
+            let listener = TcpListener::bind(&config.http.listen)
+                .with_context(|| format!("cannot listen on {}", config.http.listen))?;
             run(config, listener, shutdown_signal()).await
         }
         Command::Healthcheck => match tokenvault_server::healthcheck::check(&config) {
@@ -205,13 +205,13 @@ async fn serve_or_run() -> anyhow::Result<()> {
         Command::Config {
             command: ConfigCommand::Check,
         } => {
-            config.validate()?;
+            config.check_files()?;
             println!("{}", serde_json::to_string_pretty(&config.summary())?);
             Ok(())
         }
         Command::Keys {
             command: KeyCommand::RotateMaster { new_key_file },
-        } if config.transit_address.is_some() => {
+        } if config.keys.transit.is_some() => {
             anyhow::ensure!(
                 new_key_file.is_none(),
                 "the master key is in Transit: rotate it there (bao write -f \

@@ -27,7 +27,7 @@ pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Va
     Ok(serde_json::json!({
         "rewrapped_tenant_keys": rewrapped,
         "master_key": "Transit",
-        "transit_key": config.transit_key,
+        "transit_key": config.keys.transit.as_ref().map(|t| &t.key),
     }))
 }
 
