@@ -4,10 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect,
-};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
@@ -22,6 +19,7 @@ use uuid::Uuid;
 use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
+use crate::paging::newest_first;
 use crate::pg_key_group::KeyGroup;
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
@@ -258,23 +256,14 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         if !ids.is_empty() {
             query = query.filter(Column::Id.is_in(ids.iter().copied()));
         }
-        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
-        let items = query
-            .order_by_desc(Column::CreatedAt)
-            .order_by_desc(Column::Id)
-            .offset(page.offset())
-            .limit(page.size)
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(to_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page {
-            items,
-            total_items,
-            request: page,
-        })
+        newest_first(
+            &self.db,
+            query,
+            (Column::CreatedAt, Column::Id),
+            page,
+            to_domain,
+        )
+        .await
     }
 
     async fn update(&self, application: &Application) -> Result<bool, RepoError> {

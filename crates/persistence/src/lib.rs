@@ -19,6 +19,7 @@ mod idempotency;
 mod keyed_reactor;
 mod keyed_read;
 mod keyed_search;
+mod paging;
 mod pg_direct;
 mod pg_group;
 mod pg_key_group;

@@ -9,8 +9,7 @@ use std::sync::{Arc, LazyLock};
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -25,6 +24,7 @@ use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::proxy::{self, Column, Entity};
 use crate::entity::{application, token};
+use crate::paging::newest_first;
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
@@ -259,23 +259,14 @@ impl ProxyRepository for SeaOrmProxyRepository {
             ids,
             name,
         ));
-        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
-        let items = query
-            .order_by_desc(Column::CreatedAt)
-            .order_by_desc(Column::Id)
-            .offset(page.offset())
-            .limit(page.size)
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(to_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page {
-            items,
-            total_items,
-            request: page,
-        })
+        newest_first(
+            &self.db,
+            query,
+            (Column::CreatedAt, Column::Id),
+            page,
+            to_domain,
+        )
+        .await
     }
 
     async fn update(&self, stored: &StoredProxy) -> Result<bool, RepoError> {

@@ -6,8 +6,7 @@ use std::sync::{Arc, LazyLock};
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, SelectExt, SqlErr,
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, SelectExt, SqlErr,
 };
 use tokenvault_domain::RepoError;
 use tokenvault_domain::formula::Formula;
@@ -19,6 +18,7 @@ use uuid::Uuid;
 use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
+use crate::paging::newest_first;
 use crate::reads::Reads;
 use crate::repo_error::{repo_err, sql_err};
 use crate::rows::reactor::{
@@ -184,23 +184,14 @@ impl FormulaRepository for SeaOrmFormulaRepository {
             ids,
             name,
         ));
-        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
-        let items = query
-            .order_by_desc(formula::Column::CreatedAt)
-            .order_by_desc(formula::Column::Id)
-            .offset(page.offset())
-            .limit(page.size)
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(formula_to_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page {
-            items,
-            total_items,
-            request: page,
-        })
+        newest_first(
+            &self.db,
+            query,
+            (formula::Column::CreatedAt, formula::Column::Id),
+            page,
+            formula_to_domain,
+        )
+        .await
     }
 
     async fn update(&self, formula: &Formula, unless_lent: bool) -> Result<bool, RepoError> {
@@ -329,23 +320,14 @@ impl ReactorRepository for SeaOrmReactorRepository {
             ids,
             name,
         ));
-        let total_items = query.clone().count(&self.db).await.map_err(repo_err)?;
-        let items = query
-            .order_by_desc(reactor::Column::CreatedAt)
-            .order_by_desc(reactor::Column::Id)
-            .offset(page.offset())
-            .limit(page.size)
-            .all(&self.db)
-            .await
-            .map_err(repo_err)?
-            .into_iter()
-            .map(reactor_to_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page {
-            items,
-            total_items,
-            request: page,
-        })
+        newest_first(
+            &self.db,
+            query,
+            (reactor::Column::CreatedAt, reactor::Column::Id),
+            page,
+            reactor_to_domain,
+        )
+        .await
     }
 
     async fn update(&self, reactor: &Reactor) -> Result<bool, RepoError> {
