@@ -1,14 +1,11 @@
-//! Configuration, layered: defaults → optional TOML file → `TOKENVAULT_*` environment (and
-//! `DATABASE_URL`), read as flat keys (`config_settings.rs`) and checked at load into the typed
-//! sections here. Secrets are `SecretString`s: `Debug` never prints them.
+//! Configuration: the typed sections the server runs on, every value checked. How they are
+//! read (defaults → optional TOML file → `TOKENVAULT_*` environment and `DATABASE_URL`, as flat
+//! keys) is `config_settings.rs` (`Config::load`). Secrets are `SecretString`s: `Debug` never
+//! prints them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use figment::providers::{Env, Format, Serialized, Toml};
-use figment::{Figment, Provider};
 use secrecy::SecretString;
-
-use crate::config_settings::{DEFAULTS, Settings};
 
 /// Everything the server needs to start, every value checked. `Debug` shows
 /// [`Config::summary`]: no secret, and a database URL without its password.
@@ -116,19 +113,6 @@ pub struct Transit {
     pub token_file: PathBuf,
 }
 
-impl Transit {
-    /// The server at `address` with the default mount and key name, its token in
-    /// `token_file`.
-    pub fn new(address: String, token_file: PathBuf) -> Self {
-        Self {
-            address,
-            mount: DEFAULTS.transit_mount.into(),
-            key: DEFAULTS.transit_key.into(),
-            token_file,
-        }
-    }
-}
-
 /// The code runtime.
 #[derive(Clone, Debug)]
 pub struct Code {
@@ -181,85 +165,6 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
-    /// Loads the layers and checks every value. `file` is required when given explicitly;
-    /// otherwise `TOKENVAULT_CONFIG` (or `tokenvault.toml` if present) is read. A key of the
-    /// file that is not a configuration key, a value of the wrong type and a value out of its
-    /// range are each an error naming the key.
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
-        let mut figment = Figment::from(Serialized::defaults(DEFAULTS));
-        let toml = match file {
-            Some(path) => Toml::file_exact(path),
-            None => match std::env::var_os("TOKENVAULT_CONFIG") {
-                Some(path) => Toml::file_exact(PathBuf::from(path)),
-                None => Toml::file("tokenvault.toml"),
-            },
-        };
-        let keys = toml.data()?;
-        let known = crate::config_keys::field_names::<Settings>();
-        for dict in keys.values() {
-            let name = file.map_or_else(
-                || "the configuration file".into(),
-                |p| p.display().to_string(),
-            );
-            crate::config_keys::check(&name, dict.keys().map(String::as_str), &known)
-                .map_err(anyhow::Error::msg)?;
-        }
-        figment = figment.merge(toml);
-        let settings: Settings = figment
-            .merge(Env::prefixed("TOKENVAULT_").ignore(&["CONFIG"]))
-            .merge(Env::raw().only(&["DATABASE_URL"]))
-            .extract()?;
-        Self::try_from(settings)
-    }
-
-    /// Defaults only, for tests: listen on port 0 of loopback, data in `data_dir`.
-    pub fn for_tests(database_url: String, data_dir: PathBuf) -> Self {
-        Self {
-            http: Http {
-                listen: "127.0.0.1:0".into(),
-                tls: None,
-                body_limit: DEFAULTS.body_limit,
-                workers: Some(1),
-                cors_origins: Vec::new(),
-                rate_limit_per_second: 0,
-            },
-            database: Database {
-                url: Some(database_url),
-                max_connections: 4,
-                synchronous: Synchronous::Full,
-            },
-            keys: Keys {
-                bootstrap: None,
-                master: None,
-                master_file: None,
-                previous: None,
-                transit: None,
-            },
-            code: Code {
-                timeout_ms: DEFAULTS.code_timeout_ms,
-                memory_mb: DEFAULTS.code_memory_mb,
-                workers: 2,
-                sandbox: true,
-                tenant_share: DEFAULTS.code_tenant_share,
-                worker: None,
-                modules: None,
-            },
-            proxy: Proxy {
-                allow_http: false,
-                allowed_hosts: Vec::new(),
-                timeout_ms: DEFAULTS.proxy_timeout_ms,
-            },
-            log: Log {
-                filter: DEFAULTS.log.into(),
-                json: false,
-            },
-            data_dir,
-            included_monthly_active_tokens: DEFAULTS.included_monthly_active_tokens,
-            expiry_sweep_secs: 1,
-            audit_high_water: DEFAULTS.audit_high_water,
-        }
-    }
-
     /// What only the file system can tell, as the server checks it at start: the TLS files
     /// read and their key fitting the certificate, the code modules' folder present.
     pub fn check_files(&self) -> anyhow::Result<()> {

@@ -288,9 +288,7 @@ async fn open_vault_with(
             inner: code.clone(),
             metrics: shared.metrics.clone(),
         }),
-        svc: Arc::new(tokenvault_http::svc::HttpSvcFactory::new(
-            shared.limit.clone(),
-        )),
+        svc: Arc::new(tokenvault_http::svc::HttpSvcWire::new(shared.limit.clone())),
         cipher: Arc::new(cipher),
         expressions: Arc::new(LiquidExpressions::new()),
     });
