@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use crate::application::{ApiKey, Application};
-use crate::auth::Principal;
-use crate::ports::code::{CodeRunner, Svc};
+use crate::ports::code::CodeRunner;
 use crate::ports::forward::Forwarder;
+use crate::ports::svc::SvcWire;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
@@ -41,8 +41,8 @@ pub struct Ports {
     pub reactors: Arc<dyn ReactorRepository>,
     /// The code sandbox.
     pub code: Arc<dyn CodeRunner>,
-    /// Makes `req.svc` for code acting as an application.
-    pub svc: Arc<dyn SvcFactory>,
+    /// `req.svc`'s JSON and rate limit, for code acting as an application.
+    pub svc: Arc<dyn SvcWire>,
     /// Proxy storage.
     pub proxies: Arc<dyn ProxyRepository>,
     /// Sends proxied requests to their destinations.
@@ -231,6 +231,7 @@ mod reactors;
 mod sealed_config;
 mod sessions;
 mod shared;
+mod svc;
 mod tenants;
 mod tokens;
 mod usage;
@@ -255,10 +256,3 @@ pub use usage::UsageReport;
 
 #[cfg(test)]
 mod tests;
-
-/// Makes the `svc` of an application. The inbound adapter implements it, as it owns the JSON
-/// the API speaks.
-pub trait SvcFactory: Send + Sync {
-    /// A `svc` acting as `principal` through `vault`.
-    fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc>;
-}

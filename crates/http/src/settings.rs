@@ -20,7 +20,7 @@ pub struct HttpSettings {
     /// CORS headers. No other route answers CORS (`BrowserCors`, `cors.rs`).
     pub cors_origins: Vec<String>,
     /// Requests a second per application, bursts of twice that (off by default); shared with
-    /// `req.svc` (`svc::HttpSvcFactory`), whose calls count too.
+    /// `req.svc` (`svc::HttpSvcWire`), whose calls count too.
     pub rate_limit: std::sync::Arc<crate::limit::RateLimit>,
     /// What `GET /metrics` shows (shared with the code-runner decorator of the server).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,

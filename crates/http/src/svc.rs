@@ -1,51 +1,34 @@
-//! `req.svc` for tenant code (docs/decisions.md §7): the token endpoints as method calls, acting
-//! as one application, answering with the same JSON (or problem) the HTTP API would. It lives
-//! in the inbound adapter because the JSON is this adapter's.
+//! `req.svc`'s wire for tenant code (docs/decisions.md §7): the domain runs each call as one
+//! application (`service/svc.rs`); this adapter reads the code's arguments and writes the
+//! answer with the same JSON (or problem) the HTTP API would, since that JSON is this
+//! adapter's, and counts the calls against the server's per-application rate limit.
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde_json::Value;
-use tokenvault_domain::Vault;
-use tokenvault_domain::auth::Principal;
-use tokenvault_domain::ports::code::Svc;
-use tokenvault_domain::service::SvcFactory;
+use tokenvault_domain::area_error::TokenError;
+use tokenvault_domain::ports::svc::{SvcAnswer, SvcCall, SvcWire};
 use tokenvault_domain::token::RawTokenPatch;
 use tokenvault_domain::token_new::RawNewToken;
+use uuid::Uuid;
 
 use crate::dto::Paginated;
 use crate::limit::RateLimit;
 use crate::problem::ApiError;
 use crate::routes::tokens::{TokenResponse, filter_from_query, tokenized_json};
 
-/// Makes a [`Svc`] per application.
+/// `req.svc`'s JSON, and the rate limit its calls share with the HTTP API.
 #[derive(Clone, Debug)]
-pub struct HttpSvcFactory {
+pub struct HttpSvcWire {
     limit: Arc<RateLimit>,
 }
 
-impl HttpSvcFactory {
+impl HttpSvcWire {
     /// `req.svc` calls count against `limit`, the server's own per-application rate limit
     /// (docs/decisions.md §11): code cannot make more calls than its application could.
     pub fn new(limit: Arc<RateLimit>) -> Self {
         Self { limit }
     }
-}
-
-impl SvcFactory for HttpSvcFactory {
-    fn for_application(&self, vault: Vault, principal: Principal) -> Arc<dyn Svc> {
-        Arc::new(ApplicationSvc {
-            vault,
-            principal,
-            limit: self.limit.clone(),
-        })
-    }
-}
-
-struct ApplicationSvc {
-    vault: Vault,
-    principal: Principal,
-    limit: Arc<RateLimit>,
 }
 
 fn arg(args: &[Value], i: usize) -> Value {
@@ -70,62 +53,84 @@ fn json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-impl ApplicationSvc {
-    async fn dispatch(&self, method: &str, args: &[Value]) -> Result<Value, ApiError> {
-        let (vault, me) = (&self.vault, &self.principal);
-        match method {
-            "tokens.create" => {
-                let raw = RawNewToken::from_object(&object(arg(args, 0), "body")?)
-                    .map_err(|e| ApiError::validation(&e))?;
-                let (view, _) = vault.tokens.create_token(me, raw).await?;
-                Ok(json(&TokenResponse::from(view)))
-            }
-            "tokens.retrieve" => {
-                let view = vault.tokens.get_token(me, &id_arg(args)?).await?;
-                Ok(json(&TokenResponse::from(view)))
-            }
-            "tokens.update" => {
-                let id = id_arg(args)?;
-                let map = object(arg(args, 1), "patch")?;
-                let patch = RawTokenPatch::from_object(&map);
-                let view = vault.tokens.update_token(me, &id, patch).await?;
-                Ok(json(&TokenResponse::from(view)))
-            }
-            "tokens.delete" => {
-                vault.tokens.delete_token(me, &id_arg(args)?).await?;
-                Ok(Value::Null)
-            }
-            "tokens.list" => {
-                let query = object(arg(args, 0), "query")?;
-                let (filter, page) = filter_from_query(&query)?;
-                let page = vault.tokens.list_tokens(me, filter, page).await?;
-                Ok(json(&Paginated::from_page(page, TokenResponse::from)))
-            }
-            "tokenize" => {
-                let shape = vault.tokens.tokenize(me, arg(args, 0)).await?;
-                Ok(tokenized_json(shape))
-            }
-            "detokenize" => Ok(vault.tokens.detokenize(me, arg(args, 0)).await?),
-            _ => Err(ApiError::invalid("method", "is not a svc method")),
+fn read(method: &str, args: &[Value]) -> Result<SvcCall, ApiError> {
+    Ok(match method {
+        "tokens.create" => SvcCall::Create(
+            RawNewToken::from_object(&object(arg(args, 0), "body")?)
+                .map_err(|e| ApiError::validation(&e))?,
+        ),
+        "tokens.retrieve" => SvcCall::Retrieve(id_arg(args)?),
+        "tokens.update" => {
+            let id = id_arg(args)?;
+            let patch = RawTokenPatch::from_object(&object(arg(args, 1), "patch")?);
+            SvcCall::Update(id, patch)
         }
+        "tokens.delete" => SvcCall::Delete(id_arg(args)?),
+        "tokens.list" => {
+            let (filter, page) = filter_from_query(&object(arg(args, 0), "query")?)?;
+            SvcCall::List(filter, page)
+        }
+        "tokenize" => SvcCall::Tokenize(arg(args, 0)),
+        "detokenize" => SvcCall::Detokenize(arg(args, 0)),
+        _ => return Err(ApiError::invalid("method", "is not a svc method")),
+    })
+}
+
+impl SvcWire for HttpSvcWire {
+    fn admit(&self, application: Uuid) -> Result<(), Value> {
+        self.limit.check(application).map_err(|e| e.problem_body())
+    }
+
+    fn read(&self, method: &str, args: &[Value]) -> Result<SvcCall, Value> {
+        read(method, args).map_err(|e| e.problem_body())
+    }
+
+    fn write(&self, answer: SvcAnswer) -> Value {
+        match answer {
+            SvcAnswer::Token(view) => json(&TokenResponse::from(*view)),
+            SvcAnswer::Nothing => Value::Null,
+            SvcAnswer::Tokens(page) => json(&Paginated::from_page(page, TokenResponse::from)),
+            SvcAnswer::Tokenized(shape) => tokenized_json(shape),
+            SvcAnswer::Detokenized(value) => value,
+        }
+    }
+
+    fn problem(&self, error: TokenError) -> Value {
+        ApiError::from(error).problem_body()
     }
 }
 
-#[async_trait]
-impl Svc for ApplicationSvc {
-    async fn call(&self, method: &str, args: Vec<Value>) -> Result<Value, Value> {
-        self.limit
-            .check(self.principal.application_id)
-            .map_err(|e| e.problem_body())?;
-        // Its calls record audit entries as requests do, so they wait for room in the
-        // tenant's log as requests do (docs/decisions.md §11).
-        self.vault
-            .auth
-            .room(self.principal.tenant_id)
-            .await
-            .map_err(|e| ApiError::from(e).problem_body())?;
-        self.dispatch(method, &args)
-            .await
-            .map_err(|e| e.problem_body())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_read_as_the_http_api_reads_them() {
+        assert!(matches!(
+            read("tokens.retrieve", &[Value::from("tok")]),
+            Ok(SvcCall::Retrieve(id)) if id == "tok"
+        ));
+        assert!(matches!(
+            read("tokens.update", &[Value::from("tok"), serde_json::json!({"metadata": {}})]),
+            Ok(SvcCall::Update(id, _)) if id == "tok"
+        ));
+        for (method, args, field) in [
+            ("tokens.retrieve", vec![Value::from(7)], "id"),
+            ("tokens.create", vec![Value::from("x")], "body"),
+            (
+                "tokens.update",
+                vec![Value::from("tok"), Value::Null],
+                "patch",
+            ),
+            ("tokens.list", vec![Value::from(1)], "query"),
+            ("tokens.drop", vec![], "method"),
+        ] {
+            let problem = read(method, &args).unwrap_err().problem_body();
+            assert_eq!(problem["status"], 400, "{method}");
+            assert!(
+                problem["errors"].get(field).is_some(),
+                "{method}: {problem}"
+            );
+        }
     }
 }

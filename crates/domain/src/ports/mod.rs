@@ -15,6 +15,7 @@ mod keys;
 mod proxies;
 mod reactors;
 mod sessions;
+pub mod svc;
 mod tenants;
 mod tokens;
 mod trails;

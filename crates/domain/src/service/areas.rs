@@ -7,9 +7,10 @@ use std::sync::{Arc, Weak};
 
 use super::activity::ActivityBuffer;
 use super::audit::buffer::AuditBuffer;
-use super::{Areas, Shared, SvcFactory};
+use super::{Areas, Shared};
 use crate::ports::code::CodeRunner;
 use crate::ports::forward::Forwarder;
+use crate::ports::svc::SvcWire;
 use crate::ports::{
     ApplicationRepository, AuditRepository, Cipher, Clock, Expressions, FormulaRepository,
     IdempotencyRepository, KeyService, ProxyRepository, ReactorRepository, SessionRepository,
@@ -71,7 +72,7 @@ pub struct Proxies {
     pub(super) keys: Arc<dyn KeyService>,
     pub(super) cipher: Arc<dyn Cipher>,
     pub(super) code: Arc<dyn CodeRunner>,
-    pub(super) svc: Arc<dyn SvcFactory>,
+    pub(super) svc: Arc<dyn SvcWire>,
     pub(super) forwarder: Arc<dyn Forwarder>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tenants: Arc<dyn TenantRepository>,
@@ -90,7 +91,7 @@ pub struct Reactors {
     pub(super) store: Arc<dyn ReactorRepository>,
     pub(super) applications: Arc<dyn ApplicationRepository>,
     pub(super) code: Arc<dyn CodeRunner>,
-    pub(super) svc: Arc<dyn SvcFactory>,
+    pub(super) svc: Arc<dyn SvcWire>,
     pub(super) forwarder: Arc<dyn Forwarder>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) tokens: Tokens,

@@ -17,6 +17,7 @@ use crate::permission::Permission;
 use crate::ports::code::CodeCall;
 use crate::ports::forward::{ForwardError, OutboundRequest};
 use crate::proxy::{Proxy, ProxyKey, ProxyTail, destination_of, forwardable};
+use crate::service::svc::ApplicationSvc;
 use crate::service::tokens::{DetokenizeAs, ReadAhead, Used, active};
 use crate::service::{Proxies, Vault};
 use crate::template::ids_in_text;
@@ -436,7 +437,11 @@ impl Proxies {
         trace_id: Option<String>,
     ) -> Result<Value, ProxyError> {
         let svc = match application {
-            Some(p) => Some(self.svc.for_application(Vault::upgrade(&self.vault)?, p)),
+            Some(p) => Some(ApplicationSvc::acting_as(
+                Vault::upgrade(&self.vault)?,
+                p,
+                self.svc.clone(),
+            )),
             None => None,
         };
         let configuration = self

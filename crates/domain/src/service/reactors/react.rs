@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::permission::Permission;
 use crate::ports::code::{CodeCall, CodeError};
 use crate::reactor::{Reactor, bind_arguments};
+use crate::service::svc::ApplicationSvc;
 use crate::service::tokens::{DetokenizeAs, Tokenized, active};
 use crate::service::{PrefetchedReactor, Reactors, Vault};
 
@@ -72,10 +73,11 @@ impl Reactors {
             bind_arguments(&args, &formula.request_parameters).map_err(Error::Validation)?;
         let acting = self.acting_as(caller, &reactor).await?;
         let svc = match acting.clone() {
-            Some(principal) => Some(
-                self.svc
-                    .for_application(Vault::upgrade(&self.vault)?, principal),
-            ),
+            Some(principal) => Some(ApplicationSvc::acting_as(
+                Vault::upgrade(&self.vault)?,
+                principal,
+                self.svc.clone(),
+            )),
             None => None,
         };
         let request = json!({

@@ -21,8 +21,9 @@ use crate::error::{Error, RepoError};
 use crate::formula::Formula;
 use crate::page::{Page, PageRequest};
 use crate::permission::{ApplicationType, Permission};
-use crate::ports::code::{CodeCall, CodeError, CodeRunner, Svc};
+use crate::ports::code::{CodeCall, CodeError, CodeRunner};
 use crate::ports::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
+use crate::ports::svc::{SvcAnswer, SvcCall, SvcWire};
 use crate::ports::{
     ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
     Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
@@ -32,7 +33,6 @@ use crate::ports::{
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::Reactor;
-use crate::service::SvcFactory;
 use crate::session::{Nonce, Session, SessionGrant};
 use crate::tenant::{RawTenantUpdate, Tenant, TenantSettings};
 use crate::token::StoredToken;
@@ -132,23 +132,21 @@ mock! {
     }
 }
 
-/// `svc` for tests that never run code.
+/// `req.svc`'s wire for tests that never run code: every call refused.
 struct NoSvc;
 
-impl SvcFactory for NoSvc {
-    fn for_application(&self, _: Vault, _: Principal) -> Arc<dyn Svc> {
-        Arc::new(NoSvc)
-    }
-}
-
-#[async_trait]
-impl Svc for NoSvc {
-    async fn call(
-        &self,
-        _: &str,
-        _: Vec<serde_json::Value>,
-    ) -> Result<serde_json::Value, serde_json::Value> {
+impl SvcWire for NoSvc {
+    fn admit(&self, _: Uuid) -> Result<(), serde_json::Value> {
         Err(serde_json::Value::Null)
+    }
+    fn read(&self, _: &str, _: &[serde_json::Value]) -> Result<SvcCall, serde_json::Value> {
+        Err(serde_json::Value::Null)
+    }
+    fn write(&self, _: SvcAnswer) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    fn problem(&self, _: TokenError) -> serde_json::Value {
+        serde_json::Value::Null
     }
 }
 
@@ -562,6 +560,7 @@ mod proxies;
 mod reactors;
 mod search;
 mod sessions;
+mod svc;
 mod tenants;
 mod tokens;
 mod usage;
