@@ -1,5 +1,8 @@
 //! Crypto adapter: API key generation (OS randomness) and hashing (SHA-256) behind the
-//! domain's [`KeyService`] port, and envelope encryption of token data behind [`Cipher`].
+//! domain's [`KeyService`] port, envelope encryption of token data behind [`Cipher`], and
+//! every master-key wrapper behind `KeyWrapping`: the local master key (`master_key.rs`), a
+//! chain of current and previous wrappers (`chain.rs`) and a HashiCorp Vault / OpenBao Transit
+//! key (`transit.rs`).
 //!
 //! [`Cipher`]: tokenvault_domain::ports::Cipher
 
@@ -7,6 +10,7 @@ mod aead;
 mod chain;
 mod envelope;
 mod master_key;
+pub mod transit;
 
 pub use chain::WrappingChain;
 pub use envelope::EnvelopeCipher;

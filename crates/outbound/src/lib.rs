@@ -17,7 +17,6 @@ mod error;
 mod policy;
 mod resolve;
 mod response;
-pub mod transit;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
+use tokenvault_crypto::transit::{TransitKeys, TransitSettings};
 use tokenvault_crypto::{EnvelopeCipher, LocalMasterKeys, MasterKey, WrappingChain};
 use tokenvault_domain::ports::KeyWrapping;
-use tokenvault_outbound::transit::{TransitKeys, TransitSettings};
 
 use crate::{Config, dev_key};
 
