@@ -76,6 +76,40 @@ impl FromRequest for QueryParams {
     }
 }
 
+/// The parameters of a management list (applications, proxies, reactor formulas, reactors):
+/// `id` (repeatable, UUIDs), `name` (contains, any case; empty is none), `page` and `size`;
+/// a bad value is a 400 naming its parameter.
+pub struct ListQuery {
+    /// Only these ids (none: all).
+    pub ids: Vec<Uuid>,
+    /// Only names containing this.
+    pub name: Option<String>,
+    /// The page.
+    pub page: PageRequest,
+}
+
+impl ListQuery {
+    fn read(query: &QueryParams) -> Result<Self, ApiError> {
+        Ok(Self {
+            ids: query.uuids("id")?,
+            name: query
+                .first("name")
+                .filter(|n| !n.is_empty())
+                .map(str::to_string),
+            page: query.page()?,
+        })
+    }
+}
+
+impl FromRequest for ListQuery {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(Self::read(&QueryParams::parse(req.query_string())))
+    }
+}
+
 /// Parses a path parameter that the interface declares as a UUID (400 naming it otherwise).
 pub fn path_uuid(name: &str, raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| ApiError::invalid(name, "must be a UUID"))
@@ -91,5 +125,23 @@ mod tests {
         assert_eq!(q.all("id"), ["a", "b"]);
         assert_eq!(q.first("page"), Some("2"));
         assert!(q.uuids("id").is_err());
+    }
+
+    #[test]
+    fn a_list_query_reads_ids_name_and_page_and_names_a_bad_one() {
+        let id = Uuid::now_v7();
+        let q = ListQuery::read(&QueryParams::parse(&format!("id={id}&name=&page=2&size=5")))
+            .unwrap_or_else(|_| panic!("a good list query"));
+        assert_eq!(q.ids, vec![id]);
+        assert_eq!(q.name, None, "an empty name filters nothing");
+        assert_eq!((q.page.page, q.page.size), (2, 5));
+        let q = ListQuery::read(&QueryParams::parse("name=Pay")).unwrap_or_else(|_| panic!("name"));
+        assert_eq!(q.name.as_deref(), Some("Pay"));
+        for (query, field) in [("id=x", "id"), ("size=0", "size"), ("page=-1", "page")] {
+            let Err(err) = ListQuery::read(&QueryParams::parse(query)) else {
+                panic!("{query} accepted");
+            };
+            assert!(err.problem_body()["errors"].get(field).is_some(), "{query}");
+        }
     }
 }

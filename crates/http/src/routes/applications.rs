@@ -9,7 +9,7 @@ use crate::dto::{
 use crate::extract::Caller;
 use crate::json_body::Json;
 use crate::problem::{ApiError, Problem};
-use crate::query::{QueryParams, path_uuid};
+use crate::query::{ListQuery, path_uuid};
 
 type Result<T> = std::result::Result<T, ApiError>;
 
@@ -41,10 +41,8 @@ pub async fn create(
 pub async fn list(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    query: QueryParams,
+    ListQuery { ids, page, .. }: ListQuery,
 ) -> Result<HttpResponse> {
-    let ids = query.uuids("id")?;
-    let page = query.page()?;
     let page = vault
         .applications
         .list_applications(&caller, &ids, page)

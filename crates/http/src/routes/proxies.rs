@@ -19,7 +19,7 @@ use crate::json_body::{BODY_TIMEOUT, Json, body_too_slow};
 use crate::limit::RateLimit;
 use crate::metrics::Metrics;
 use crate::problem::{ApiError, Problem, TenantResponse, current_trace_id};
-use crate::query::{QueryParams, path_uuid};
+use crate::query::{ListQuery, path_uuid};
 use crate::routes::reactors::IdRef;
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -181,14 +181,11 @@ pub async fn create(
 pub async fn list(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    query: QueryParams,
+    ListQuery { ids, name, page }: ListQuery,
 ) -> Result<HttpResponse> {
-    let ids = query.uuids("id")?;
-    let page = query.page()?;
-    let name = query.first("name").filter(|n| !n.is_empty());
     let page = vault
         .proxies
-        .list_proxies(&caller, &ids, name, page)
+        .list_proxies(&caller, &ids, name.as_deref(), page)
         .await?;
     Ok(HttpResponse::Ok().json(Paginated::from_page(page, ProxyResponse::from)))
 }

@@ -16,7 +16,7 @@ use crate::extract::{Caller, CallerReacting};
 use crate::idempotency::NeverReplayed;
 use crate::json_body::Json;
 use crate::problem::{ApiError, Problem, current_trace_id};
-use crate::query::{QueryParams, path_uuid};
+use crate::query::{ListQuery, path_uuid};
 use crate::routes::tokens::tokenized_json;
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -277,13 +277,6 @@ impl From<ReactResult> for ReactResponse {
     }
 }
 
-fn name_filter(query: &QueryParams) -> Option<String> {
-    query
-        .first("name")
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
-}
-
 /// Create a reactor formula. Its code is stored as given (over 50,000 characters: 400); code
 /// that does not compile fails its invocation with a 422.
 #[utoipa::path(post, path = "/reactor-formulas", tag = "reactors", request_body = FormulaRequest,
@@ -312,11 +305,8 @@ pub async fn create_formula(
 pub async fn list_formulas(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    query: QueryParams,
+    ListQuery { ids, name, page }: ListQuery,
 ) -> Result<HttpResponse> {
-    let ids = query.uuids("id")?;
-    let page = query.page()?;
-    let name = name_filter(&query);
     let page = vault
         .reactors
         .list_formulas(&caller, &ids, name.as_deref(), page)
@@ -401,11 +391,8 @@ pub async fn create(
 pub async fn list(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    query: QueryParams,
+    ListQuery { ids, name, page }: ListQuery,
 ) -> Result<HttpResponse> {
-    let ids = query.uuids("id")?;
-    let page = query.page()?;
-    let name = name_filter(&query);
     let page = vault
         .reactors
         .list_reactors(&caller, &ids, name.as_deref(), page)
