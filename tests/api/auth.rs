@@ -35,14 +35,40 @@ async fn missing_malformed_and_unknown_keys_are_401() {
                 .status(),
             200
         );
+        // A list query that is wrong too is still answered 401 first: the key before the query.
         for key in [None, Some("not-a-key"), Some(random_key().as_str())] {
-            for path in ["/applications", "/tenants/self", "/applications/key"] {
+            for path in [
+                "/applications",
+                "/tenants/self",
+                "/applications/key",
+                "/applications?id=x",
+                "/proxies?size=0",
+                "/reactors?id=x",
+                "/reactor-formulas?page=-1",
+            ] {
                 let res = app.request_as(key, Method::GET, path).send().await.unwrap();
                 let body = assert_problem(res, 401).await;
                 if let Some(k) = key {
                     assert!(!body.to_string().contains(k), "the key is echoed");
                 }
             }
+        }
+    })
+    .await;
+}
+
+/// With a valid key, the same bad list queries are a 400 naming the parameter.
+#[tokio::test]
+async fn a_bad_list_query_with_a_key_names_its_parameter() {
+    on_each_backend(async |app| {
+        for (path, field) in [
+            ("/applications?id=x", "id"),
+            ("/proxies?size=0", "size"),
+            ("/reactors?id=x", "id"),
+            ("/reactor-formulas?page=-1", "page"),
+        ] {
+            let body = assert_problem(app.get(path).await, 400).await;
+            assert!(body["errors"].get(field).is_some(), "{path}: {body}");
         }
     })
     .await;

@@ -78,7 +78,9 @@ impl FromRequest for QueryParams {
 
 /// The parameters of a management list (applications, proxies, reactor formulas, reactors):
 /// `id` (repeatable, UUIDs), `name` (contains, any case; empty is none), `page` and `size`;
-/// a bad value is a 400 naming its parameter.
+/// a bad value is a 400 naming its parameter. Read by the handler once its caller is known
+/// (`ListQuery::read`), never as an extractor of its own: actix extracts a handler's
+/// arguments together, and a 400 must not answer before the key's 401 or the rate limit's 429.
 pub struct ListQuery {
     /// Only these ids (none: all).
     pub ids: Vec<Uuid>,
@@ -89,7 +91,11 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    fn read(query: &QueryParams) -> Result<Self, ApiError> {
+    /// `query`'s list parameters.
+    ///
+    /// # Errors
+    /// A bad `id`, `page` or `size` (400 naming it).
+    pub fn read(query: &QueryParams) -> Result<Self, ApiError> {
         Ok(Self {
             ids: query.uuids("id")?,
             name: query
@@ -98,15 +104,6 @@ impl ListQuery {
                 .map(str::to_string),
             page: query.page()?,
         })
-    }
-}
-
-impl FromRequest for ListQuery {
-    type Error = ApiError;
-    type Future = std::future::Ready<Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        std::future::ready(Self::read(&QueryParams::parse(req.query_string())))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::dto::{
 use crate::extract::Caller;
 use crate::json_body::Json;
 use crate::problem::{ApiError, Problem};
-use crate::query::{ListQuery, path_uuid};
+use crate::query::{ListQuery, QueryParams, path_uuid};
 
 type Result<T> = std::result::Result<T, ApiError>;
 
@@ -41,8 +41,9 @@ pub async fn create(
 pub async fn list(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    ListQuery { ids, page, .. }: ListQuery,
+    query: QueryParams,
 ) -> Result<HttpResponse> {
+    let ListQuery { ids, page, .. } = ListQuery::read(&query)?;
     let page = vault
         .applications
         .list_applications(&caller, &ids, page)

@@ -19,7 +19,7 @@ use crate::json_body::{BODY_TIMEOUT, Json, body_too_slow};
 use crate::limit::RateLimit;
 use crate::metrics::Metrics;
 use crate::problem::{ApiError, Problem, TenantResponse, current_trace_id};
-use crate::query::{ListQuery, path_uuid};
+use crate::query::{ListQuery, QueryParams, path_uuid};
 use crate::routes::reactors::IdRef;
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -181,8 +181,9 @@ pub async fn create(
 pub async fn list(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    ListQuery { ids, name, page }: ListQuery,
+    query: QueryParams,
 ) -> Result<HttpResponse> {
+    let ListQuery { ids, name, page } = ListQuery::read(&query)?;
     let page = vault
         .proxies
         .list_proxies(&caller, &ids, name.as_deref(), page)

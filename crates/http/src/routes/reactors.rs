@@ -16,7 +16,7 @@ use crate::extract::{Caller, CallerReacting};
 use crate::idempotency::NeverReplayed;
 use crate::json_body::Json;
 use crate::problem::{ApiError, Problem, current_trace_id};
-use crate::query::{ListQuery, path_uuid};
+use crate::query::{ListQuery, QueryParams, path_uuid};
 use crate::routes::tokens::tokenized_json;
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -305,8 +305,9 @@ pub async fn create_formula(
 pub async fn list_formulas(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    ListQuery { ids, name, page }: ListQuery,
+    query: QueryParams,
 ) -> Result<HttpResponse> {
+    let ListQuery { ids, name, page } = ListQuery::read(&query)?;
     let page = vault
         .reactors
         .list_formulas(&caller, &ids, name.as_deref(), page)
@@ -391,8 +392,9 @@ pub async fn create(
 pub async fn list(
     vault: web::Data<Vault>,
     Caller(caller): Caller,
-    ListQuery { ids, name, page }: ListQuery,
+    query: QueryParams,
 ) -> Result<HttpResponse> {
+    let ListQuery { ids, name, page } = ListQuery::read(&query)?;
     let page = vault
         .reactors
         .list_reactors(&caller, &ids, name.as_deref(), page)
