@@ -1,7 +1,7 @@
 //! ARCHITECTURE.md cites only what exists: every file or folder it names in backticks is in the
 //! repository, every constant it names is declared, and every `module::item` it names is
-//! defined somewhere in the Rust sources. A rename or a removal fails here until the map is
-//! brought up to date.
+//! defined somewhere in the Rust sources; every invariant names the test that holds it, and
+//! that test exists. A rename or a removal fails here until the map is brought up to date.
 
 use std::path::{Path, PathBuf};
 
@@ -184,6 +184,71 @@ fn architecture_md_cites_only_what_exists() {
         missing.is_empty(),
         "ARCHITECTURE.md cites what is gone: {missing:#?}"
     );
+}
+
+/// The invariants of ARCHITECTURE.md, one line each: every line names the test that holds it
+/// — a file and, in parentheses, a test function that file defines — or says why none does
+/// (`no test`). Returns (line, what is wrong) for each line that does neither.
+fn invariants_without_their_test(text: &str, files: &[String]) -> Vec<(String, String)> {
+    let section = text
+        .split("## Invariants")
+        .nth(1)
+        .unwrap_or_default()
+        .split("\n## ")
+        .next()
+        .unwrap_or_default();
+    let mut wrong = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("- ")) {
+        if line.contains("(no test") {
+            continue;
+        }
+        let Some((_, cited_tests)) = line.rsplit_once(" — ") else {
+            wrong.push((line.to_owned(), "names no test".to_owned()));
+            continue;
+        };
+        // `file` (`test_fn`) pairs, and files cited alone (a whole suite).
+        let parts: Vec<&str> = cited(cited_tests);
+        let mut named = 0;
+        for part in parts.iter().filter(|p| is_path(p)) {
+            named += 1;
+            // The test function is the one written right after the file, in parentheses.
+            let after = format!("`{part}` (`");
+            let Some(function) = cited_tests
+                .split_once(&after)
+                .and_then(|(_, rest)| rest.split('`').next())
+                .filter(|f| is_identifier(f))
+            else {
+                continue;
+            };
+            let file = files
+                .iter()
+                .find(|f| f.ends_with(part))
+                .map(|f| std::fs::read_to_string(root().join(f)).unwrap_or_default());
+            let defined = file.is_some_and(|text| text.contains(&format!("fn {function}(")));
+            if !defined {
+                wrong.push((line.to_owned(), format!("{part} has no fn {function}")));
+            }
+        }
+        if named == 0 {
+            wrong.push((line.to_owned(), "names no test file".to_owned()));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn every_invariant_names_a_test_that_exists() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let files = repository_files();
+    let wrong = invariants_without_their_test(&text, &files);
+    assert!(
+        wrong.is_empty(),
+        "invariants without their test: {wrong:#?}"
+    );
+    // The check reads what it should: a renamed test and a line without one are caught.
+    let probe =
+        "## Invariants\n\n- A — `tests/api/auth.rs` (`no_such_test_anywhere`).\n- B.\n\n## After\n";
+    assert_eq!(invariants_without_their_test(probe, &files).len(), 2);
 }
 
 #[test]
