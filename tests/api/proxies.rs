@@ -188,6 +188,7 @@ async fn proxies_are_managed_per_tenant_with_every_validation() {
         let res = invoke(app, Some(&caller.key), key, Method::POST, "", Some(&json!({}))).await;
         assert_proxy_error(res, 401).await;
         assert!(dest.received().is_empty());
+        dest.assert_no_connection("a refused call").await;
     })
     .await;
 }
@@ -348,6 +349,7 @@ async fn callers_need_a_key_of_the_tenant_holding_token_use() {
             );
         }
         assert!(dest.received().is_empty());
+        dest.assert_no_connection("a refused call").await;
         // Attaching an application lends its token rights: it needs application:create or
         // application:update, for proxies and reactors alike.
         let lender = app.app("private", &["token:use", "token:read"]).await;
@@ -514,6 +516,7 @@ async fn tokens_named_in_the_body_stay_unseen_until_the_caller_may_use_them() {
         .await;
         assert_proxy_error(res, 403).await;
         assert!(dest.received().is_empty());
+        dest.assert_no_connection("a refused call").await;
 
         // Allowed: a few tokens, and more than are read ahead, are replaced alike; an unknown
         // one among known ones is still named.
@@ -697,6 +700,7 @@ async fn destinations_that_are_not_public_are_refused_unless_allowed() {
         .await;
         assert_proxy_error(res, 403).await;
         assert!(dest.received().is_empty());
+        dest.assert_no_connection("a refused call").await;
     })
     .await;
     // By default only https to public addresses.
@@ -837,6 +841,7 @@ async fn a_proxy_call_whose_tenants_audit_log_stays_behind_gets_503_and_sends_no
         assert_eq!(res.headers()["retry-after"], "1");
         assert_proxy_error(res, 503).await;
         assert!(dest.received().is_empty(), "nothing was sent");
+        dest.assert_no_connection("a refused call").await;
         app.stop().await;
     }
 }
