@@ -284,7 +284,10 @@ async fn a_tenant_whose_audit_log_stays_behind_gets_503_after_its_rate_limit() {
 #[tokio::test]
 async fn browsers_of_configured_origins_may_call_the_api() {
     on_each_backend_with(
-        |config| config.http.cors_origins = vec!["https://shop.example".into()],
+        |config| {
+            config.http.cors_origins =
+                tokenvault_server::config::CorsOrigins::parse("https://shop.example").unwrap();
+        },
         async |app| {
             let preflight = app
                 .request_as(None, reqwest::Method::OPTIONS, "/tokens")
@@ -342,7 +345,10 @@ async fn browsers_of_configured_origins_may_call_the_api() {
 #[tokio::test]
 async fn cors_is_answered_by_the_browser_routes_only_however_spelled() {
     on_each_backend_with(
-        |config| config.http.cors_origins = vec!["https://shop.example".into()],
+        |config| {
+            config.http.cors_origins =
+                tokenvault_server::config::CorsOrigins::parse("https://shop.example").unwrap();
+        },
         async |app| {
             const ORIGIN: &str = "https://shop.example";
             let public = app.app("public", &["token:create"]).await;

@@ -48,7 +48,7 @@ pub struct Http {
     pub workers: Option<usize>,
     /// Origins browsers may call the API from, each `*` (alone) or `scheme://host[:port]`,
     /// lower case (`TOKENVAULT_CORS_ORIGINS`, comma-separated; none by default).
-    pub cors_origins: Vec<String>,
+    pub cors_origins: CorsOrigins,
     /// Requests a second per application, bursts of twice that, per instance; 0 for none
     /// (`TOKENVAULT_RATE_LIMIT_PER_SECOND`).
     pub rate_limit_per_second: u32,
@@ -128,7 +128,7 @@ pub struct Code {
     pub sandbox: bool,
     /// The percentage of the workers, and of their queue, one tenant may hold, 1–100
     /// (`TOKENVAULT_CODE_TENANT_SHARE`).
-    pub tenant_share: u8,
+    pub tenant_share: TenantShare,
     /// The executable of a worker, run with the argument `code-worker`; default this binary
     /// (`TOKENVAULT_CODE_WORKER`; the tests' harness sets it).
     pub worker: Option<PathBuf>,
@@ -156,6 +156,85 @@ pub struct Log {
     pub filter: String,
     /// One JSON object per line instead of text (`TOKENVAULT_LOG_FORMAT=json`).
     pub json: bool,
+}
+
+/// Origins browsers may call the API from, each `*` (alone) or `scheme://host[:port]`, lower
+/// case. Made only by [`CorsOrigins::parse`], so a configuration built in code is checked as
+/// one read from a file is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CorsOrigins(Vec<String>);
+
+impl CorsOrigins {
+    /// A comma-separated list (`TOKENVAULT_CORS_ORIGINS`); empty for none.
+    ///
+    /// # Errors
+    /// An entry that is not `*` nor an origin, or `*` beside origins (naming the key).
+    pub fn parse(value: &str) -> anyhow::Result<Self> {
+        let origins: Vec<String> = value
+                .split(',')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+            .into_iter()
+            .map(|origin| {
+                let rest = origin
+                    .strip_prefix("https://")
+                    .or_else(|| origin.strip_prefix("http://"));
+                match rest {
+                    _ if origin == "*" => Ok(origin.clone()),
+                    Some(host)
+                        if !host.is_empty()
+                            && host.bytes().all(|b| {
+                                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                            }) =>
+                    {
+                        Ok(origin.to_ascii_lowercase())
+                    }
+                    _ => anyhow::bail!(
+                        "TOKENVAULT_CORS_ORIGINS: {origin:?} is not `*` nor an origin like https://shop.example"
+                    ),
+                }
+            })
+            .collect::<anyhow::Result<_>>()?;
+        if origins.len() > 1 && origins.iter().any(|o| o == "*") {
+            anyhow::bail!("TOKENVAULT_CORS_ORIGINS: `*` stands alone, not beside origins");
+        }
+        Ok(Self(origins))
+    }
+
+    /// The origins.
+    pub fn as_slice(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// The percentage of the code workers, and of their queue, one tenant may hold: 1–100. Made
+/// only by [`TenantShare::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TenantShare(u8);
+
+impl TenantShare {
+    /// `percent` of the workers.
+    ///
+    /// # Errors
+    /// Outside 1–100 (naming the key).
+    pub fn new(percent: u8) -> anyhow::Result<Self> {
+        if !(1..=100).contains(&percent) {
+            anyhow::bail!("TOKENVAULT_CODE_TENANT_SHARE must be 1 to 100, not {percent}");
+        }
+        Ok(Self(percent))
+    }
+
+    /// The percentage.
+    pub fn percent(self) -> u8 {
+        self.0
+    }
+
+    /// As a fraction of one.
+    pub fn fraction(self) -> f64 {
+        f64::from(self.0) / 100.0
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -193,7 +272,7 @@ impl Config {
 
     /// One tenant's share of the code workers, as a fraction.
     pub fn code_tenant_share(&self) -> f64 {
-        f64::from(self.code.tenant_share.clamp(1, 100)) / 100.0
+        self.code.tenant_share.fraction()
     }
 
     /// Whether the master key lives nowhere but the data directory (development mode).
@@ -245,7 +324,7 @@ impl Config {
             "code_memory_mb": self.code.memory_mb,
             "code_workers": self.code.workers,
             "code_sandbox": if self.code.sandbox { "on" } else { "off" },
-            "code_tenant_share": self.code.tenant_share,
+            "code_tenant_share": self.code.tenant_share.percent(),
             "code_worker": self.code.worker,
             "code_modules": self.code.modules,
             "proxy_allow_http": self.proxy.allow_http,
@@ -253,7 +332,7 @@ impl Config {
             "proxy_timeout_ms": self.proxy.timeout_ms,
             "rate_limit_per_second": self.http.rate_limit_per_second,
             "audit_high_water": self.audit_high_water,
-            "cors_origins": self.http.cors_origins.join(","),
+            "cors_origins": self.http.cors_origins.as_slice().join(","),
         })
     }
 

@@ -10,7 +10,10 @@ use figment::{Figment, Provider};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Code, Config, Database, Http, Keys, Log, Proxy, Synchronous, Tls, Transit};
+use crate::config::{
+    Code, Config, CorsOrigins, Database, Http, Keys, Log, Proxy, Synchronous, TenantShare, Tls,
+    Transit,
+};
 
 /// Every key, as read (`TOKENVAULT_` and the key in capitals; `DATABASE_URL` as it is). The
 /// README's Operating section lists them.
@@ -124,36 +127,6 @@ fn list(value: &str) -> Vec<String> {
         .collect()
 }
 
-/// The entries of `TOKENVAULT_CORS_ORIGINS`, each `*` or `scheme://host[:port]`.
-pub(crate) fn cors_origins(value: &str) -> anyhow::Result<Vec<String>> {
-    let origins: Vec<String> = list(value)
-        .into_iter()
-        .map(|origin| {
-            let rest = origin
-                .strip_prefix("https://")
-                .or_else(|| origin.strip_prefix("http://"));
-            match rest {
-                _ if origin == "*" => Ok(origin.clone()),
-                Some(host)
-                    if !host.is_empty()
-                        && host.bytes().all(|b| {
-                            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
-                        }) =>
-                {
-                    Ok(origin.to_ascii_lowercase())
-                }
-                _ => anyhow::bail!(
-                    "TOKENVAULT_CORS_ORIGINS: {origin:?} is not `*` nor an origin like https://shop.example"
-                ),
-            }
-        })
-        .collect::<anyhow::Result<_>>()?;
-    if origins.len() > 1 && origins.iter().any(|o| o == "*") {
-        anyhow::bail!("TOKENVAULT_CORS_ORIGINS: `*` stands alone, not beside origins");
-    }
-    Ok(origins)
-}
-
 /// `TOKENVAULT_AUDIT_HIGH_WATER` within 1..=50,000: at 0 every request would wait in vain (an
 /// outage), and from the per-tenant bound of 100,000 entries would be dropped before any
 /// request waited.
@@ -212,19 +185,13 @@ impl TryFrom<Settings> for Config {
             }
             (url, None) => url,
         };
-        if !(1..=100).contains(&s.code_tenant_share) {
-            anyhow::bail!(
-                "TOKENVAULT_CODE_TENANT_SHARE must be 1 to 100, not {}",
-                s.code_tenant_share
-            );
-        }
         Ok(Config {
             http: Http {
                 listen: listen(s.listen)?,
                 tls,
                 body_limit: s.body_limit,
                 workers: s.workers,
-                cors_origins: cors_origins(&s.cors_origins)?,
+                cors_origins: CorsOrigins::parse(&s.cors_origins)?,
                 rate_limit_per_second: s.rate_limit_per_second,
             },
             database: Database {
@@ -253,7 +220,7 @@ impl TryFrom<Settings> for Config {
                 memory_mb: s.code_memory_mb,
                 workers: s.code_workers,
                 sandbox: either("CODE_SANDBOX", &s.code_sandbox, "on", "off")?,
-                tenant_share: s.code_tenant_share,
+                tenant_share: TenantShare::new(s.code_tenant_share)?,
                 worker: s.code_worker,
                 modules: s.code_modules,
             },
@@ -314,7 +281,7 @@ impl Config {
                 tls: None,
                 body_limit: DEFAULTS.body_limit,
                 workers: Some(1),
-                cors_origins: Vec::new(),
+                cors_origins: CorsOrigins::default(),
                 rate_limit_per_second: 0,
             },
             database: Database {
@@ -334,7 +301,8 @@ impl Config {
                 memory_mb: DEFAULTS.code_memory_mb,
                 workers: 2,
                 sandbox: true,
-                tenant_share: DEFAULTS.code_tenant_share,
+                tenant_share: TenantShare::new(DEFAULTS.code_tenant_share)
+                    .unwrap_or_else(|e| panic!("the default tenant share: {e}")),
                 worker: None,
                 modules: None,
             },
@@ -438,13 +406,17 @@ mod tests {
     #[test]
     fn cors_origins_are_origins() {
         assert_eq!(
-            cors_origins(" https://Shop.example , http://localhost:3000").unwrap(),
+            CorsOrigins::parse(" https://Shop.example , http://localhost:3000")
+                .unwrap()
+                .as_slice(),
             vec!["https://shop.example", "http://localhost:3000"]
         );
-        assert_eq!(cors_origins("*").unwrap(), vec!["*"]);
-        assert!(cors_origins("").unwrap().is_empty());
+        assert_eq!(CorsOrigins::parse("*").unwrap().as_slice(), ["*"]);
+        assert!(CorsOrigins::parse("").unwrap().as_slice().is_empty());
+        assert!(TenantShare::new(0).is_err() && TenantShare::new(101).is_err());
+        assert!((TenantShare::new(75).unwrap().fraction() - 0.75).abs() < 1e-9);
         for bad in ["https://shop.example/path", "https://"] {
-            assert!(cors_origins(bad).is_err(), "{bad}");
+            assert!(CorsOrigins::parse(bad).is_err(), "{bad}");
         }
     }
 }

@@ -399,7 +399,7 @@ pub async fn run(
         workers: config.http.workers,
         included_monthly_active_tokens: config.included_monthly_active_tokens,
         rate_limit: shared.limit.clone(),
-        cors_origins: config.http.cors_origins.clone(),
+        cors_origins: config.http.cors_origins.as_slice().to_vec(),
         tls: config.tls()?,
         metrics: shared.metrics.clone(),
         ready: ReadyChecks::new(vec![
