@@ -171,6 +171,12 @@ async fn metrics_count_requests_by_route_template_never_by_path() {
                 .unwrap()
                 .starts_with("text/plain")
         );
+        assert!(
+            res.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .contains("charset=utf-8")
+        );
         let text = res.text().await.unwrap();
         assert!(text.contains("# TYPE tokenvault_http_requests_total counter"), "{text}");
         assert!(

@@ -229,7 +229,7 @@ pub async fn metrics(metrics: web::Data<Metrics>, vault: web::Data<Vault>) -> Ht
         vault.audit.audit_refusals(),
     );
     HttpResponse::Ok()
-        .content_type(TextEncoder::new().format_type())
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(out)
 }
 
