@@ -245,7 +245,7 @@ pub use audit::buffer::HIGH_WATER as AUDIT_HIGH_WATER;
 pub use authenticate::prefetched::{
     Prefetched, PrefetchedReactor, PrefetchedSearch, PrefetchedToken, ReactorRead, SearchRead,
 };
-pub use idempotency::{Idempotent, Replay};
+pub use idempotency::{Idempotent, Replay, UNREPLAYABLE};
 pub use operator::TenantSummary;
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
 pub use reactors::{RawReactor, ReactResult, ReactorView};

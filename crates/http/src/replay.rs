@@ -25,7 +25,8 @@ impl std::fmt::Debug for StoredResponse {
 
 impl StoredResponse {
     /// The status (2 bytes, big-endian), the length of the content type (2 bytes) and its
-    /// text, then the body. Never empty (the domain's mark of a response not kept).
+    /// text, then the body. Never the domain's mark of a response not kept
+    /// (`UNREPLAYABLE`, a status of 0): a status is at least 100.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let content_type = self.content_type.as_deref().unwrap_or("").as_bytes();
         let length = u16::try_from(content_type.len()).unwrap_or(0);
@@ -80,7 +81,7 @@ mod tests {
             },
         ] {
             let bytes = response.encode();
-            assert!(!bytes.is_empty());
+            assert_ne!(bytes, tokenvault_domain::service::UNREPLAYABLE);
             assert_eq!(StoredResponse::decode(&bytes), Some(response));
         }
         assert_eq!(StoredResponse::decode(&[0, 200, 0]), None);

@@ -23,7 +23,8 @@ const MAX_STORED: usize = 2 << 20;
 const HEADER: &str = "SVC-IDEMPOTENCY-KEY";
 
 /// A success kept for replay: the bytes the inbound adapter made of its response (their shape
-/// is the adapter's; the domain only seals, stores and hands them back).
+/// is the adapter's; the domain only seals, stores and hands them back). Never the four zero
+/// bytes of [`UNREPLAYABLE`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct Replay(pub Vec<u8>);
 
@@ -36,8 +37,10 @@ impl std::fmt::Debug for Replay {
     }
 }
 
-/// What is sealed for a success too large to replay: no bytes (a replay is never empty).
-const UNREPLAYABLE: &[u8] = &[];
+/// What is sealed for a success too large to replay: four zero bytes, the mark every build has
+/// written (to the HTTP adapter, a status of 0), so that instances of an older and a newer build
+/// side by side during an upgrade read each other's marks alike. No replay is these bytes.
+pub const UNREPLAYABLE: &[u8] = &[0, 0, 0, 0];
 
 /// What to do with a request that carries a key.
 #[derive(Debug)]
@@ -117,7 +120,8 @@ impl Idempotency {
                     .cipher
                     .decrypt(caller.tenant_id, &Self::context(&key), &response)
                     .map_err(|e| Error::internal_from("decrypting a stored response", e))?;
-                if plain == UNREPLAYABLE {
+                // An empty record is the mark too, as a build of this session wrote it.
+                if plain == UNREPLAYABLE || plain.is_empty() {
                     Ok(Idempotent::Unreplayable)
                 } else {
                     Ok(Idempotent::Replay(Replay(plain)))

@@ -70,7 +70,8 @@ async fn replays_are_the_adapters_bytes_and_a_large_success_is_not_replayed() {
         .returning(|_, _, sealed| Ok(sealed.iter().rev().copied().collect()));
     let mut ports = ports(MockTenants::new(), MockApplications::new());
     ports.cipher = Arc::new(cipher);
-    ports.idempotency = Arc::new(Records::default());
+    let records = Arc::new(Records::default());
+    ports.idempotency = records.clone();
     let vault = Vault::new(ports);
     let caller = principal(&[Permission::TokenCreate]);
     let idem = &vault.idempotency;
@@ -121,6 +122,9 @@ async fn replays_are_the_adapters_bytes_and_a_large_success_is_not_replayed() {
             .await,
         Ok(Idempotent::Unreplayable)
     ));
+    // Sealed as the mark every build reads (four zero bytes; this cipher reverses them).
+    let sealed = records.0.lock().unwrap()["large"].1.clone();
+    assert_eq!(sealed.as_deref(), Some(crate::service::UNREPLAYABLE));
     // A replay's Debug shows its length, never its bytes.
     assert!(!format!("{sent:?}").contains("any bytes"));
 }
