@@ -152,54 +152,81 @@ impl FromRequest for CallerReacting {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let body = body_bytes(req, payload);
-        if req.extensions().get::<Authenticated>().is_some() {
-            let caller = Caller::from_request(req, payload);
-            return Box::pin(async move {
-                let args = react_args(body.await);
-                Ok(CallerReacting(caller.await?.0, None, args))
-            });
-        }
-        let vault = req.app_data::<web::Data<Vault>>().cloned();
-        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
-        let key = api_key(req);
         // Decoded as the handler's `web::Path<String>` decodes it, as for [`CallerReading`].
         let id = web::Path::<String>::extract(req);
-        let mut body = Box::pin(body);
+        let caller = keyed_caller(req, payload, react_args, move |vault, key, arrived| {
+            Box::pin(async move {
+                let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
+                Ok(match id {
+                    Some(id) => {
+                        let named = arrived
+                            .and_then(|args| args.as_ref().ok())
+                            .and_then(Option::as_ref);
+                        vault.auth.authenticate_reacting(key, id, named).await?
+                    }
+                    // No such reactor: authenticate alone; the handler answers for the path.
+                    None => (vault.auth.authenticate(key).await?, None),
+                })
+            })
+        });
         Box::pin(async move {
-            let vault = vault.ok_or_else(no_vault)?;
-            // A request without a well-formed key is refused before its body is read.
-            if key.as_deref().and_then(ApiKey::parse).is_none() {
-                return Err(tokenvault_domain::Error::Unauthenticated.into());
-            }
-            // A body already here (a client's usual request) is read with the key; one still
-            // arriving is awaited only once the caller is known, so a slow body never holds the
-            // server for a key that is no key (the use case then reads its token itself).
-            let arrived = futures_util::future::poll_immediate(body.as_mut())
-                .await
-                .map(react_args);
-            let id = id.await.ok().and_then(|id| Uuid::parse_str(&id).ok());
-            let (principal, prefetched) = match id {
-                Some(id) => {
-                    let named = arrived
-                        .as_ref()
-                        .and_then(|args| args.as_ref().ok())
-                        .and_then(Option::as_ref);
-                    vault
-                        .auth
-                        .authenticate_reacting(key.as_deref(), id, named)
-                        .await?
-                }
-                // No such reactor: authenticate alone; the handler answers for the path.
-                None => (vault.auth.authenticate(key.as_deref()).await?, None),
-            };
-            let limit = limit.as_ref().map(web::Data::get_ref);
-            let caller = admit(&vault, principal, limit).await?;
-            let args = match arrived {
-                Some(args) => args,
-                None => react_args(body.await),
-            };
-            Ok(CallerReacting(caller, prefetched, args))
+            let (principal, prefetched, args) = caller.await?;
+            Ok(CallerReacting(principal, prefetched, args))
         })
     }
+}
+
+/// What a read-ahead extractor's authentication returns: the caller, and what was read beside
+/// its key.
+pub(crate) type AheadFuture<'a, P> =
+    Pin<Box<dyn Future<Output = Result<(Principal, Option<P>), ApiError>> + 'a>>;
+
+/// What [`keyed_caller`] answers: the admitted caller, what was read beside its key, the body.
+pub(crate) type KeyedCaller<P, B> =
+    Pin<Box<dyn Future<Output = Result<(Principal, Option<P>, B), ApiError>>>>;
+
+/// The caller of a route that reads ahead beside its key (a react, a search), what was read,
+/// and the request's body read by `parse`. A request without a well-formed key is refused
+/// before anything else. A body that has already arrived is parsed before the key is looked
+/// up and handed to `authenticate`, so what it names can be read with the key; one still
+/// arriving is awaited only once the caller is known, so a slow body never holds the server
+/// for a key that is no key. The caller is then admitted ([`admit`]). A request the
+/// idempotency middleware already authenticated reads nothing ahead.
+pub(crate) fn keyed_caller<B: 'static, P: 'static>(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    parse: fn(Result<web::Bytes, ApiError>) -> B,
+    authenticate: impl for<'a> FnOnce(&'a Vault, Option<&'a str>, Option<&'a B>) -> AheadFuture<'a, P>
+    + 'static,
+) -> KeyedCaller<P, B> {
+    let body = body_bytes(req, payload);
+    if req.extensions().get::<Authenticated>().is_some() {
+        let caller = Caller::from_request(req, payload);
+        return Box::pin(async move {
+            let body = parse(body.await);
+            Ok((caller.await?.0, None, body))
+        });
+    }
+    let vault = req.app_data::<web::Data<Vault>>().cloned();
+    let limit = req.app_data::<web::Data<RateLimit>>().cloned();
+    let key = api_key(req);
+    let mut body = Box::pin(body);
+    Box::pin(async move {
+        let vault = vault.ok_or_else(no_vault)?;
+        if key.as_deref().and_then(ApiKey::parse).is_none() {
+            return Err(tokenvault_domain::Error::Unauthenticated.into());
+        }
+        let arrived = futures_util::future::poll_immediate(body.as_mut())
+            .await
+            .map(parse);
+        let (principal, prefetched) =
+            authenticate(&vault, key.as_deref(), arrived.as_ref()).await?;
+        let limit = limit.as_ref().map(web::Data::get_ref);
+        let caller = admit(&vault, principal, limit).await?;
+        let body = match arrived {
+            Some(body) => body,
+            None => parse(body.await),
+        };
+        Ok((caller, prefetched, body))
+    })
 }

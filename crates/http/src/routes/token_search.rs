@@ -5,19 +5,17 @@ use std::future::Future;
 use std::pin::Pin;
 
 use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, guard, web};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, guard, web};
 use serde::Deserialize;
 use tokenvault_domain::Vault;
-use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::auth::Principal;
 use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::service::PrefetchedSearch;
 use utoipa::ToSchema;
 
 use crate::dto::Paginated;
-use crate::extract::{Authenticated, Caller, admit, api_key, no_vault};
-use crate::json_body::{body_bytes, is_json_content_type, json_of};
-use crate::limit::RateLimit;
+use crate::extract::keyed_caller;
+use crate::json_body::{is_json_content_type, json_of};
 use crate::problem::{ApiError, Problem};
 use crate::routes::tokens::TokenResponse;
 
@@ -83,42 +81,27 @@ impl FromRequest for CallerSearching {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let json_ok = is_json_content_type(req);
-        let body = body_bytes(req, payload);
-        if req.extensions().get::<Authenticated>().is_some() {
-            let caller = Caller::from_request(req, payload);
-            return Box::pin(async move {
-                let body = json_of(json_ok, body.await);
-                Ok(CallerSearching(caller.await?.0, None, body))
-            });
-        }
-        let vault = req.app_data::<web::Data<Vault>>().cloned();
-        let limit = req.app_data::<web::Data<RateLimit>>().cloned();
-        let key = api_key(req);
-        let mut body = Box::pin(body);
-        Box::pin(async move {
-            let vault = vault.ok_or_else(no_vault)?;
-            if key.as_deref().and_then(ApiKey::parse).is_none() {
-                return Err(tokenvault_domain::Error::Unauthenticated.into());
-            }
-            let arrived = futures_util::future::poll_immediate(body.as_mut())
-                .await
-                .map(|b| json_of::<SearchRequest>(json_ok, b));
-            let query = arrived
-                .as_ref()
-                .and_then(|b| b.as_ref().ok())
-                .and_then(|b| b.query.as_deref());
-            let (principal, prefetched) = vault
-                .auth
-                .authenticate_searching(key.as_deref(), &vault.tokens, query)
-                .await?;
-            let limit = limit.as_ref().map(web::Data::get_ref);
-            let caller = admit(&vault, principal, limit).await?;
-            let body = match arrived {
-                Some(body) => body,
-                None => json_of(json_ok, body.await),
+        // The content type decides how the body is read; a plain function either way.
+        let parse: fn(Result<web::Bytes, ApiError>) -> Result<SearchRequest, ApiError> =
+            if is_json_content_type(req) {
+                |b| json_of::<SearchRequest>(true, b)
+            } else {
+                |b| json_of::<SearchRequest>(false, b)
             };
-            Ok(CallerSearching(caller, prefetched, body))
+        let caller = keyed_caller(req, payload, parse, |vault, key, arrived| {
+            Box::pin(async move {
+                let query = arrived
+                    .and_then(|b| b.as_ref().ok())
+                    .and_then(|b| b.query.as_deref());
+                Ok(vault
+                    .auth
+                    .authenticate_searching(key, &vault.tokens, query)
+                    .await?)
+            })
+        });
+        Box::pin(async move {
+            let (principal, prefetched, body) = caller.await?;
+            Ok(CallerSearching(principal, prefetched, body))
         })
     }
 }
