@@ -30,6 +30,7 @@ pub mod token;
 pub mod token_new;
 pub mod token_patch;
 pub mod token_type;
+pub mod token_view;
 
 pub use area_error::{CodeFailure, DestinationFailure, ProxyError, ReactorError, TokenError};
 pub use error::{Error, RepoError, ValidationErrors};

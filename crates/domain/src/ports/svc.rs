@@ -10,9 +10,9 @@ use uuid::Uuid;
 use crate::area_error::TokenError;
 use crate::page::{Page, PageRequest};
 use crate::ports::TokenFilter;
-use crate::service::{TokenView, Tokenized};
 use crate::token::RawTokenPatch;
 use crate::token_new::RawNewToken;
+use crate::token_view::{TokenView, Tokenized};
 
 /// One call of `req.svc`. `Debug` names the method only: the arguments hold token data.
 pub enum SvcCall {
