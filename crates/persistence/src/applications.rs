@@ -10,9 +10,7 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::{
-    ApplicationRepository, KeyedReactor, KeyedSearch, KeyedToken, SearchCondition,
-};
+use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, Beside, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
@@ -48,6 +46,54 @@ impl SeaOrmApplicationRepository {
             reads: db.reads(),
             db: db.connection().clone(),
         }
+    }
+}
+
+impl SeaOrmApplicationRepository {
+    /// The key and what `also` asks for in one round trip, where this database reads it
+    /// ahead; `None` where it does not (Citus, whose joins cannot be routed to a tenant's
+    /// node; a search on SQLite, whose key and page each take microseconds on the calling
+    /// thread; a SQLite file locked for the moment, `direct.rs`): the use case then reads
+    /// what it needs once the caller is checked.
+    async fn read_ahead(
+        &self,
+        key_hash: String,
+        also: &AlsoRead,
+        now: OffsetDateTime,
+    ) -> Option<Result<Option<KeyRead>, RepoError>> {
+        if let Some(search) = &also.search {
+            let pg = self.reads.pg_joined()?;
+            return keyed_search::key_and_search(pg, key_hash, search, now).await;
+        }
+        let token_id = also.token.as_deref();
+        if let Some(reactor_id) = also.reactor {
+            if let Some(pg) = self.reads.pg_joined() {
+                return Some(
+                    keyed_reactor::key_and_reactor_postgres(
+                        pg, key_hash, reactor_id, token_id, now,
+                    )
+                    .await,
+                );
+            }
+            let direct = self.direct.as_deref()?;
+            return keyed_reactor::key_and_reactor_sqlite(
+                direct, &key_hash, reactor_id, token_id, now,
+            );
+        }
+        let token_id = token_id?;
+        if let Some(group) = &self.key_group {
+            return Some(group.read(key_hash, token_id, now).await);
+        }
+        let found = self
+            .direct
+            .as_ref()?
+            .key_and_token(&key_hash, token_id, now)?;
+        Some(found.map(|found| {
+            found.map(|(application, settings, token)| KeyRead {
+                token: Beside::Read(token),
+                ..KeyRead::alone(application, settings)
+            })
+        }))
     }
 }
 
@@ -90,141 +136,27 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         }
     }
 
-    async fn find_by_key_hash_with_token(
+    async fn find_by_key_hash_also(
         &self,
         hash: &KeyHash,
-        token_id: &str,
+        also: &AlsoRead,
         now: OffsetDateTime,
-    ) -> Result<Option<KeyedToken>, RepoError> {
-        if let Some(group) = &self.key_group {
-            return group.read(hash_hex(hash), token_id, now).await;
-        }
-        // SQLite: one statement on the calling thread when the file allows (`direct.rs`).
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.key_and_token(&hash_hex(hash), token_id, now))
-        {
-            return Ok(found?.map(|(application, settings, token)| KeyedToken {
-                application,
-                settings,
-                token,
-            }));
-        }
-        // Else two point reads through SeaORM.
-        let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
-            return Ok(None);
-        };
-        // Only a private application may read tokens (decisions §4): no other key makes the
-        // server read one.
-        let token = if application.app_type != ApplicationType::Private {
-            None
-        } else if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.live_token(application.tenant_id, token_id, now))
-        {
-            found?
-        } else {
-            crate::token_queries::live_token(&self.reads, application.tenant_id, token_id, now)
+    ) -> Result<Option<KeyRead>, RepoError> {
+        let found = match self.read_ahead(hash_hex(hash), also, now).await {
+            Some(found) => found?,
+            None => self
+                .find_by_key_hash(hash)
                 .await?
+                .map(|(application, settings)| KeyRead::alone(application, settings)),
         };
-        Ok(Some(KeyedToken {
-            application,
-            settings,
-            token,
-        }))
-    }
-
-    async fn find_by_key_hash_with_search(
-        &self,
-        hash: &KeyHash,
-        tenant_id: Uuid,
-        condition: &SearchCondition,
-        limit: u64,
-        now: OffsetDateTime,
-    ) -> Result<Option<KeyedSearch>, RepoError> {
-        if let Some(pg) = self.reads.pg_joined() {
-            return keyed_search::key_and_search(
-                pg,
-                hash_hex(hash),
-                tenant_id,
-                condition,
-                limit,
-                now,
-            )
-            .await;
-        }
-        // SQLite reads a key and a page on the calling thread, each a few microseconds
-        // (`direct.rs`): nothing to join. Citus: the key alone; the use case then searches the
-        // tenant's tokens by its id.
-        Ok(self
-            .find_by_key_hash(hash)
-            .await?
-            .map(|(application, settings)| KeyedSearch {
-                application,
-                settings,
-                tokens: None,
-            }))
-    }
-
-    async fn find_by_key_hash_with_reactor(
-        &self,
-        hash: &KeyHash,
-        reactor_id: Uuid,
-        token_id: Option<String>,
-        now: OffsetDateTime,
-    ) -> Result<Option<KeyedReactor>, RepoError> {
-        let token_id = token_id.as_deref();
-        if let Some(pg) = self.reads.pg_joined() {
-            return keyed_reactor::key_and_reactor_postgres(
-                pg,
-                hash_hex(hash),
-                reactor_id,
-                token_id,
-                now,
-            )
-            .await;
-        }
-        // SQLite: the same join on the calling thread (`direct.rs`); point reads through the
-        // pool when the file was locked.
-        if let Some(found) = self.direct.as_deref().and_then(|d| {
-            keyed_reactor::key_and_reactor_sqlite(d, &hash_hex(hash), reactor_id, token_id, now)
-        }) {
-            return found;
-        }
-        let Some((application, settings)) = self.find_by_key_hash(hash).await? else {
-            return Ok(None);
-        };
-        // Only a private application may use tokens (decisions §4): no other key makes the
-        // server read a reactor or a token.
-        if application.app_type != ApplicationType::Private {
-            return Ok(Some(KeyedReactor {
-                application,
-                settings,
-                reactor: None,
-                token: None,
-            }));
-        }
-        let reactor = keyed_reactor::reactor_and_formula(
-            self.direct.as_deref(),
-            &self.reads,
-            application.tenant_id,
-            reactor_id,
-        )
-        .await?;
-        let token = match token_id {
-            Some(id) => {
-                crate::token_queries::live_token(&self.reads, application.tenant_id, id, now)
-                    .await?
+        // Only a private application's key reads anything beside it (decisions §4): the
+        // statements join nothing for any other, which is said here once.
+        Ok(found.map(|read| {
+            if read.application.app_type == ApplicationType::Private {
+                read
+            } else {
+                KeyRead::alone(read.application, read.settings)
             }
-            None => None,
-        };
-        Ok(Some(KeyedReactor {
-            application,
-            settings,
-            reactor,
-            token,
         }))
     }
 

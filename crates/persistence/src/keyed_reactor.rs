@@ -23,17 +23,18 @@ use sea_orm::sea_query::Value;
 use sea_orm::{DatabaseBackend, FromQueryResult, Statement};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
+use tokenvault_domain::application::Application;
 use tokenvault_domain::formula::Formula;
-use tokenvault_domain::ports::KeyedReactor;
+use tokenvault_domain::ports::{Beside, KeyRead};
 use tokenvault_domain::reactor::Reactor;
+use tokenvault_domain::tenant::TenantSettings;
+use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::direct::{DirectReads, bound_time};
 use crate::entity::{application, formula, reactor, token};
 use crate::keyed_read::{application_and_settings, application_and_settings_of, prefixed};
 use crate::pg_direct::PgDirect;
-use crate::reactors::{formula_by_id, reactor_by_id};
-use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::reactor::{formula_to_domain, reactor_to_domain};
 use crate::rows::tenant::{settings_columns, settings_from_sqlite};
@@ -80,14 +81,14 @@ static KEY_AND_REACTOR_SQLITE: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// What [`key_and_reactor_postgres`] reads, in one statement on a SQLite file's direct
-/// connection; `None` when the file was locked (the caller then reads as a session's key does).
+/// connection; `None` when the file was locked (the caller then reads the key alone).
 pub(crate) fn key_and_reactor_sqlite(
     direct: &DirectReads,
     key_hash: &str,
     reactor_id: Uuid,
     token_id: Option<&str>,
     now: OffsetDateTime,
-) -> Option<Result<Option<KeyedReactor>, RepoError>> {
+) -> Option<Result<Option<KeyRead>, RepoError>> {
     let now = match bound_time(now) {
         Ok(now) => now,
         Err(e) => return Some(Err(e)),
@@ -128,12 +129,15 @@ pub(crate) fn key_and_reactor_sqlite(
                     )),
                     None => None,
                 };
-                Ok(KeyedReactor {
-                    application: rows::application::to_domain(app)?,
+                Ok(with_reactor(
+                    rows::application::to_domain(app)?,
                     settings,
                     reactor,
-                    token: token.map(rows::token::to_domain).transpose()?,
-                })
+                    match token_id {
+                        Some(_) => Beside::Read(token.map(rows::token::to_domain).transpose()?),
+                        None => Beside::NotRead,
+                    },
+                ))
             })
             .transpose()
     }))
@@ -147,7 +151,7 @@ pub(crate) async fn key_and_reactor_postgres(
     reactor_id: Uuid,
     token_id: Option<&str>,
     now: OffsetDateTime,
-) -> Result<Option<KeyedReactor>, RepoError> {
+) -> Result<Option<KeyRead>, RepoError> {
     let statement = Statement::from_sql_and_values(
         DatabaseBackend::Postgres,
         KEY_AND_REACTOR.as_str(),
@@ -163,12 +167,14 @@ pub(crate) async fn key_and_reactor_postgres(
     };
     let (application, settings) = application_and_settings_of(&row)?;
     let token_found: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
-    let token = if token_found.is_some() {
-        Some(rows::token::to_domain(
-            token::Model::from_query_result(&row, "t_").map_err(repo_err)?,
-        )?)
+    let token = if token_id.is_none() {
+        Beside::NotRead
+    } else if token_found.is_none() {
+        Beside::Read(None)
     } else {
-        None
+        Beside::Read(Some(rows::token::to_domain(
+            token::Model::from_query_result(&row, "t_").map_err(repo_err)?,
+        )?))
     };
     // Nothing joined: the primary key's columns are NULL.
     let reactor_found: Option<Uuid> = row.try_get("r_", "id").map_err(repo_err)?;
@@ -187,26 +193,21 @@ pub(crate) async fn key_and_reactor_postgres(
     } else {
         None
     };
-    Ok(Some(KeyedReactor {
-        application,
-        settings,
-        reactor,
-        token,
-    }))
+    Ok(Some(with_reactor(application, settings, reactor, token)))
 }
 
-/// The reactor `id` of `tenant_id` and its formula, by point reads.
-pub(crate) async fn reactor_and_formula(
-    direct: Option<&DirectReads>,
-    reads: &Reads,
-    tenant_id: Uuid,
-    id: Uuid,
-) -> Result<Option<(Reactor, Option<Formula>)>, RepoError> {
-    let Some(reactor) = reactor_by_id(direct, reads, tenant_id, id).await? else {
-        return Ok(None);
-    };
-    let formula = formula_by_id(direct, reads, tenant_id, reactor.formula_id).await?;
-    Ok(Some((reactor, formula)))
+/// The key read with its reactor and, when one was asked for, the token.
+fn with_reactor(
+    application: Application,
+    settings: TenantSettings,
+    reactor: Option<(Reactor, Option<Formula>)>,
+    token: Beside<Option<StoredToken>>,
+) -> KeyRead {
+    KeyRead {
+        reactor: Beside::Read(reactor),
+        token,
+        ..KeyRead::alone(application, settings)
+    }
 }
 
 #[cfg(test)]

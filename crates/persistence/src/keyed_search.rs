@@ -21,7 +21,7 @@ use sea_orm::{
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::{KeyedSearch, SearchCondition, Visibility};
+use tokenvault_domain::ports::{Beside, KeyRead, SearchAhead, SearchCondition, Visibility};
 use uuid::Uuid;
 
 use crate::entity::token;
@@ -75,18 +75,29 @@ fn statement(
 /// The application holding `key_hash` (hex), its tenant's settings and, for a private
 /// application of `tenant_id`, the live tokens `condition` matches when at most `limit` do;
 /// `None` for an unknown key or a deleted tenant's.
+/// `None` when the condition makes no statement (the key is then read alone).
 pub(crate) async fn key_and_search(
     pg: &PgDirect,
     key_hash: String,
-    tenant_id: Uuid,
-    condition: &SearchCondition,
-    limit: u64,
+    search: &SearchAhead,
     now: OffsetDateTime,
-) -> Result<Option<KeyedSearch>, RepoError> {
-    let Some(statement) = statement(key_hash, tenant_id, condition, limit, now) else {
-        return Ok(None);
-    };
-    let rows = pg.query_all(&statement).await.map_err(repo_err)?;
+) -> Option<Result<Option<KeyRead>, RepoError>> {
+    let SearchAhead {
+        tenant_id,
+        condition,
+        limit,
+    } = search;
+    let statement = statement(key_hash, *tenant_id, condition, *limit, now)?;
+    Some(read(pg, &statement, *tenant_id, *limit).await)
+}
+
+async fn read(
+    pg: &PgDirect,
+    statement: &Statement,
+    tenant_id: Uuid,
+    limit: u64,
+) -> Result<Option<KeyRead>, RepoError> {
+    let rows = pg.query_all(statement).await.map_err(repo_err)?;
     let Some(first) = rows.first() else {
         return Ok(None);
     };
@@ -103,10 +114,13 @@ pub(crate) async fn key_and_search(
     let read = application.tenant_id == tenant_id
         && application.app_type == ApplicationType::Private
         && whole;
-    Ok(Some(KeyedSearch {
-        application,
-        settings,
-        tokens: read.then_some(tokens),
+    Ok(Some(KeyRead {
+        matches: if read {
+            Beside::Read(tokens)
+        } else {
+            Beside::NotRead
+        },
+        ..KeyRead::alone(application, settings)
     }))
 }
 

@@ -33,7 +33,7 @@ use sea_orm::sqlx;
 use sea_orm::{FromQueryResult, QueryResult};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
-use tokenvault_domain::ports::KeyedToken;
+use tokenvault_domain::ports::{Beside, KeyRead};
 use tokio::sync::oneshot;
 
 use crate::entity::token;
@@ -69,7 +69,7 @@ static SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-type Answer = Result<Option<KeyedToken>, RepoError>;
+type Answer = Result<Option<KeyRead>, RepoError>;
 
 /// The reads waiting for a statement, and how many statements run, of one database.
 pub(crate) struct KeyGroup {
@@ -248,7 +248,7 @@ fn fail(batch: Vec<Pending>, message: &str) {
 }
 
 /// One row's application, settings and token (when found: else its columns are NULL).
-fn keyed(row: &QueryResult) -> Result<KeyedToken, RepoError> {
+fn keyed(row: &QueryResult) -> Result<KeyRead, RepoError> {
     let (application, settings) = application_and_settings_of(row)?;
     let found: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
     let token = match found {
@@ -257,10 +257,9 @@ fn keyed(row: &QueryResult) -> Result<KeyedToken, RepoError> {
         )?),
         None => None,
     };
-    Ok(KeyedToken {
-        application,
-        settings,
-        token,
+    Ok(KeyRead {
+        token: Beside::Read(token),
+        ..KeyRead::alone(application, settings)
     })
 }
 

@@ -1,6 +1,6 @@
 //! [`ProxyRepository`] on SeaORM. The key is stored as its hex SHA-256 (unique, for the lookup)
 //! and as ciphertext; `configuration` as JSON text. Every query but the key lookup is confined
-//! to one tenant; the tokens read with a key (`find_by_key_hash_with_tokens`) to the tenant of
+//! to one tenant; the tokens read with a key (`find_by_key_hash_also`) to the tenant of
 //! the proxy holding it, in SQL.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{ProxyRepository, StoredProxy};
+use tokenvault_domain::ports::{Beside, ProxyRepository, StoredProxy};
 use tokenvault_domain::proxy::Proxy;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
@@ -175,18 +175,21 @@ impl ProxyRepository for SeaOrmProxyRepository {
             .transpose()
     }
 
-    async fn find_by_key_hash_with_tokens(
+    async fn find_by_key_hash_also(
         &self,
         hash: &KeyHash,
         caller_key: Option<&KeyHash>,
         token_ids: &[String],
         now: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError> {
+    ) -> Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError> {
         if self.reads.pg_joined().is_none() || token_ids.is_empty() {
             // SQLite: the proxy alone. Its point reads take microseconds on the calling
             // thread, so the tokens are read once the caller is authorized. Citus likewise:
             // the tokens are then read by the proxy's tenant, on its node.
-            return Ok(self.find_by_key_hash(hash).await?.map(|p| (p, None)));
+            return Ok(self
+                .find_by_key_hash(hash)
+                .await?
+                .map(|p| (p, Beside::NotRead)));
         }
         // PostgreSQL: both statements at once, on two of the adapter's connections. The
         // tokens' tenant is the one of the proxy holding this key, and only where they may be
@@ -243,7 +246,7 @@ impl ProxyRepository for SeaOrmProxyRepository {
             .filter(|row| row.tenant_id == tenant_id)
             .map(crate::rows::token::to_domain)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some((proxy, Some(tokens))))
+        Ok(Some((proxy, Beside::Read(tokens))))
     }
 
     async fn list(

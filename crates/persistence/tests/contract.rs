@@ -10,11 +10,13 @@ use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::container::Container;
 use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::{ApplicationRepository, TenantKeys, TenantRepository};
+use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::{Tenant, TenantSettings};
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends, read_paths};
 use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
 use uuid::Uuid;
+
+mod common;
 
 fn now() -> OffsetDateTime {
     // Microsecond precision, as the domain clock gives.
@@ -441,15 +443,16 @@ async fn a_key_inserted_after_the_delete_opens_nothing_and_is_purged() {
         // insert still meets the tombstone, so the foreign key lets it in.
         r.apps.insert(&app(t.id, now()), &hash(2)).await.unwrap();
         assert!(r.apps.find_by_key_hash(&hash(2)).await.unwrap().is_none());
-        let keyed = r
-            .apps
-            .find_by_key_hash_with_token(&hash(2), "tok", now())
-            .await
-            .unwrap();
+        let keyed = common::key_and_token(&r.apps, &hash(2), "tok", now()).await;
         assert!(keyed.is_none(), "the keyed read opens nothing");
+        let also = AlsoRead {
+            token: Some("t".into()),
+            reactor: Some(Uuid::now_v7()),
+            search: None,
+        };
         let reacting = r
             .apps
-            .find_by_key_hash_with_reactor(&hash(2), Uuid::now_v7(), Some("t".into()), now())
+            .find_by_key_hash_also(&hash(2), &also, now())
             .await
             .unwrap();
         assert!(reacting.is_none(), "nor does the keyed reactor read");

@@ -1,5 +1,6 @@
-//! `find_by_key_hash_with_reactor`: an API key's application, one of its tenant's reactors
-//! with its formula and the token a call names, in one round trip, on SQLite and PostgreSQL.
+//! `find_by_key_hash_also` asking for a reactor: an API key's application, one of its tenant's
+//! reactors with its formula and the token a call names, in one round trip, on SQLite and
+//! PostgreSQL.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -9,7 +10,8 @@ use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::formula::{Formula, ParamType, RequestParameter};
 use tokenvault_domain::permission::{ApplicationType, Permission};
 use tokenvault_domain::ports::{
-    ApplicationRepository, FormulaRepository, ReactorRepository, TokenRepository,
+    AlsoRead, ApplicationRepository, Beside, FormulaRepository, KeyRead, ReactorRepository,
+    TokenRepository,
 };
 use tokenvault_domain::reactor::Reactor;
 use tokenvault_domain::tenant::TenantSettings;
@@ -22,7 +24,23 @@ use uuid::Uuid;
 
 mod common;
 
-use common::{now, tenant_with, token};
+use common::{beside, now, tenant_with, token};
+
+/// The key `hash` read asking for reactor `reactor` and, given one, token `token`.
+async fn key_and_reactor(
+    apps: &SeaOrmApplicationRepository,
+    hash: &KeyHash,
+    reactor: Uuid,
+    token: Option<String>,
+    at: time::OffsetDateTime,
+) -> Option<KeyRead> {
+    let also = AlsoRead {
+        token,
+        reactor: Some(reactor),
+        search: None,
+    };
+    apps.find_by_key_hash_also(hash, &also, at).await.unwrap()
+}
 
 fn formula(tenant_id: Uuid, code: &str) -> Formula {
     Formula {
@@ -95,48 +113,44 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
         reactors.insert(&rb).await.unwrap();
         let key_a = KeyHash([1; 32]);
 
-        let found = apps
-            .find_by_key_hash_with_reactor(&key_a, ra.id, None, now())
+        let found = key_and_reactor(&apps, &key_a, ra.id, None, now())
             .await
-            .unwrap()
             .unwrap();
         assert_eq!(found.application, app_a);
         assert!(found.settings.deduplicate_tokens);
         assert!(!found.settings.fingerprint_tokens);
-        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
+        let ahead = !refused;
+        assert_eq!(
+            found.reactor,
+            beside(ahead, Some((ra.clone(), Some(fa.clone()))))
+        );
+        assert_eq!(found.token, Beside::NotRead, "no token asked for");
 
         // Another tenant's reactor is never read with this key: the key's application alone.
-        let found = apps
-            .find_by_key_hash_with_reactor(&key_a, rb.id, None, now())
+        let found = key_and_reactor(&apps, &key_a, rb.id, None, now())
             .await
-            .unwrap()
             .unwrap();
         assert_eq!(found.application.id, app_a.id);
-        assert_eq!(found.reactor, None);
+        assert_eq!(found.reactor, beside(ahead, None));
 
         // An id that is no reactor (a formula's): none.
-        let found = apps
-            .find_by_key_hash_with_reactor(&key_a, fa.id, None, now())
+        let found = key_and_reactor(&apps, &key_a, fa.id, None, now())
             .await
-            .unwrap()
             .unwrap();
-        assert_eq!(found.reactor, None);
+        assert_eq!(found.reactor, beside(ahead, None));
 
         // An unknown key finds nothing at all.
         assert!(
-            apps.find_by_key_hash_with_reactor(&KeyHash([9; 32]), ra.id, None, now())
+            key_and_reactor(&apps, &KeyHash([9; 32]), ra.id, None, now())
                 .await
-                .unwrap()
                 .is_none()
         );
 
         // The other key reads its own.
-        let found = apps
-            .find_by_key_hash_with_reactor(&KeyHash([2; 32]), rb.id, None, now())
+        let found = key_and_reactor(&apps, &KeyHash([2; 32]), rb.id, None, now())
             .await
-            .unwrap()
             .unwrap();
-        assert_eq!(found.reactor, Some((rb, Some(fb))));
+        assert_eq!(found.reactor, beside(ahead, Some((rb, Some(fb)))));
 
         // A public key, which may not use tokens, never makes the server read a reactor.
         let public = (ApplicationType::Public, vec![Permission::TokenCreate]);
@@ -151,13 +165,11 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
         formulas.insert(&fc).await.unwrap();
         let rc = reactor(c, fc.id);
         reactors.insert(&rc).await.unwrap();
-        let found = apps
-            .find_by_key_hash_with_reactor(&KeyHash([3; 32]), rc.id, None, now())
+        let found = key_and_reactor(&apps, &KeyHash([3; 32]), rc.id, None, now())
             .await
-            .unwrap()
             .unwrap();
         assert_eq!(found.application.app_type, ApplicationType::Public);
-        assert_eq!(found.reactor, None);
+        assert_eq!(found.reactor, Beside::NotRead);
         db.destroy().await;
     }
 }
@@ -213,46 +225,57 @@ async fn the_token_a_call_names_is_read_with_the_key_from_its_tenant_only() {
             let apps = &apps;
             let id = id.to_owned();
             async move {
-                apps.find_by_key_hash_with_reactor(&key, reactor, Some(id), at)
+                key_and_reactor(apps, &key, reactor, Some(id), at)
                     .await
-                    .unwrap()
                     .unwrap()
             }
         };
 
+        let ahead = !refused;
+        let with_formula = beside(ahead, Some((ra.clone(), Some(fa.clone()))));
         let found = read(key_a, ra.id, "shared-id", now()).await;
-        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
-        assert_eq!(found.token, Some(mine.clone()), "{backend:?}: its own row");
+        assert_eq!(found.reactor, with_formula);
+        assert_eq!(
+            found.token,
+            beside(ahead, Some(mine.clone())),
+            "{backend:?}: its own row"
+        );
 
         let found = read(key_a, ra.id, "only-b", now()).await;
-        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
-        assert_eq!(found.token, None, "{backend:?}: never another tenant's");
+        assert_eq!(found.reactor, with_formula);
+        assert_eq!(
+            found.token,
+            beside(ahead, None),
+            "{backend:?}: never another tenant's"
+        );
 
         // Without the reactor (none by that id), the token is still the key's tenant's.
         let found = read(key_a, Uuid::now_v7(), "shared-id", now()).await;
-        assert_eq!(found.reactor, None);
-        assert_eq!(found.token, Some(mine.clone()));
+        assert_eq!(found.reactor, beside(ahead, None));
+        assert_eq!(found.token, beside(ahead, Some(mine.clone())));
 
         let found = read(key_a, ra.id, "expiring", now()).await;
-        assert_eq!(found.token, Some(expiring.clone()));
+        assert_eq!(found.token, beside(ahead, Some(expiring.clone())));
         let later = now() + Duration::seconds(31);
         let found = read(key_a, ra.id, "expiring", later).await;
         assert_eq!(
-            found.token, None,
+            found.token,
+            beside(ahead, None),
             "{backend:?}: an expired token is not read"
         );
-        assert_eq!(found.reactor, Some((ra.clone(), Some(fa.clone()))));
+        assert_eq!(found.reactor, with_formula);
 
         // The other private key reads its own tenant's row by the same id.
         let found = read(KeyHash([2; 32]), ra.id, "shared-id", now()).await;
-        assert_eq!(found.reactor, None);
-        assert_eq!(found.token, Some(theirs.clone()));
+        assert_eq!(found.reactor, beside(ahead, None));
+        assert_eq!(found.token, beside(ahead, Some(theirs.clone())));
 
         // A public key, which may not use tokens, never makes the server read one.
         let found = read(KeyHash([3; 32]), ra.id, "of-c", now()).await;
         assert_eq!(found.application.app_type, ApplicationType::Public);
         assert_eq!(
-            found.token, None,
+            found.token,
+            Beside::NotRead,
             "{backend:?}: a public key reads no token"
         );
         db.destroy().await;

@@ -1,4 +1,4 @@
-//! `find_by_key_hash_with_search`: an API key's application and the tokens a search matches in
+//! `find_by_key_hash_also` asking for a search: an API key's application and the tokens a search matches in
 //! its tenant, in one round trip where the database reads ahead (PostgreSQL), the key alone
 //! otherwise (SQLite).
 
@@ -7,7 +7,9 @@
 use time::Duration;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::{ApplicationRepository, SearchCondition, TokenRepository};
+use tokenvault_domain::ports::{
+    AlsoRead, ApplicationRepository, Beside, KeyRead, SearchAhead, SearchCondition, TokenRepository,
+};
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_domain::token::StoredToken;
 use tokenvault_persistence::testing::{Backend, TestDatabase, read_paths};
@@ -18,6 +20,27 @@ use tokenvault_persistence::{
 mod common;
 
 use common::{now, tenant_with, token};
+
+/// The key `hash` read asking for the matches of `condition` in `tenant_id`, `limit` at most.
+async fn key_and_search(
+    apps: &SeaOrmApplicationRepository,
+    hash: &KeyHash,
+    tenant_id: uuid::Uuid,
+    condition: &SearchCondition,
+    limit: u64,
+) -> Option<KeyRead> {
+    let also = AlsoRead {
+        search: Some(SearchAhead {
+            tenant_id,
+            condition: condition.clone(),
+            limit,
+        }),
+        ..AlsoRead::default()
+    };
+    apps.find_by_key_hash_also(hash, &also, now())
+        .await
+        .unwrap()
+}
 
 fn holding(mut t: StoredToken, term: &str) -> StoredToken {
     t.search_terms = vec![term.into()];
@@ -66,14 +89,12 @@ async fn the_key_and_its_tenants_matches_in_one_read() {
         // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
         let read_ahead = backend == Backend::Postgres && db.citus_workers().is_empty();
 
-        let found = apps
-            .find_by_key_hash_with_search(&key, a, &t, 10, now())
-            .await
-            .unwrap()
-            .unwrap();
+        let found = key_and_search(&apps, &key, a, &t, 10).await.unwrap();
         assert_eq!(found.application, app);
-        match found.tokens {
-            Some(found) => {
+        assert_eq!(found.token, Beside::NotRead);
+        assert_eq!(found.reactor, Beside::NotRead);
+        match found.matches {
+            Beside::Read(found) => {
                 assert!(read_ahead, "{backend:?} reads the key alone");
                 assert_eq!(
                     ids(&found),
@@ -81,39 +102,35 @@ async fn the_key_and_its_tenants_matches_in_one_read() {
                     "every live match of the tenant, newest first, whatever its container"
                 );
             }
-            None => assert!(!read_ahead, "{backend:?} reads ahead"),
+            Beside::NotRead => assert!(!read_ahead, "{backend:?} reads ahead"),
         }
 
         // More matches than the limit: the key alone, the search is the use case's.
-        let over = apps
-            .find_by_key_hash_with_search(&key, a, &t, 1, now())
-            .await
-            .unwrap()
-            .unwrap();
+        let over = key_and_search(&apps, &key, a, &t, 1).await.unwrap();
         assert_eq!(over.application, app);
-        assert!(over.tokens.is_none(), "{backend:?}: over the limit");
+        assert!(
+            over.matches == Beside::NotRead,
+            "{backend:?}: over the limit"
+        );
 
         // Hashed for another tenant than the key's: nothing of either is read.
-        let elsewhere = apps
-            .find_by_key_hash_with_search(&key, b, &t, 10, now())
-            .await
-            .unwrap()
-            .unwrap();
+        let elsewhere = key_and_search(&apps, &key, b, &t, 10).await.unwrap();
         assert_eq!(elsewhere.application, app);
-        assert!(elsewhere.tokens.is_none(), "{backend:?}: another tenant");
+        assert!(
+            elsewhere.matches == Beside::NotRead,
+            "{backend:?}: another tenant"
+        );
 
         // A public key never makes the server read a token.
-        let public = apps
-            .find_by_key_hash_with_search(&public_key, a, &t, 10, now())
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(public.tokens.is_none(), "{backend:?}: a public key");
+        let public = key_and_search(&apps, &public_key, a, &t, 10).await.unwrap();
+        assert!(
+            public.matches == Beside::NotRead,
+            "{backend:?}: a public key"
+        );
 
         assert!(
-            apps.find_by_key_hash_with_search(&KeyHash([9; 32]), a, &t, 10, now())
+            key_and_search(&apps, &KeyHash([9; 32]), a, &t, 10)
                 .await
-                .unwrap()
                 .is_none(),
             "an unknown key finds nothing"
         );

@@ -81,12 +81,10 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
             TokenWrite::DuplicateId,
             "a constraint is still the row's own answer"
         );
-        let keyed = apps
-            .find_by_key_hash_with_token(&hash, "one", now())
+        let keyed = common::key_and_token(&apps, &hash, "one", now())
             .await
-            .unwrap()
             .unwrap();
-        assert_eq!(keyed.token.unwrap().id, "one");
+        assert_eq!(keyed.token.read().flatten().unwrap().id, "one");
 
         // The server closes every other connection of this database, the idle direct ones too.
         terminate(&db).await;
@@ -95,10 +93,8 @@ async fn key_reads_and_inserts_survive_closed_idle_connections() {
             again.id, app.id,
             "the read is tried once more on a new connection"
         );
-        let keyed = apps
-            .find_by_key_hash_with_token(&hash, "one", now())
+        let keyed = common::key_and_token(&apps, &hash, "one", now())
             .await
-            .unwrap()
             .unwrap();
         assert_eq!(keyed.application.id, app.id);
         // Every read outside a transaction runs there (`reads.rs`): one and many rows.

@@ -8,7 +8,7 @@ use time::{Duration, OffsetDateTime};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::KeyHash;
 use tokenvault_domain::page::{Page, PageRequest};
-use tokenvault_domain::ports::{ProxyRepository, StoredProxy, TokenRepository};
+use tokenvault_domain::ports::{Beside, ProxyRepository, StoredProxy, TokenRepository};
 use tokenvault_domain::proxy::Proxy;
 use tokenvault_persistence::testing::{TestDatabase, read_paths};
 use tokenvault_persistence::{
@@ -631,12 +631,12 @@ async fn the_key_finds_its_proxy_with_the_tokens_its_caller_may_use_of_its_own_t
             let (proxies, ids, hash) = (&proxies, ids.clone(), p.key_hash);
             async move {
                 let (found, tokens) = proxies
-                    .find_by_key_hash_with_tokens(&hash, caller.as_ref(), &ids, now())
+                    .find_by_key_hash_also(&hash, caller.as_ref(), &ids, now())
                     .await
                     .unwrap()
                     .unwrap();
                 assert_eq!(found.key_hash, hash);
-                tokens.map(|tokens| {
+                tokens.read().map(|tokens| {
                     let mut read: Vec<(Uuid, String)> =
                         tokens.into_iter().map(|t| (t.tenant_id, t.id)).collect();
                     read.sort();
@@ -666,14 +666,14 @@ async fn the_key_finds_its_proxy_with_the_tokens_its_caller_may_use_of_its_own_t
             assert_eq!(read(&with_auth, Some(my_key)).await, None);
         }
         let (_, none) = proxies
-            .find_by_key_hash_with_tokens(&with_auth.key_hash, Some(&my_key), &[], now())
+            .find_by_key_hash_also(&with_auth.key_hash, Some(&my_key), &[], now())
             .await
             .unwrap()
             .unwrap();
-        assert!(none.is_none(), "no ids, no read");
+        assert_eq!(none, Beside::NotRead, "no ids, no read");
         assert!(
             proxies
-                .find_by_key_hash_with_tokens(&key_hash(), Some(&my_key), &ids, now())
+                .find_by_key_hash_also(&key_hash(), Some(&my_key), &ids, now())
                 .await
                 .unwrap()
                 .is_none(),

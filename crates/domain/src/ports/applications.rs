@@ -1,5 +1,5 @@
-//! Storage of applications, and the key lookups that read a tenant's token or reactor in the
-//! same round trip.
+//! Storage of applications, and the key lookup that may read what the request reads next in
+//! the same round trip.
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -7,12 +7,9 @@ use uuid::Uuid;
 
 use crate::application::{Application, KeyHash};
 use crate::error::RepoError;
-use crate::formula::Formula;
 use crate::page::{Page, PageRequest};
-use crate::ports::SearchCondition;
-use crate::reactor::Reactor;
+use crate::ports::{AlsoRead, KeyRead};
 use crate::tenant::TenantSettings;
-use crate::token::StoredToken;
 
 /// Storage of applications. Every read and write but the key lookup is confined to one tenant.
 ///
@@ -29,43 +26,24 @@ pub trait ApplicationRepository: Send + Sync {
         hash: &KeyHash,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError>;
 
-    /// What [`Self::find_by_key_hash`] finds and, in the same round trip, that tenant's live
-    /// token `token_id` (`None` when it has none by that id): the read path of
-    /// `GET /tokens/{id}` pays one query for authentication and the token.
-    async fn find_by_key_hash_with_token(
+    /// What [`Self::find_by_key_hash`] finds and, where the database reads ahead, what the
+    /// request reads next of the key's tenant (`also`), in the same round trip: the read paths
+    /// of `GET /tokens/{id}`, `POST /reactors/{id}/react` and `POST /tokens/search` pay one
+    /// query for authentication and their read. Reading nothing ahead is always correct (the
+    /// use case then reads it itself); what is read is read for a private application's key
+    /// only, in its own tenant.
+    async fn find_by_key_hash_also(
         &self,
         hash: &KeyHash,
-        token_id: &str,
+        also: &AlsoRead,
         now: OffsetDateTime,
-    ) -> Result<Option<KeyedToken>, RepoError>;
-
-    /// What [`Self::find_by_key_hash`] finds, that tenant's reactor `reactor_id` with its
-    /// formula and, given `token_id`, its live token by that id, in one round trip where the
-    /// database allows: the read path of `POST /reactors/{id}/react` pays one query for
-    /// authentication, the reactor, its code and the token its arguments name. The reactor and
-    /// the token are read for a private application's key only.
-    async fn find_by_key_hash_with_reactor(
-        &self,
-        hash: &KeyHash,
-        reactor_id: Uuid,
-        token_id: Option<String>,
-        now: OffsetDateTime,
-    ) -> Result<Option<KeyedReactor>, RepoError>;
-
-    /// What [`Self::find_by_key_hash`] finds and, where the database reads ahead, the live
-    /// tokens of `tenant_id` that `condition` matches, newest first, whatever their container
-    /// (the caller's visibility is applied by the use case): the path of `POST /tokens/search`
-    /// pays one query for authentication and the search. The tokens are read only for a
-    /// private application's key of `tenant_id`, and only when at most `limit` match;
-    /// otherwise the key alone is read (`tokens: None`).
-    async fn find_by_key_hash_with_search(
-        &self,
-        hash: &KeyHash,
-        tenant_id: Uuid,
-        condition: &SearchCondition,
-        limit: u64,
-        now: OffsetDateTime,
-    ) -> Result<Option<KeyedSearch>, RepoError>;
+    ) -> Result<Option<KeyRead>, RepoError> {
+        let _ = (also, now);
+        Ok(self
+            .find_by_key_hash(hash)
+            .await?
+            .map(|(application, settings)| KeyRead::alone(application, settings)))
+    }
 
     /// The application `id` of `tenant_id`.
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
@@ -93,41 +71,4 @@ pub trait ApplicationRepository: Send + Sync {
 
     /// Deletes every application whose `expires_at` is at or before `now`; returns how many.
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
-}
-
-/// An application found by its key, its tenant's settings and one of the tenant's tokens.
-#[derive(Clone, Debug)]
-pub struct KeyedToken {
-    /// The application holding the key.
-    pub application: Application,
-    /// Its tenant's settings.
-    pub settings: TenantSettings,
-    /// The tenant's live token by the id asked for, if any.
-    pub token: Option<StoredToken>,
-}
-
-/// An application found by its key, its tenant's settings and what a search matched.
-#[derive(Clone, Debug)]
-pub struct KeyedSearch {
-    /// The application holding the key.
-    pub application: Application,
-    /// Its tenant's settings.
-    pub settings: TenantSettings,
-    /// Every live token of the tenant the condition matched, newest first (`None`: not read,
-    /// or more matched than the limit).
-    pub tokens: Option<Vec<StoredToken>>,
-}
-
-/// An application found by its key, its tenant's settings and one of the tenant's reactors.
-#[derive(Clone, Debug)]
-pub struct KeyedReactor {
-    /// The application holding the key.
-    pub application: Application,
-    /// Its tenant's settings.
-    pub settings: TenantSettings,
-    /// The tenant's reactor by the id asked for, if any, with its formula (`None` when the
-    /// formula is missing).
-    pub reactor: Option<(Reactor, Option<Formula>)>,
-    /// The tenant's live token by the id asked for, if one was asked for and found.
-    pub token: Option<StoredToken>,
 }

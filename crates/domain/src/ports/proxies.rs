@@ -7,6 +7,7 @@ use uuid::Uuid;
 use crate::application::KeyHash;
 use crate::error::RepoError;
 use crate::page::{Page, PageRequest};
+use crate::ports::Beside;
 use crate::proxy::Proxy;
 use crate::token::StoredToken;
 
@@ -35,20 +36,26 @@ pub trait ProxyRepository: Send + Sync {
     /// The proxy whose key has this hash, in any tenant (invocation).
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError>;
 
-    /// What [`Self::find_by_key_hash`] finds and, in the same round trip, the live tokens
-    /// among `token_ids` of that proxy's tenant (the tenant taken from the proxy's row), read
-    /// only where they may be used: the proxy requires no auth and has an application, or it
-    /// requires auth and `caller_key` is the key of a live private application of its tenant.
-    /// The list holds no token where they may not be used, so a caller relies on it only when
-    /// it holds every id; `None` when it was not read or the read failed. Either way the
-    /// caller reads the tokens again once authorized.
-    async fn find_by_key_hash_with_tokens(
+    /// What [`Self::find_by_key_hash`] finds and, where the database reads ahead, the live
+    /// tokens among `token_ids` of that proxy's tenant (the tenant taken from the proxy's row),
+    /// read only where they may be used: the proxy requires no auth and has an application, or
+    /// it requires auth and `caller_key` is the key of a live private application of its
+    /// tenant. The list holds no token where they may not be used, so a caller relies on it
+    /// only when it holds every id. Reading nothing ahead is always correct: the caller reads
+    /// the tokens again once authorized.
+    async fn find_by_key_hash_also(
         &self,
         hash: &KeyHash,
         caller_key: Option<&KeyHash>,
         token_ids: &[String],
         now: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError>;
+    ) -> Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError> {
+        let _ = (caller_key, token_ids, now);
+        Ok(self
+            .find_by_key_hash(hash)
+            .await?
+            .map(|proxy| (proxy, Beside::NotRead)))
+    }
     /// A page of the tenant's proxies, newest first, optionally only these ids and only names
     /// containing `name` (case-insensitive).
     async fn list(

@@ -15,6 +15,7 @@ use crate::application::{ApiKey, Application, KeyHash};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::ApplicationType;
+use crate::ports::{AlsoRead, Beside};
 
 use crate::service::tokens::ReadAhead;
 use crate::tenant::TenantSettings;
@@ -60,10 +61,13 @@ impl Authenticator {
             return Ok((self.authenticate(key).await?, None));
         }
         let hash = self.key_hash(key)?;
-        let now = self.clock.now();
+        let also = AlsoRead {
+            token: Some(token_id.to_owned()),
+            ..AlsoRead::default()
+        };
         match self
             .applications
-            .find_by_key_hash_with_token(&hash, token_id, now)
+            .find_by_key_hash_also(&hash, &also, self.clock.now())
             .await?
         {
             Some(found) => self.keyed(
@@ -92,50 +96,56 @@ impl Authenticator {
         let wanted = args
             .map(|args| super::tokens::wanted_ids(args, false))
             .filter(|ids| ids.len() == 1 && super::tokens::may_be_stored(&ids[0]));
-        let token_id = wanted.as_ref().map(|ids| ids[0].clone());
-        let now = self.clock.now();
+        let also = AlsoRead {
+            token: wanted.as_ref().map(|ids| ids[0].clone()),
+            reactor: Some(reactor_id),
+            search: None,
+        };
         let Some(found) = self
             .applications
-            .find_by_key_hash_with_reactor(&hash, reactor_id, token_id, now)
+            .find_by_key_hash_also(&hash, &also, self.clock.now())
             .await?
         else {
             return Ok((self.authenticate_session(&hash).await?, None));
         };
         // Only a private application's key reads a token (decisions §4); for any other the
         // detokenization reads, and answers, as usual.
-        let tokens = wanted
-            .filter(|_| found.application.app_type == ApplicationType::Private)
-            .map(|wanted| {
-                ReadAhead::new(
-                    found.application.tenant_id,
+        let tenant_id = found.application.tenant_id;
+        let tokens = match (wanted, found.token) {
+            (Some(wanted), Beside::Read(token))
+                if found.application.app_type == ApplicationType::Private =>
+            {
+                Some(ReadAhead::new(
+                    tenant_id,
                     wanted,
-                    found.token.into_iter().collect(),
-                )
-            });
-        let read = ReactorRead {
-            reactor: found.reactor,
-            tokens,
+                    token.into_iter().collect(),
+                ))
+            }
+            _ => None,
+        };
+        let read = match found.reactor {
+            Beside::Read(reactor) => Beside::Read(ReactorRead { reactor, tokens }),
+            Beside::NotRead => Beside::NotRead,
         };
         self.keyed(found.application, found.settings, reactor_id, read)
     }
 
-    /// The caller of an application's key found with `read` for `id`: refused when the
-    /// application has expired, as [`Self::authenticate_hash`] refuses it.
+    /// The caller of an application's key found with `read` for `id` (when it was read):
+    /// refused when the application has expired, as [`Self::authenticate_hash`] refuses it.
     fn keyed<K, T>(
         &self,
         application: Application,
         settings: TenantSettings,
         id: K,
-        read: T,
+        read: Beside<T>,
     ) -> Result<(Principal, Option<Prefetched<K, T>>), Error> {
         if application.is_expired(self.clock.now()) {
             return Err(Error::Unauthenticated);
         }
-        let prefetched = Prefetched::new(application.tenant_id, id, read);
-        Ok((
-            Principal::of_application(application, settings),
-            Some(prefetched),
-        ))
+        let prefetched = read
+            .read()
+            .map(|read| Prefetched::new(application.tenant_id, id, read));
+        Ok((Principal::of_application(application, settings), prefetched))
     }
 
     /// The hash of a well-formed key; `Unauthenticated` for a missing or malformed one.

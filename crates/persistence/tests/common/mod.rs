@@ -180,3 +180,27 @@ pub fn on_one_shard(plan: &[String]) {
         );
     }
 }
+
+/// What a read beside the key must hold: `value` where the path reads ahead (`ahead`), nothing
+/// where it does not (a SQLite file whose direct reads are refused, a non-private key).
+pub fn beside<T>(ahead: bool, value: T) -> tokenvault_domain::ports::Beside<T> {
+    if ahead {
+        tokenvault_domain::ports::Beside::Read(value)
+    } else {
+        tokenvault_domain::ports::Beside::NotRead
+    }
+}
+
+/// [`ApplicationRepository::find_by_key_hash_also`] asking for the token `id` alone.
+pub async fn key_and_token(
+    apps: &impl tokenvault_domain::ports::ApplicationRepository,
+    hash: &KeyHash,
+    id: &str,
+    at: OffsetDateTime,
+) -> Option<tokenvault_domain::ports::KeyRead> {
+    let also = tokenvault_domain::ports::AlsoRead {
+        token: Some(id.to_owned()),
+        ..Default::default()
+    };
+    apps.find_by_key_hash_also(hash, &also, at).await.unwrap()
+}

@@ -18,6 +18,7 @@ use super::prefetched::{PrefetchedSearch, SearchRead};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
+use crate::ports::{AlsoRead, Beside, SearchAhead};
 use crate::service::{Authenticator, Tokens};
 
 /// Matches read with the key at most.
@@ -51,25 +52,38 @@ impl Authenticator {
             }
             return Ok((principal, None));
         };
-        let now = self.clock.now();
-        let Some(found) = self
+        let also = AlsoRead {
+            search: Some(SearchAhead {
+                tenant_id,
+                condition,
+                limit: READ_AHEAD,
+            }),
+            ..AlsoRead::default()
+        };
+        let found = self
             .applications
-            .find_by_key_hash_with_search(&hash, tenant_id, &condition, READ_AHEAD, now)
-            .await?
-        else {
+            .find_by_key_hash_also(&hash, &also, self.clock.now())
+            .await?;
+        let (Some(found), Some(ahead)) = (found, also.search) else {
             return Ok((self.authenticate_session(&hash).await?, None));
         };
         if found.application.tenant_id != tenant_id {
             // The key is another tenant's now (a bootstrap key given to a new tenant): the
             // condition was hashed for the old one, so nothing of it is used.
             self.key_tenants.remember(hash, found.application.tenant_id);
-            let (principal, _) = self.keyed(found.application, found.settings, (), ())?;
+            let (principal, _) =
+                self.keyed::<(), ()>(found.application, found.settings, (), Beside::NotRead)?;
             return Ok((principal, None));
         }
         let read = SearchRead {
-            condition,
-            rows: found.tokens,
+            condition: ahead.condition,
+            rows: found.matches.read(),
         };
-        self.keyed(found.application, found.settings, query.to_owned(), read)
+        self.keyed(
+            found.application,
+            found.settings,
+            query.to_owned(),
+            Beside::Read(read),
+        )
     }
 }

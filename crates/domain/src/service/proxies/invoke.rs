@@ -14,6 +14,7 @@ use crate::area_error::{CodeFailure, DestinationFailure, ProxyError};
 use crate::auth::Principal;
 use crate::error::Error;
 use crate::permission::Permission;
+use crate::ports::Beside;
 use crate::ports::code::CodeCall;
 use crate::ports::forward::{ForwardError, OutboundRequest};
 use crate::proxy::{Proxy, ProxyKey, ProxyTail, destination_of, forwardable};
@@ -183,7 +184,7 @@ impl Proxies {
             }
         };
         let (found, caller) = join(
-            self.store.find_by_key_hash_with_tokens(
+            self.store.find_by_key_hash_also(
                 &self.keys.hash_proxy_key(&key),
                 caller_key.as_ref().and_then(|hash| hash.as_ref().ok()),
                 &early_ids,
@@ -227,7 +228,7 @@ impl Proxies {
         // Relied on only when every id was found: a missing one may not exist, or the tokens
         // may not have been for this caller to read.
         let early = match early_tokens {
-            Some(found) if !early_ids.is_empty() && found.len() == early_ids.len() => {
+            Beside::Read(found) if !early_ids.is_empty() && found.len() == early_ids.len() => {
                 Some(ReadAhead::new(proxy.tenant_id, early_ids, found))
             }
             _ => None,

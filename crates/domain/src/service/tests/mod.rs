@@ -25,11 +25,11 @@ use crate::ports::code::{CodeCall, CodeError, CodeRunner};
 use crate::ports::forward::{ForwardError, Forwarder, OutboundRequest, OutboundResponse};
 use crate::ports::svc::{SvcAnswer, SvcCall, SvcWire};
 use crate::ports::{
-    ApplicationRepository, AuditRepository, AuthorizedSession, Cipher, CipherError, Claim, Clock,
-    Expressions, FormulaDelete, FormulaRepository, IdempotencyKey, IdempotencyRepository,
-    KeyService, KeyedReactor, KeyedSearch, KeyedToken, ProxyRepository, ReactorRepository,
-    RenderError, SearchCondition, SessionRepository, StoredProxy, TenantKeys, TenantRepository,
-    TokenFilter, TokenRepository, TokenWrite, TypeCount, UsageRepository, Visibility,
+    AlsoRead, ApplicationRepository, AuditRepository, AuthorizedSession, Beside, Cipher,
+    CipherError, Claim, Clock, Expressions, FormulaDelete, FormulaRepository, IdempotencyKey,
+    IdempotencyRepository, KeyRead, KeyService, ProxyRepository, ReactorRepository, RenderError,
+    SearchCondition, SessionRepository, StoredProxy, TenantKeys, TenantRepository, TokenFilter,
+    TokenRepository, TokenWrite, TypeCount, UsageRepository, Visibility,
 };
 use crate::proxy::ProxyKey;
 use crate::reactor::Reactor;
@@ -64,9 +64,7 @@ mock! {
     impl ApplicationRepository for Applications {
         async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError>;
         async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<(Application, TenantSettings)>, RepoError>;
-        async fn find_by_key_hash_with_token(&self, hash: &KeyHash, token_id: &str, now: OffsetDateTime) -> Result<Option<KeyedToken>, RepoError>;
-        async fn find_by_key_hash_with_reactor(&self, hash: &KeyHash, reactor_id: Uuid, token_id: Option<String>, now: OffsetDateTime) -> Result<Option<KeyedReactor>, RepoError>;
-        async fn find_by_key_hash_with_search(&self, hash: &KeyHash, tenant_id: Uuid, condition: &SearchCondition, limit: u64, now: OffsetDateTime) -> Result<Option<KeyedSearch>, RepoError>;
+        async fn find_by_key_hash_also(&self, hash: &KeyHash, also: &AlsoRead, now: OffsetDateTime) -> Result<Option<KeyRead>, RepoError>;
         async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
         async fn list(&self, tenant_id: Uuid, ids: &[Uuid], page: PageRequest) -> Result<Page<Application>, RepoError>;
         async fn update(&self, application: &Application) -> Result<bool, RepoError>;
@@ -265,15 +263,6 @@ impl ProxyRepository for NoProxies {
         Ok(None)
     }
     async fn find_by_key_hash(&self, _: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
-        Ok(None)
-    }
-    async fn find_by_key_hash_with_tokens(
-        &self,
-        _: &KeyHash,
-        _: Option<&KeyHash>,
-        _: &[String],
-        _: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError> {
         Ok(None)
     }
     async fn list(

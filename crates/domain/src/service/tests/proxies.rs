@@ -26,15 +26,6 @@ impl ProxyRepository for OneProxy {
     async fn find_by_key_hash(&self, _: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
         Ok(None)
     }
-    async fn find_by_key_hash_with_tokens(
-        &self,
-        _: &KeyHash,
-        _: Option<&KeyHash>,
-        _: &[String],
-        _: OffsetDateTime,
-    ) -> Result<Option<(StoredProxy, Option<Vec<StoredToken>>)>, RepoError> {
-        Ok(None)
-    }
     async fn list(
         &self,
         _: Uuid,

@@ -7,7 +7,6 @@ use super::*;
 use crate::ReactorError;
 use crate::access::Transform;
 use crate::formula::{FormulaStatus, ParamType, RequestParameter};
-use crate::ports::KeyedReactor;
 
 const CODE: &str = "module.exports = async (req) => ({ raw: req.configuration });";
 
@@ -58,13 +57,12 @@ fn user(permissions: Vec<Permission>) -> Application {
 /// nothing (a second read finds no reactor), and whose code runner expects `runs` calls.
 fn vault_with(app: Application, read: Option<(Reactor, Option<Formula>)>, runs: usize) -> Vault {
     let mut apps = MockApplications::new();
-    apps.expect_find_by_key_hash_with_reactor()
-        .returning(move |_, _, _, _| {
-            Ok(Some(KeyedReactor {
-                application: app.clone(),
-                settings: TenantSettings::default(),
-                reactor: read.clone(),
-                token: None,
+    apps.expect_find_by_key_hash_also()
+        .returning(move |_, _, _| {
+            Ok(Some(KeyRead {
+                reactor: Beside::Read(read.clone()),
+                token: Beside::Read(None),
+                ..KeyRead::alone(app.clone(), TenantSettings::default())
             }))
         });
     let mut code = MockCode::new();
@@ -210,15 +208,15 @@ fn token_vault(token: Option<StoredToken>, reads: usize) -> Vault {
     }];
     let read = Some((reactor(TENANT, 200), Some(declared)));
     let mut apps = MockApplications::new();
-    apps.expect_find_by_key_hash_with_reactor()
-        .returning(move |_, _, token_id, _| {
+    apps.expect_find_by_key_hash_also()
+        .returning(move |_, also, _| {
             // The one token the arguments name, asked for with the key.
-            assert_eq!(token_id.as_deref(), Some("tok1"));
-            Ok(Some(KeyedReactor {
-                application: app.clone(),
-                settings: TenantSettings::default(),
-                reactor: read.clone(),
-                token: token.clone(),
+            assert_eq!(also.token.as_deref(), Some("tok1"));
+            assert_eq!(also.reactor, Some(Uuid::from_u128(200)));
+            Ok(Some(KeyRead {
+                reactor: Beside::Read(read.clone()),
+                token: Beside::Read(token.clone()),
+                ..KeyRead::alone(app.clone(), TenantSettings::default())
             }))
         });
     let mut tokens = MockTokens::new();

@@ -502,12 +502,12 @@ fn keyed_vault(applications: MockApplications, tokens: MockTokens) -> Vault {
 
 fn keyed(app: Application, token: Option<StoredToken>) -> MockApplications {
     let mut apps = MockApplications::new();
-    apps.expect_find_by_key_hash_with_token()
-        .returning(move |_, _, _| {
-            Ok(Some(KeyedToken {
-                application: app.clone(),
-                settings: TenantSettings::default(),
-                token: token.clone(),
+    apps.expect_find_by_key_hash_also()
+        .returning(move |_, also, _| {
+            assert!(also.token.is_some() && also.reactor.is_none() && also.search.is_none());
+            Ok(Some(KeyRead {
+                token: Beside::Read(token.clone()),
+                ..KeyRead::alone(app.clone(), TenantSettings::default())
             }))
         });
     apps
@@ -618,7 +618,7 @@ async fn a_read_with_an_expired_or_unknown_key_is_unauthenticated() {
         Err(Error::Unauthenticated)
     ));
     let mut apps = MockApplications::new();
-    apps.expect_find_by_key_hash_with_token()
+    apps.expect_find_by_key_hash_also()
         .returning(|_, _, _| Ok(None));
     let vault = keyed_vault(apps, MockTokens::new());
     assert!(matches!(
