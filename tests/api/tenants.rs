@@ -312,7 +312,7 @@ async fn a_command_closes_the_database_it_opened() {
     app.shutdown().await.unwrap();
     app.close_harness_pool().await;
     let url = app.config.effective_database_url();
-    let file = tokenvault_persistence::sqlite_backup::sqlite_file(&url).expect("a SQLite URL");
+    let file = tokenvault_persistence::sqlite::backup::sqlite_file(&url).expect("a SQLite URL");
     let mut wal = file.into_os_string();
     wal.push("-wal");
     let made = tokenvault_server::tenant_commands::create(&app.config, "closed", None)

@@ -69,7 +69,7 @@ pub(crate) fn insert_on_writer(
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(encoding)?;
-    crate::sqlite_tx::transaction(conn, |conn| {
+    crate::sqlite::tx::transaction(conn, |conn| {
         let mut insert = conn.prepare_cached(&ACTIVITY)?;
         for values in &rows {
             match insert.execute(rusqlite::params_from_iter(values)) {
@@ -82,7 +82,7 @@ pub(crate) fn insert_on_writer(
         }
         Ok(())
     })
-    .map_err(crate::sqlite_tx::backend)
+    .map_err(crate::sqlite::tx::backend)
 }
 
 /// Writes `entries` on PostgreSQL, through SeaORM's pool. On Citus (`distributed`) one
@@ -128,7 +128,7 @@ async fn insert_tenant_citus(
 ) -> Result<(), RepoError> {
     let arguments = arguments(rows)?;
     let mut txn = pool.begin().await.map_err(repo_err)?;
-    for set in crate::supervise::CITUS_LOCK_TIMEOUT {
+    for set in crate::postgres::supervise::CITUS_LOCK_TIMEOUT {
         sqlx::raw_sql(set)
             .execute(&mut *txn)
             .await

@@ -14,26 +14,27 @@ use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, Beside, KeyRead}
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
-use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
 use crate::paging::newest_first;
-use crate::pg_key_group::KeyGroup;
+use crate::postgres::key_group::KeyGroup;
+use crate::postgres::{keyed_read, keyed_search};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::{hash_hex, to_active, to_domain};
+use crate::sqlite::direct::DirectReads;
 use crate::stamp::stamp;
-use crate::{grants, keyed_reactor, keyed_read, keyed_search};
+use crate::{grants, postgres, sqlite};
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
     /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,
-    /// PostgreSQL's key-and-token reads, answered together (`pg_key_group.rs`).
+    /// PostgreSQL's key-and-token reads, answered together (`postgres/key_group.rs`).
     key_group: Option<Arc<KeyGroup>>,
 }
 
@@ -53,7 +54,7 @@ impl SeaOrmApplicationRepository {
     /// The key and what `also` asks for in one round trip, where this database reads it
     /// ahead; `None` where it does not (Citus, whose joins cannot be routed to a tenant's
     /// node; a search on SQLite, whose key and page each take microseconds on the calling
-    /// thread; a SQLite file locked for the moment, `direct.rs`): the use case then reads
+    /// thread; a SQLite file locked for the moment, `sqlite/direct.rs`): the use case then reads
     /// what it needs once the caller is checked.
     async fn read_ahead(
         &self,
@@ -69,14 +70,14 @@ impl SeaOrmApplicationRepository {
         if let Some(reactor_id) = also.reactor {
             if let Some(pg) = self.reads.pg_joined() {
                 return Some(
-                    keyed_reactor::key_and_reactor_postgres(
+                    postgres::keyed_reactor::key_and_reactor(
                         pg, key_hash, reactor_id, token_id, now,
                     )
                     .await,
                 );
             }
             let direct = self.direct.as_deref()?;
-            return keyed_reactor::key_and_reactor_sqlite(
+            return sqlite::keyed_reactor::key_and_reactor(
                 direct, &key_hash, reactor_id, token_id, now,
             );
         }

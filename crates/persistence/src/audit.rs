@@ -38,8 +38,8 @@ use crate::rows::audit_entry::{micros, sqlite_time};
 #[derive(Clone, Debug)]
 pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
-    /// The thread that appends: a SQLite file's writer (`audit_append.rs`), PostgreSQL's
-    /// appender (`audit_copy.rs`).
+    /// The thread that appends: a SQLite file's writer (`sqlite/audit_append.rs`), PostgreSQL's
+    /// appender (`postgres/audit_copy.rs`).
     appender: Engine,
     /// A Citus database (`Database::distributed`).
     distributed: bool,
@@ -154,7 +154,12 @@ impl AuditRepository for SeaOrmAuditRepository {
                 let (expected, entries) = (expected.cloned(), entries.to_vec());
                 file.writer()
                     .run(move |conn| {
-                        crate::audit_append::append(conn, tenant_id, expected.as_ref(), &entries)
+                        crate::sqlite::audit_append::append(
+                            conn,
+                            tenant_id,
+                            expected.as_ref(),
+                            &entries,
+                        )
                     })
                     .await
             }
@@ -229,7 +234,7 @@ impl AuditRepository for SeaOrmAuditRepository {
     async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
         // Spans tenants on purpose (`audit verify` checks every tenant): on Citus two reads
         // over every shard, allowed in a transaction of their own (`citus::fanning_out`).
-        let txn = crate::citus::fanning_out(&self.db, self.distributed)
+        let txn = crate::postgres::citus::fanning_out(&self.db, self.distributed)
             .await
             .map_err(repo_err)?;
         // Tenants with a head and tenants with entries: a head row deleted behind the server's

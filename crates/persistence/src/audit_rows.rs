@@ -1,4 +1,4 @@
-//! What the audit appenders (`audit_append.rs` on SQLite's writer, `audit_copy.rs` on
+//! What the audit appenders (`sqlite/audit_append.rs` on SQLite's writer, `postgres/audit_copy.rs` on
 //! PostgreSQL's) share beyond the rows' codec (`rows/audit_entry.rs`): the lock an append
 //! takes first, the index a lost race hits, the statements that move a tenant's head. Below
 //! both: it imports neither.

@@ -15,7 +15,8 @@ use sea_orm::{
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
 use crate::engine::{Database, Engine};
-use crate::{direct, pg_direct, writer};
+use crate::postgres::direct as pg_direct;
+use crate::sqlite::{direct, writer};
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +225,7 @@ pub async fn analyze_changed_tables(database: &Database) -> Result<Vec<String>, 
         return Ok(Vec::new());
     }
     let query = if database.reads().distributed() {
-        crate::citus::CHANGED_TABLES
+        crate::postgres::citus::CHANGED_TABLES
     } else {
         CHANGED_TABLES
     };

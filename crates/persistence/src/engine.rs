@@ -3,12 +3,12 @@
 //! Beside SeaORM's pool, each backend has machinery of its own, made here at connect and
 //! nowhere else (no process-wide registry, no thread started by a repository's constructor):
 //!
-//! - a SQLite file: its direct reads on the calling thread (`direct.rs`), its writer thread
-//!   (`writer.rs`: token inserts in groups, audit appends, activity) and its checkpoint thread
-//!   (`checkpoint.rs`);
-//! - PostgreSQL: the adapter's own connections for point reads (`pg_direct.rs`), the token
-//!   group writer thread (`pg_group.rs`), the audit appender thread (`audit_copy.rs`) and the
-//!   queue of key-and-token reads answered together (`pg_key_group.rs`: one per database, so
+//! - a SQLite file: its direct reads on the calling thread (`sqlite/direct.rs`), its writer thread
+//!   (`sqlite/writer.rs`: token inserts in groups, audit appends, activity) and its checkpoint thread
+//!   (`sqlite/checkpoint.rs`);
+//! - PostgreSQL: the adapter's own connections for point reads (`postgres/direct.rs`), the token
+//!   group writer thread (`postgres/group.rs`), the audit appender thread (`postgres/audit_copy.rs`) and the
+//!   queue of key-and-token reads answered together (`postgres/key_group.rs`: one per database, so
 //!   its bound on statements running at once holds for the database).
 //!
 //! Every repository is made from a [`Database`] and shares its engine; its owner stops the
@@ -20,10 +20,10 @@ use std::sync::Arc;
 
 use sea_orm::DatabaseConnection;
 
-use crate::direct::DirectReads;
-use crate::pg_direct::PgDirect;
-use crate::pg_key_group::KeyGroup;
+use crate::postgres::direct::PgDirect;
+use crate::postgres::key_group::KeyGroup;
 use crate::reads::Reads;
+use crate::sqlite::direct::DirectReads;
 
 /// One backend's machinery beside the pool.
 ///

@@ -148,7 +148,7 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
     async fn delete_expired(&self, expired_before: OffsetDateTime) -> Result<u64, RepoError> {
         // Spans tenants on purpose (the sweep of old records): on Citus one `DELETE` over
         // every shard, allowed in a transaction of its own.
-        let txn = crate::citus::fanning_out(&self.db, self.distributed)
+        let txn = crate::postgres::citus::fanning_out(&self.db, self.distributed)
             .await
             .map_err(repo_err)?;
         let result = Entity::delete_many()

@@ -4,25 +4,15 @@
 mod activity_rows;
 mod applications;
 mod audit;
-mod audit_append;
-mod audit_copy;
 mod audit_rows;
-mod checkpoint;
-mod citus;
 mod connect;
-mod direct;
 mod engine;
 mod entity;
 mod grants;
-mod group_commit;
 mod idempotency;
 mod keyed_reactor;
-mod keyed_read;
-mod keyed_search;
 mod paging;
-mod pg_direct;
-mod pg_group;
-mod pg_key_group;
+mod postgres;
 mod proxies;
 mod reactors;
 mod reads;
@@ -30,11 +20,8 @@ mod repo_error;
 mod rows;
 mod search;
 mod sessions;
-pub mod sqlite_backup;
-mod sqlite_tx;
+pub mod sqlite;
 mod stamp;
-mod startup_lock;
-mod supervise;
 mod tenant_purge;
 mod tenants;
 #[cfg(feature = "test-support")]
@@ -43,12 +30,10 @@ mod threads;
 mod token_count;
 #[cfg(feature = "test-support")]
 mod token_explain;
-mod token_months;
 mod token_queries;
 mod token_search;
 mod tokens;
 mod usage;
-mod writer;
 
 pub use applications::SeaOrmApplicationRepository;
 pub use audit::SeaOrmAuditRepository;
@@ -58,12 +43,12 @@ pub use connect::{
 };
 pub use engine::Database;
 pub use idempotency::SeaOrmIdempotencyRepository;
+pub use postgres::startup_lock::StartupLock;
 pub use proxies::SeaOrmProxyRepository;
 pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 /// SeaORM's pool, inside every [`Database`].
 pub use sea_orm::DatabaseConnection;
 pub use sessions::SeaOrmSessionRepository;
-pub use startup_lock::StartupLock;
 pub use tenants::SeaOrmTenantRepository;
 #[cfg(feature = "test-support")]
 pub use token_count::counted_total;

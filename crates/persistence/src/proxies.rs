@@ -20,7 +20,6 @@ use tokenvault_domain::proxy::Proxy;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::proxy::{self, Column, Entity};
 use crate::entity::{application, token};
@@ -30,13 +29,14 @@ use crate::repo_error::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
 use crate::rows::{self, columns};
 use crate::search::list_condition;
+use crate::sqlite::direct::DirectReads;
 use crate::stamp::{stamp, unstamp};
 
 /// Proxies in the `proxies` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmProxyRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
     /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,

@@ -15,7 +15,6 @@ use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorReposito
 use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
-use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::paging::newest_first;
@@ -27,13 +26,14 @@ use crate::rows::reactor::{
 };
 use crate::rows::{self, columns};
 use crate::search::list_condition;
+use crate::sqlite::direct::DirectReads;
 use crate::stamp::stamp;
 
 /// Reactor formulas in the `reactor_formulas` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmFormulaRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
     /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,
@@ -54,7 +54,7 @@ impl SeaOrmFormulaRepository {
 #[derive(Clone, Debug)]
 pub struct SeaOrmReactorRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
     /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,

@@ -1,5 +1,5 @@
 //! Where a repository's point reads run: on PostgreSQL, the adapter's own connections
-//! (`pg_direct.rs`), which go back to their idle list without the `Sync` round trip sqlx 0.9
+//! (`postgres/direct.rs`), which go back to their idle list without the `Sync` round trip sqlx 0.9
 //! sends every time a pooled connection is released; elsewhere SeaORM's pool.
 //!
 //! [`Reads`] is a SeaORM connection, so a query reads `.one(&self.reads)` as it read
@@ -21,7 +21,7 @@ use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
 };
 
-use crate::pg_direct::PgDirect;
+use crate::postgres::direct::PgDirect;
 
 /// Reads of one database: PostgreSQL's direct connections, else the pool.
 #[derive(Clone, Debug)]

@@ -15,7 +15,6 @@ use tokenvault_domain::ports::{TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
-use crate::direct::DirectReads;
 use crate::engine::Database;
 use crate::entity::{application, tenant};
 use crate::reads::Reads;
@@ -23,6 +22,7 @@ use crate::repo_error::repo_err;
 use crate::rows::application::to_active;
 use crate::rows::tenant::to_domain;
 use crate::rows::{self, columns};
+use crate::sqlite::direct::DirectReads;
 use crate::stamp::stamp;
 
 /// Tenants in the `tenants` table; a deleted one is a tombstone until its rows are purged
@@ -30,7 +30,7 @@ use crate::stamp::stamp;
 #[derive(Clone, Debug)]
 pub struct SeaOrmTenantRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
     /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
     reads: Reads,

@@ -21,9 +21,9 @@ use tokenvault_domain::search_query::TimeRange;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::direct::{DirectReads, bound_time};
 use crate::entity::token;
 use crate::rows::token::{live, to_domain};
+use crate::sqlite::direct::{DirectReads, bound_time};
 use crate::stamp::stamp;
 use crate::token_queries::{escape_like, visibility_condition};
 
@@ -67,7 +67,7 @@ pub(crate) fn search_query(
 }
 
 /// A search page whose matches are found through a term ([`SearchCondition::found_through_terms`]), run on SQLite's
-/// direct connections on the calling thread (`direct.rs`): the count and the page are two
+/// direct connections on the calling thread (`sqlite/direct.rs`): the count and the page are two
 /// index lookups of a few rows each, which the driver's worker thread would hand over twice
 /// each. `None` when the database was locked (the caller runs them on the pool instead).
 pub(crate) fn direct_page(

@@ -18,7 +18,6 @@ use tokenvault_domain::ports::{
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::direct::DirectReads;
 use crate::engine::{Database, Engine};
 use crate::entity::{association, token};
 use crate::reads::Reads;
@@ -26,9 +25,10 @@ use crate::repo_error::repo_err;
 use crate::rows::token::{
     NewLists, insert_order, list_json, metadata_json, to_active, to_domain, write_conflict,
 };
+use crate::sqlite::direct::DirectReads;
+use crate::sqlite::token_months::Created;
 use crate::stamp::stamp;
 use crate::token_count::{counted_total, drop_empty, empty_row_tenants};
-use crate::token_months::Created;
 use crate::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
 };
@@ -39,7 +39,7 @@ use crate::token_search::{direct_page, search_page, search_query, total_from_pag
 #[derive(Clone, Debug)]
 pub struct SeaOrmTokenRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`direct.rs`); `None` on PostgreSQL.
+    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
     direct: Option<Arc<DirectReads>>,
     /// The backend's writer threads (`engine.rs`).
     engine: Engine,
@@ -146,7 +146,7 @@ impl TokenRepository for SeaOrmTokenRepository {
             }
         }
         if matches!(self.engine, Engine::Sqlite(_)) {
-            // PostgreSQL's trigger counts them; SQLite's adapter does (`token_months.rs`).
+            // PostgreSQL's trigger counts them; SQLite's adapter does (`sqlite/token_months.rs`).
             let mut created = Created::default();
             for t in tokens {
                 created.add(t.tenant_id, &month_of(t.created_at));
@@ -425,12 +425,12 @@ impl TokenRepository for SeaOrmTokenRepository {
         // allows statements over many shards (`citus::fanning_out`), whatever the connection
         // refuses; then each tenant's empty rows on their own, as on one PostgreSQL (one long
         // transaction held the counter rows that inserts add to until the last tenant).
-        let txn = crate::citus::fanning_out(&self.db, true)
+        let txn = crate::postgres::citus::fanning_out(&self.db, true)
             .await
             .map_err(repo_err)?;
         let result = expired.exec(&txn).await.map_err(repo_err)?;
         txn.commit().await.map_err(repo_err)?;
-        let txn = crate::citus::fanning_out(&self.db, true)
+        let txn = crate::postgres::citus::fanning_out(&self.db, true)
             .await
             .map_err(repo_err)?;
         let tenants = empty_row_tenants(&txn).await?;

@@ -29,7 +29,7 @@ fn engine_threads() -> Vec<String> {
 }
 
 fn wal_bytes(url: &str) -> u64 {
-    let file = tokenvault_persistence::sqlite_backup::sqlite_file(url).expect("a SQLite URL");
+    let file = tokenvault_persistence::sqlite::backup::sqlite_file(url).expect("a SQLite URL");
     let mut wal = file.into_os_string();
     wal.push("-wal");
     std::fs::metadata(wal).map_or(0, |m| m.len())
@@ -65,7 +65,7 @@ async fn close_stops_the_engine_after_its_queued_work() {
         // last connection closes: its size then shows the checkpoint at close.
         let outside = (backend == Backend::Sqlite).then(|| {
             let file =
-                tokenvault_persistence::sqlite_backup::sqlite_file(&db.url).expect("a SQLite URL");
+                tokenvault_persistence::sqlite::backup::sqlite_file(&db.url).expect("a SQLite URL");
             rusqlite::Connection::open(file).expect("an outside connection")
         });
         if backend == Backend::Sqlite {

@@ -161,7 +161,7 @@ async fn a_public_key_reads_no_token() {
     }
 }
 
-/// Reads made at once (PostgreSQL answers them in shared statements, `pg_key_group.rs`): each
+/// Reads made at once (PostgreSQL answers them in shared statements, `postgres/key_group.rs`): each
 /// gets its own key's application and its own tenant's token, never a neighbour's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_reads_each_get_their_own_answer() {

@@ -1,8 +1,8 @@
 //! PostgreSQL's reads outside transactions and token inserts run on connections outside
-//! SeaORM's pool (`pg_direct.rs`, `reads.rs`): they answer as the pool did, and a read survives the server closing the
+//! SeaORM's pool (`postgres/direct.rs`, `reads.rs`): they answer as the pool did, and a read survives the server closing the
 //! idle connections (a restart, an administrator's `pg_terminate_backend`); the group writer
 //! checks a connection that sat idle, and never retries a write. The audit appender's
-//! connection (`audit_copy.rs`) belongs to its own thread: appends from runtimes that have
+//! connection (`postgres/audit_copy.rs`) belongs to its own thread: appends from runtimes that have
 //! stopped, and after the server closed it, still land.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly by design

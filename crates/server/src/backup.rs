@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use tokenvault_domain::ports::Cipher as _;
-use tokenvault_persistence::sqlite_backup;
+use tokenvault_persistence::sqlite::backup as sqlite_backup;
 
 use crate::{Config, create_private_dir};
 

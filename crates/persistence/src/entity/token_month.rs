@@ -1,5 +1,5 @@
 //! The `token_months` table: tokens created per (tenant, UTC month), added as tokens are
-//! inserted (migration 16: PostgreSQL's trigger, SQLite's adapter in `token_months.rs`), in one
+//! inserted (migration 16: PostgreSQL's trigger, SQLite's adapter in `sqlite/token_months.rs`), in one
 //! row per shard (PostgreSQL: one per writing backend slot).
 #![allow(missing_docs)]
 

@@ -1,5 +1,5 @@
-//! The `audit_log` rows: an entry's values as its appenders write them (`audit_append.rs` on
-//! SQLite, `audit_copy.rs` on PostgreSQL), and `created_at` as it is stored: UTC, whole
+//! The `audit_log` rows: an entry's values as its appenders write them (`sqlite/audit_append.rs` on
+//! SQLite, `postgres/audit_copy.rs` on PostgreSQL), and `created_at` as it is stored: UTC, whole
 //! microseconds; on SQLite text with exactly six fraction digits, so that text order is time
 //! order.
 

@@ -1,5 +1,5 @@
 //! Rows as the data of a PostgreSQL `COPY … FROM STDIN (FORMAT binary)`: a sink of the row
-//! codecs (`write.rs`), used by the audit appender (`audit_copy.rs`).
+//! codecs (`write.rs`), used by the audit appender (`postgres/audit_copy.rs`).
 
 use time::OffsetDateTime;
 

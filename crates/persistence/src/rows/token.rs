@@ -145,14 +145,14 @@ pub(crate) fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Mod
     })
 }
 
-/// The columns a new token is written with by the group writers (`group_commit.rs`,
-/// `pg_group.rs`): all but `version`, which starts at the column's default, 0, as every create
+/// The columns a new token is written with by the group writers (`sqlite/group_commit.rs`,
+/// `postgres/group.rs`): all but `version`, which starts at the column's default, 0, as every create
 /// sets it.
 pub(crate) const NOT_INSERTED: &[token::Column] = &[token::Column::Version];
 
 /// A new token's values, in the entity's order less [`NOT_INSERTED`] (its `metadata` as JSON
 /// text, [`metadata_json`]): the one list of them every fast path binds, whatever the backend
-/// (`group_commit.rs` on SQLite, `pg_group.rs` on PostgreSQL). Timestamps are stamped
+/// (`sqlite/group_commit.rs` on SQLite, `postgres/group.rs` on PostgreSQL). Timestamps are stamped
 /// (`stamp.rs`).
 pub(crate) fn put_new<'a>(
     t: &'a StoredToken,

@@ -1,7 +1,7 @@
 //! PostgreSQL's statements on connections of the adapter's own, beside SeaORM's pool: the
 //! repositories' point reads (`reads.rs`), among them the key's application (every request),
 //! and the key-and-token read of `GET /tokens/{id}`. Single token inserts go
-//! to the group writer (`pg_group.rs`) and audit appends to the appender (`audit_copy.rs`),
+//! to the group writer (`postgres/group.rs`) and audit appends to the appender (`postgres/audit_copy.rs`),
 //! both threads started here, one each per database; `connect` fails when they cannot start.
 //!
 //! Why: sqlx 0.9 pings a connection every time it goes back to its pool, so each pooled
@@ -24,23 +24,23 @@ use sea_orm::{DbErr, QueryResult, RuntimeErr, Statement};
 use sea_query_sqlx::SqlxValues;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::audit_copy::AuditWriter;
-use crate::pg_group::PgWriter;
-use crate::supervise::answered;
+use crate::postgres::audit_copy::AuditWriter;
+use crate::postgres::group::PgWriter;
+use crate::postgres::supervise::answered;
 
 /// How long a statement waits for a connection, as SeaORM's pool does (`connect`).
 const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Connections of one database, at most as many as SeaORM's pool may hold (so a server opens
 /// up to twice `TOKENVAULT_DB_MAX_CONNECTIONS`, plus the group writer's one and the audit
-/// appender's one, `audit_copy.rs`).
+/// appender's one, `postgres/audit_copy.rs`).
 pub(crate) struct PgDirect {
     options: PgConnectOptions,
     idle: Mutex<Vec<PgConnection>>,
     permits: Semaphore,
-    /// Single token inserts, committed in groups (`pg_group.rs`).
+    /// Single token inserts, committed in groups (`postgres/group.rs`).
     writer: PgWriter,
-    /// Audit appends (`audit_copy.rs`).
+    /// Audit appends (`postgres/audit_copy.rs`).
     audit: AuditWriter,
 }
 
@@ -97,7 +97,7 @@ fn query_err(e: sqlx::Error) -> DbErr {
 impl PgDirect {
     /// The direct connections, token writer and audit appender of the PostgreSQL database
     /// behind `pool`; its two threads start here. `citus`: the database is distributed, and
-    /// the token writer writes one statement per tenant (`pg_group.rs`).
+    /// the token writer writes one statement per tenant (`postgres/group.rs`).
     ///
     /// # Errors
     /// A thread could not start.
@@ -127,12 +127,12 @@ impl PgDirect {
         }))
     }
 
-    /// The group writer of this database (`pg_group.rs`).
+    /// The group writer of this database (`postgres/group.rs`).
     pub(crate) fn writer(&self) -> &PgWriter {
         &self.writer
     }
 
-    /// The audit appender of this database (`audit_copy.rs`).
+    /// The audit appender of this database (`postgres/audit_copy.rs`).
     pub(crate) fn audit(&self) -> &AuditWriter {
         &self.audit
     }
@@ -202,7 +202,7 @@ impl PgDirect {
     }
 
     /// The rows of the read that `query` makes (again for the one retry): all of them, or the
-    /// first. For statements bound by hand (arrays: `pg_key_group.rs`).
+    /// first. For statements bound by hand (arrays: `postgres/key_group.rs`).
     pub(crate) async fn fetch_query<'q, A>(
         &self,
         query: impl Fn() -> sqlx::query::Query<'q, sqlx::Postgres, A>,

@@ -19,12 +19,12 @@
 //! request in flight, as the connection semaphore's waiters did before.
 //!
 //! What each row may see is the single read's: a key's tenant's live token by that id, for a
-//! private application only (`keyed_read.rs`); the rows are matched to their callers by the
+//! private application only (`postgres/keyed_read.rs`); the rows are matched to their callers by the
 //! ordinal alone.
 //!
 //! Only this read is grouped. The key read alone (every other request's authentication) was
 //! grouped too at first and cost the tokenize load a quarter of its rate (12,700 → 9,200 req/s):
-//! its requests then moved in step from the grouped reads to the group insert (`pg_group.rs`)
+//! its requests then moved in step from the grouped reads to the group insert (`postgres/group.rs`)
 //! and back, so the two stages took turns instead of overlapping.
 
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -37,8 +37,10 @@ use tokenvault_domain::ports::{Beside, KeyRead};
 use tokio::sync::oneshot;
 
 use crate::entity::token;
-use crate::keyed_read::{application_and_settings, application_and_settings_of, prefixed};
-use crate::pg_direct::PgDirect;
+use crate::postgres::direct::PgDirect;
+use crate::postgres::keyed_read::{
+    application_and_settings, application_and_settings_of, prefixed,
+};
 use crate::repo_error::repo_err;
 use crate::stamp::stamp;
 
@@ -47,7 +49,7 @@ const MAX_BATCH: usize = 64;
 /// Statements running at once at most (each on its own connection).
 const MAX_RUNNING: usize = 2;
 /// The longest a read waits for its answer, as long as a single read waits for a connection
-/// (`pg_direct.rs`): a stalled statement fails its callers instead of holding them.
+/// (`postgres/direct.rs`): a stalled statement fails its callers instead of holding them.
 const MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One row per read that found its key: `q_n` its ordinal (from 1), the application and

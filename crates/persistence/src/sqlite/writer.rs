@@ -11,10 +11,10 @@
 //! - the audit flush on the pool held the write lock for tens of milliseconds while every insert
 //!   waited (half the token writer's time in one profile); here it is one more job in the queue.
 //!
-//! Token inserts are committed in groups (`group_commit.rs`); any other write is a job run on
+//! Token inserts are committed in groups (`sqlite/group_commit.rs`); any other write is a job run on
 //! the connection in the order it arrived. The thread belongs to no HTTP worker's runtime, so it
 //! neither stops with one nor competes with its requests. It ends when the database is closed
-//! (`Writer::stop`) or its queue's last sender (with the file's `DirectReads`, `direct.rs`) is
+//! (`Writer::stop`) or its queue's last sender (with the file's `DirectReads`, `sqlite/direct.rs`) is
 //! dropped.
 
 use std::path::PathBuf;
@@ -27,7 +27,7 @@ use tokenvault_domain::token::StoredToken;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::group_commit::{self, Pending};
+use crate::sqlite::group_commit::{self, Pending};
 use crate::threads::Joinable;
 
 /// The most messages (token rows and jobs) taken at once; the rows among them go in one
@@ -42,7 +42,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// `token_activity`.
 const CACHE_KIB: i64 = 8 * 1024;
 /// The writer connection's own automatic checkpoint (pages): a bound on the log should the
-/// checkpoint thread (`checkpoint.rs`) stop or fall behind.
+/// checkpoint thread (`sqlite/checkpoint.rs`) stop or fall behind.
 const AUTOCHECKPOINT: u32 = 10_000;
 
 /// A write to run on the writer's connection.
@@ -236,7 +236,7 @@ fn guarded(conn: &Connection, write: impl FnOnce()) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sqlite_tx::{backend, transaction};
+    use crate::sqlite::tx::{backend, transaction};
 
     fn scratch() -> (tempdir::Dir, Writer) {
         let dir = tempdir::Dir::new();

@@ -1,5 +1,5 @@
 //! Tokens created per tenant and UTC month (`token_months`, migration 16) on SQLite, counted by
-//! the two paths that insert tokens there: the writer's group commit (`group_commit.rs`) and
+//! the two paths that insert tokens there: the writer's group commit (`sqlite/group_commit.rs`) and
 //! `insert_all`. PostgreSQL counts them with a statement trigger, once per insert statement;
 //! SQLite has only row triggers, and one `UPSERT` per token took ~8 % of the tokenize rate,
 //! where one per (tenant, month) of a group is lost in the noise. The counts go in the

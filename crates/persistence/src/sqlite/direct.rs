@@ -7,7 +7,7 @@
 //! (an API key's application on every request, a token by id), which SQLite answers from its page
 //! cache in microseconds: they run here, on a small pool of rusqlite connections opened on the
 //! same file, with prepared statements cached per connection. Each connection is
-//! `query_only`; writes go through the file's writer thread (`writer.rs`) or SeaORM's pool,
+//! `query_only`; writes go through the file's writer thread (`sqlite/writer.rs`) or SeaORM's pool,
 //! and every read that may scan stays on SeaORM.
 //!
 //! Consistency is SQLite's own: in WAL mode each statement reads the last committed state, so a
@@ -28,12 +28,12 @@ use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::checkpoint::{self, Checkpointer};
 use crate::entity::{application, token};
 use crate::rows::tenant::{settings_columns, settings_from_sqlite};
 use crate::rows::{self, Fields, columns};
+use crate::sqlite::checkpoint::{self, Checkpointer};
+use crate::sqlite::writer::{OnDisk, Writer};
 use crate::stamp::stamp;
-use crate::writer::{OnDisk, Writer};
 
 /// At most this many idle connections are kept; more are opened only while more threads read
 /// at once (each read holds its connection only for the statement, never across an `await`).
@@ -43,9 +43,9 @@ const MAX_IDLE: usize = 8;
 pub(crate) struct DirectReads {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
-    /// The file's writer thread (`writer.rs`): token inserts, audit and activity flushes.
+    /// The file's writer thread (`sqlite/writer.rs`): token inserts, audit and activity flushes.
     writer: Arc<Writer>,
-    /// Its checkpoint thread (`checkpoint.rs`), if it could start.
+    /// Its checkpoint thread (`sqlite/checkpoint.rs`), if it could start.
     checkpointer: Option<Checkpointer>,
     /// Set by [`Self::stop`]: no read opens a connection after it.
     closed: AtomicBool,
@@ -91,7 +91,7 @@ static LIVE_TOKEN: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The key's application, its tenant's settings and, for a private application only, the live
-/// token `?2` of its tenant: one statement, one read transaction (`keyed_read.rs`).
+/// token `?2` of its tenant: one statement, one read transaction (`postgres/keyed_read.rs`).
 static KEY_AND_TOKEN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {}, {}, {} \
@@ -217,12 +217,12 @@ impl DirectReads {
         self.refused.store(refused, Ordering::Release);
     }
 
-    /// The file's writer thread (`writer.rs`).
+    /// The file's writer thread (`sqlite/writer.rs`).
     pub(crate) fn writer(&self) -> &Writer {
         &self.writer
     }
 
-    /// Inserts `token` through the file's group writer (`group_commit.rs`).
+    /// Inserts `token` through the file's group writer (`sqlite/group_commit.rs`).
     pub(crate) async fn insert_token(&self, token: StoredToken) -> Result<TokenWrite, RepoError> {
         self.writer.insert_token(token).await
     }

@@ -32,10 +32,10 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::entity::token;
+use crate::postgres::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
 use crate::rows;
 use crate::rows::token::{NOT_INSERTED, NewLists, insert_order, put_new, write_conflict};
 use crate::rows::write::{PgArrays, PgValues, pg_params, put_row};
-use crate::supervise::{self, CHECK_AFTER_IDLE, Supervised, answered, within};
 
 mod citus;
 

@@ -1,5 +1,5 @@
 //! The audit append on PostgreSQL: one transaction that moves the head as SQLite's append does
-//! (`audit_append.rs`), then sends the entries with `COPY … FROM STDIN` in PostgreSQL's binary
+//! (`sqlite/audit_append.rs`), then sends the entries with `COPY … FROM STDIN` in PostgreSQL's binary
 //! format, on a thread of its own ("pg-audit": its own runtime and connection).
 //!
 //! Why `COPY`: under the PostgreSQL detokenize load the flush was a third of PostgreSQL's CPU
@@ -29,12 +29,12 @@ use uuid::Uuid;
 
 use crate::audit_rows::{LOCK_TENANT, SEQ_INDEX, first_head, move_head};
 use crate::entity::audit_entry;
+use crate::postgres::supervise::answered as database_answered;
+use crate::postgres::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, Supervised, timed_out, within};
 use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::columns;
 use crate::rows::copy::CopyRows;
 use crate::rows::write::put_row;
-use crate::supervise::answered as database_answered;
-use crate::supervise::{self, CHECK_AFTER_IDLE, DEADLINE, Supervised, timed_out, within};
 
 /// On Citus, the tenant's row read without a lock: `tenants` is a reference table there, whose
 /// row lock is taken on every node, so one node down would fail every tenant's appends. There

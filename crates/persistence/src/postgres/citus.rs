@@ -1,6 +1,6 @@
 //! What the adapter does differently on a Citus database (`Database::distributed`), beside the
 //! joined reads it leaves out (`reads.rs`, `Reads::pg_joined`) and the token writer's statement
-//! per tenant (`pg_group.rs`).
+//! per tenant (`postgres/group.rs`).
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
 

@@ -1,6 +1,6 @@
-//! The audit append on SQLite, run on the file's writer thread (`writer.rs`).
+//! The audit append on SQLite, run on the file's writer thread (`sqlite/writer.rs`).
 //!
-//! The same transaction as PostgreSQL's (`audit_copy.rs`), statement for statement: the head
+//! The same transaction as PostgreSQL's (`postgres/audit_copy.rs`), statement for statement: the head
 //! moves first (a conditional `UPDATE`, or an `INSERT … ON CONFLICT DO NOTHING` for a tenant's
 //! first entries), then the entries go in; a head that did not move means another appender got
 //! there first (`HeadMoved`), an entry that lands on a taken (tenant, seq) behind a head that
@@ -21,7 +21,7 @@ use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::audit_entry::sqlite_text;
 use crate::rows::write::{SqliteValues, put_row};
 use crate::rows::{columns, sqlite_marks};
-use crate::sqlite_tx::{backend, transaction};
+use crate::sqlite::tx::{backend, transaction};
 
 static FIRST_HEAD: LazyLock<String> = LazyLock::new(|| first_head(|n| format!("?{n}")));
 

@@ -9,9 +9,9 @@ use tokenvault_domain::ports::TokenWrite;
 
 use super::{Pending, TENANT_LIVE, answer_all, columns};
 use crate::entity::token;
+use crate::postgres::supervise::{self, answered, within};
 use crate::rows::token::NOT_INSERTED;
 use crate::rows::write::pg_params;
-use crate::supervise::{self, answered, within};
 
 /// On Citus, [`super::GROUP_SQL`] without [`super::TENANT_FREE`]: `tenants` is a reference table there, and
 /// a lock on its row is taken on every node, so one node down would fail every tenant's

@@ -25,8 +25,8 @@ use tokenvault_domain::ports::{Beside, KeyRead, SearchAhead, SearchCondition, Vi
 use uuid::Uuid;
 
 use crate::entity::token;
-use crate::keyed_read::{application_and_settings, application_and_settings_of};
-use crate::pg_direct::PgDirect;
+use crate::postgres::direct::PgDirect;
+use crate::postgres::keyed_read::{application_and_settings, application_and_settings_of};
 use crate::repo_error::repo_err;
 use crate::token_search::search_query;
 

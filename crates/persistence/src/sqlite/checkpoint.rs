@@ -3,7 +3,7 @@
 //! In WAL mode every commit appends pages to the `-wal` file, and a checkpoint copies them back
 //! into the database file so the log can start over. SQLite runs that checkpoint itself in the
 //! connection whose commit pushed the log past 1,000 pages: under a tokenize load that is the
-//! writer thread (`writer.rs`), which then copies a thousand pages and syncs the database file
+//! writer thread (`sqlite/writer.rs`), which then copies a thousand pages and syncs the database file
 //! while every waiting insert queues behind it (docs/performance-journal.md).
 //!
 //! Here a thread per database file does it instead, on its own connection, in two steps:
@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::sqlite::writer::Writer;
 use crate::threads::Joinable;
-use crate::writer::Writer;
 
 /// How often the log is copied back.
 const EVERY: Duration = Duration::from_millis(20);

@@ -1,11 +1,11 @@
 //! PostgreSQL's key read (every request's authentication, one statement of its own) and the
 //! columns every keyed read selects (the key's application under `a_`, its tenant's settings
 //! under `s_`, another entity under its own prefix) with their decoding, shared by the
-//! key-and-token reads answered together (`pg_key_group.rs`, `GET /tokens/{id}`) and the
+//! key-and-token reads answered together (`postgres/key_group.rs`, `GET /tokens/{id}`) and the
 //! key-and-reactor read (`keyed_reactor.rs`). A token is joined only for a private
 //! application's key, the only type that may hold `token:read` (decisions §4): a public or
 //! management key never makes the server read a token's ciphertext. SQLite's keyed reads run
-//! on the calling thread (`direct.rs`).
+//! on the calling thread (`sqlite/direct.rs`).
 
 use std::sync::LazyLock;
 
@@ -16,7 +16,7 @@ use tokenvault_domain::application::Application;
 use tokenvault_domain::tenant::TenantSettings;
 
 use crate::entity::application;
-use crate::pg_direct::PgDirect;
+use crate::postgres::direct::PgDirect;
 use crate::repo_error::repo_err;
 use crate::rows::tenant::{settings_columns, settings_of};
 

@@ -3,7 +3,7 @@
 //! SQLite at `synchronous=FULL` syncs the disk on every commit, which bounds one-row commits to a
 //! few thousand per second on this class of machine, while one transaction of a hundred rows costs
 //! about the same as one row (docs/performance-journal.md). Concurrent `POST /tokens` therefore hand their
-//! row to the file's writer thread (`writer.rs`), which takes every row waiting at that moment,
+//! row to the file's writer thread (`sqlite/writer.rs`), which takes every row waiting at that moment,
 //! writes them in one transaction and answers each caller only after the commit returned: an
 //! acknowledged token is as durable as before.
 //!
@@ -25,8 +25,8 @@ use uuid::Uuid;
 use crate::entity::token;
 use crate::rows::token::NOT_INSERTED;
 use crate::rows::{columns, sqlite_marks};
-use crate::sqlite_tx::transaction;
-use crate::token_months::Created;
+use crate::sqlite::token_months::Created;
+use crate::sqlite::tx::transaction;
 
 /// The insert, its columns those of the entity that a new row is written with (`rows/token.rs`).
 static INSERT: LazyLock<String> = LazyLock::new(|| {
@@ -79,7 +79,7 @@ pub(crate) fn write(conn: &Connection, rows: &mut Vec<Pending>) {
 }
 
 /// The batch in one transaction, with the monthly creation counts of the rows it wrote
-/// (`token_months.rs`): each row's answer, or the error that rolled it all back.
+/// (`sqlite/token_months.rs`): each row's answer, or the error that rolled it all back.
 fn write_batch(conn: &Connection, batch: &[Pending]) -> Result<Vec<Answer>, CommitFailed> {
     transaction(conn, |conn| {
         let answers = batch

@@ -1,0 +1,16 @@
+//! What runs on PostgreSQL only: the adapter's own connections (`direct.rs`), the token
+//! group writer (`group.rs`) and audit appender (`audit_copy.rs`) on threads of their own
+//! (`supervise.rs`), the key reads that join what a request reads next (`keyed_read.rs`,
+//! `key_group.rs`, `keyed_reactor.rs`, `keyed_search.rs`), Citus (`citus.rs`) and the startup
+//! lock (`startup_lock.rs`).
+
+pub(crate) mod audit_copy;
+pub(crate) mod citus;
+pub(crate) mod direct;
+pub(crate) mod group;
+pub(crate) mod key_group;
+pub(crate) mod keyed_reactor;
+pub(crate) mod keyed_read;
+pub(crate) mod keyed_search;
+pub(crate) mod startup_lock;
+pub(crate) mod supervise;
