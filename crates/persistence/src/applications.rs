@@ -1,100 +1,86 @@
-//! [`ApplicationRepository`] on SeaORM.
+//! [`ApplicationRepository`] on SeaORM: the writes and lists, the same on both databases;
+//! the reads by key and by id are each database's own ([`ApplicationReads`]:
+//! `sqlite/applications.rs`, `postgres/applications.rs`).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, Beside, KeyRead};
+use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
-use crate::engine::Database;
+use crate::engine::{Database, Engine};
 use crate::entity::application::{Column, Entity};
+use crate::one_of_tenant::one_of_tenant;
 use crate::paging::newest_first;
-use crate::postgres::key_group::KeyGroup;
-use crate::postgres::{keyed_read, keyed_search};
-use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::{hash_hex, to_active, to_domain};
-use crate::sqlite::direct::DirectReads;
 use crate::stamp::stamp;
 use crate::{grants, postgres, sqlite};
+
+/// How one database reads applications: by key (every request's authentication), by key with
+/// what the request reads next, by id.
+#[async_trait]
+pub(crate) trait ApplicationReads: Send + Sync + std::fmt::Debug {
+    /// The application holding `key_hash` (hex) and its tenant's settings; `None` for an
+    /// unknown key or a deleted tenant's.
+    async fn by_key(
+        &self,
+        key_hash: String,
+    ) -> Result<Option<(Application, TenantSettings)>, RepoError>;
+
+    /// The key and what `also` asks for in one round trip, where this database reads it
+    /// ahead; `None` where it does not (the key is then read alone, and the use case reads
+    /// what it needs once the caller is checked).
+    async fn by_key_also(
+        &self,
+        key_hash: String,
+        also: &AlsoRead,
+        now: OffsetDateTime,
+    ) -> Option<Result<Option<KeyRead>, RepoError>>;
+
+    /// The application `id` of `tenant_id`.
+    async fn by_id(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
+}
+
+/// The application `id` of `tenant_id` through SeaORM on `db`.
+pub(crate) async fn by_id(
+    db: &impl ConnectionTrait,
+    tenant_id: Uuid,
+    id: Uuid,
+) -> Result<Option<Application>, RepoError> {
+    one_of_tenant::<Entity, _>(db, (Column::TenantId, Column::Id), tenant_id, id, to_domain).await
+}
 
 /// Applications in the `applications` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
-    direct: Option<Arc<DirectReads>>,
-    /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
-    reads: Reads,
-    /// PostgreSQL's key-and-token reads, answered together (`postgres/key_group.rs`).
-    key_group: Option<Arc<KeyGroup>>,
+    /// The database's own reads.
+    reads: Arc<dyn ApplicationReads>,
 }
 
 impl SeaOrmApplicationRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
+        let reads: Arc<dyn ApplicationReads> = match db.engine() {
+            Engine::Sqlite(direct) => Arc::new(sqlite::applications::SqliteApplications::new(
+                direct,
+                db.connection().clone(),
+            )),
+            Engine::Postgres(pg) => Arc::new(postgres::applications::PgApplications::new(&db, pg)),
+        };
         Self {
-            key_group: db.key_group(),
-            direct: db.sqlite(),
-            reads: db.reads(),
+            reads,
             db: db.connection().clone(),
         }
-    }
-}
-
-impl SeaOrmApplicationRepository {
-    /// The key and what `also` asks for in one round trip, where this database reads it
-    /// ahead; `None` where it does not (Citus, whose joins cannot be routed to a tenant's
-    /// node; a search on SQLite, whose key and page each take microseconds on the calling
-    /// thread; a SQLite file locked for the moment, `sqlite/direct.rs`): the use case then reads
-    /// what it needs once the caller is checked.
-    async fn read_ahead(
-        &self,
-        key_hash: String,
-        also: &AlsoRead,
-        now: OffsetDateTime,
-    ) -> Option<Result<Option<KeyRead>, RepoError>> {
-        if let Some(search) = &also.search {
-            let pg = self.reads.pg_joined()?;
-            return keyed_search::key_and_search(pg, key_hash, search, now).await;
-        }
-        let token_id = also.token.as_deref();
-        if let Some(reactor_id) = also.reactor {
-            if let Some(pg) = self.reads.pg_joined() {
-                return Some(
-                    postgres::keyed_reactor::key_and_reactor(
-                        pg, key_hash, reactor_id, token_id, now,
-                    )
-                    .await,
-                );
-            }
-            let direct = self.direct.as_deref()?;
-            return sqlite::keyed_reactor::key_and_reactor(
-                direct, &key_hash, reactor_id, token_id, now,
-            );
-        }
-        let token_id = token_id?;
-        if let Some(group) = &self.key_group {
-            return Some(group.read(key_hash, token_id, now).await);
-        }
-        let found = self
-            .direct
-            .as_ref()?
-            .key_and_token(&key_hash, token_id, now)?;
-        Some(found.map(|found| {
-            found.map(|(application, settings, token)| KeyRead {
-                token: Beside::Read(token),
-                ..KeyRead::alone(application, settings)
-            })
-        }))
     }
 }
 
@@ -112,29 +98,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         &self,
         hash: &KeyHash,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
-        if let Some(pg) = self.reads.pg() {
-            return keyed_read::key_postgres(pg, hash_hex(hash)).await;
-        }
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.application_by_key(&hash_hex(hash)))
-        {
-            return found;
-        }
-        let query = Entity::find()
-            .filter(Column::KeyHash.eq(hash_hex(hash)))
-            .find_also_related(crate::entity::tenant::Entity)
-            // A deleted tenant's keys stop at once, whatever is left of its rows.
-            .filter(crate::entity::tenant::Column::DeletedAt.is_null());
-        let found = query.one(&self.reads).await.map_err(repo_err)?;
-        match found {
-            Some((app, Some(tenant))) => Ok(Some((
-                to_domain(app)?,
-                crate::rows::tenant::to_domain(tenant).settings,
-            ))),
-            _ => Ok(None),
-        }
+        self.reads.by_key(hash_hex(hash)).await
     }
 
     async fn find_by_key_hash_also(
@@ -143,7 +107,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         also: &AlsoRead,
         now: OffsetDateTime,
     ) -> Result<Option<KeyRead>, RepoError> {
-        let found = match self.read_ahead(hash_hex(hash), also, now).await {
+        let found = match self.reads.by_key_also(hash_hex(hash), also, now).await {
             Some(found) => found?,
             None => self
                 .find_by_key_hash(hash)
@@ -162,21 +126,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.application(tenant_id, id))
-        {
-            return found;
-        }
-        Entity::find()
-            .filter(Column::TenantId.eq(tenant_id))
-            .filter(Column::Id.eq(id))
-            .one(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .map(to_domain)
-            .transpose()
+        self.reads.by_id(tenant_id, id).await
     }
 
     async fn list(

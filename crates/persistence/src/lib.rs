@@ -11,6 +11,7 @@ mod entity;
 mod grants;
 mod idempotency;
 mod keyed_reactor;
+mod one_of_tenant;
 mod paging;
 mod postgres;
 mod proxies;

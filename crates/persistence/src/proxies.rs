@@ -4,12 +4,12 @@
 //! the proxy holding it, in SQL.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, Query};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -20,34 +20,80 @@ use tokenvault_domain::proxy::Proxy;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::engine::Database;
+use crate::engine::{Database, Engine};
 use crate::entity::proxy::{self, Column, Entity};
-use crate::entity::{application, token};
+use crate::one_of_tenant::one_of_tenant;
 use crate::paging::newest_first;
-use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
-use crate::rows::{self, columns};
 use crate::search::list_condition;
-use crate::sqlite::direct::DirectReads;
 use crate::stamp::{stamp, unstamp};
+use crate::{postgres, sqlite};
+
+/// How one database reads proxies: by id, by key, by key with the tokens a call names.
+#[async_trait]
+pub(crate) trait ProxyReads: Send + Sync + std::fmt::Debug {
+    /// The proxy `id` of `tenant_id`.
+    async fn by_id(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError>;
+
+    /// The proxy holding `key_hash` (hex), if its tenant is live.
+    async fn by_key(&self, key_hash: String) -> Result<Option<StoredProxy>, RepoError>;
+
+    /// [`ProxyRepository::find_by_key_hash_also`], where this database reads the tokens
+    /// ahead; `None` where it does not (the proxy is then read alone).
+    async fn by_key_also(
+        &self,
+        hash: &KeyHash,
+        caller_key: Option<&KeyHash>,
+        token_ids: &[String],
+        now: OffsetDateTime,
+    ) -> Option<Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError>>;
+}
+
+/// The proxy `id` of `tenant_id` through SeaORM on `db`.
+pub(crate) async fn by_id(
+    db: &impl ConnectionTrait,
+    tenant_id: Uuid,
+    id: Uuid,
+) -> Result<Option<StoredProxy>, RepoError> {
+    one_of_tenant::<Entity, _>(db, (Column::TenantId, Column::Id), tenant_id, id, to_domain).await
+}
+
+/// The proxy holding `key_hash` (hex), if its tenant is live, through SeaORM on `db`.
+pub(crate) async fn by_key(
+    db: &impl ConnectionTrait,
+    key_hash: String,
+) -> Result<Option<StoredProxy>, RepoError> {
+    Entity::find()
+        .filter(Column::KeyHash.eq(key_hash))
+        .filter(Expr::cust(OF_LIVE_TENANT))
+        .one(db)
+        .await
+        .map_err(repo_err)?
+        .map(to_domain)
+        .transpose()
+}
 
 /// Proxies in the `proxies` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmProxyRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
-    direct: Option<Arc<DirectReads>>,
-    /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
-    reads: Reads,
+    /// The database's own reads (`sqlite/proxies.rs`, `postgres/proxies.rs`).
+    reads: Arc<dyn ProxyReads>,
 }
 
 impl SeaOrmProxyRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
+        let reads: Arc<dyn ProxyReads> = match db.engine() {
+            Engine::Sqlite(direct) => Arc::new(sqlite::proxies::SqliteProxies::new(
+                direct,
+                db.connection().clone(),
+            )),
+            Engine::Postgres(_) => Arc::new(postgres::proxies::PgProxies::new(db.reads())),
+        };
         Self {
-            direct: db.sqlite(),
-            reads: db.reads(),
+            reads,
             db: db.connection().clone(),
         }
     }
@@ -61,25 +107,11 @@ fn configuration_json(configuration: Option<&BTreeMap<String, String>>) -> Optio
     configuration.map(|c| serde_json::to_string(c).unwrap_or_else(|_| "{}".into()))
 }
 
-static PROXY_BY_ID: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {} FROM proxies WHERE tenant_id = ?1 AND id = ?2",
-        columns::<proxy::Column>(None, &[])
-    )
-});
-
 /// A live tenant's proxy: a deleted tenant's proxy keys stop at once (`tenant_purge.rs`).
-const OF_LIVE_TENANT: &str = "EXISTS (SELECT 1 FROM tenants WHERE tenants.id = proxies.tenant_id \
+pub(crate) const OF_LIVE_TENANT: &str = "EXISTS (SELECT 1 FROM tenants WHERE tenants.id = proxies.tenant_id \
      AND tenants.deleted_at IS NULL)";
 
-static PROXY_BY_KEY: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {} FROM proxies WHERE key_hash = ?1 AND {OF_LIVE_TENANT}",
-        columns::<proxy::Column>(None, &[])
-    )
-});
-
-fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
+pub(crate) fn to_domain(m: proxy::Model) -> Result<StoredProxy, RepoError> {
     let id = m.id;
     let configuration = m
         .configuration
@@ -139,40 +171,11 @@ impl ProxyRepository for SeaOrmProxyRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError> {
-        let key = [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()];
-        if let Some(found) = self.direct.as_ref().and_then(|d| {
-            d.one(PROXY_BY_ID.as_str(), key, |row| {
-                rows::whole(row, rows::proxy::from_sqlite)
-            })
-        }) {
-            return found?.map(to_domain).transpose();
-        }
-        Entity::find()
-            .filter(Column::TenantId.eq(tenant_id))
-            .filter(Column::Id.eq(id))
-            .one(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .map(to_domain)
-            .transpose()
+        self.reads.by_id(tenant_id, id).await
     }
 
     async fn find_by_key_hash(&self, hash: &KeyHash) -> Result<Option<StoredProxy>, RepoError> {
-        if let Some(found) = self.direct.as_ref().and_then(|d| {
-            d.one(PROXY_BY_KEY.as_str(), [hash_hex(hash)], |row| {
-                rows::whole(row, rows::proxy::from_sqlite)
-            })
-        }) {
-            return found?.map(to_domain).transpose();
-        }
-        Entity::find()
-            .filter(Column::KeyHash.eq(hash_hex(hash)))
-            .filter(Expr::cust(OF_LIVE_TENANT))
-            .one(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .map(to_domain)
-            .transpose()
+        self.reads.by_key(hash_hex(hash)).await
     }
 
     async fn find_by_key_hash_also(
@@ -182,71 +185,18 @@ impl ProxyRepository for SeaOrmProxyRepository {
         token_ids: &[String],
         now: OffsetDateTime,
     ) -> Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError> {
-        if self.reads.pg_joined().is_none() || token_ids.is_empty() {
-            // SQLite: the proxy alone. Its point reads take microseconds on the calling
-            // thread, so the tokens are read once the caller is authorized. Citus likewise:
-            // the tokens are then read by the proxy's tenant, on its node.
-            return Ok(self
-                .find_by_key_hash(hash)
-                .await?
-                .map(|p| (p, Beside::NotRead)));
+        if !token_ids.is_empty()
+            && let Some(found) = self
+                .reads
+                .by_key_also(hash, caller_key, token_ids, now)
+                .await
+        {
+            return found;
         }
-        // PostgreSQL: both statements at once, on two of the adapter's connections. The
-        // tokens' tenant is the one of the proxy holding this key, and only where they may be
-        // used, both decided in SQL: a proxy without auth that has an application, or one
-        // with auth called with the key of a live private application of its tenant.
-        // One subquery yields the tenant (or none), so the tokens are found by their primary
-        // key; an `OR` of subqueries on `tenant_id` made PostgreSQL scan the tenant's tokens.
-        let mut usable = Condition::any().add(
-            Condition::all()
-                .add(Column::RequireAuth.eq(false))
-                .add(Column::ApplicationId.is_not_null()),
-        );
-        if let Some(caller_key) = caller_key {
-            let callers_tenant = Query::select()
-                .column(application::Column::TenantId)
-                .from(application::Entity)
-                .and_where(application::Column::KeyHash.eq(hash_hex(caller_key)))
-                .and_where(application::Column::AppType.eq("private"))
-                .cond_where(
-                    Condition::any()
-                        .add(application::Column::ExpiresAt.is_null())
-                        .add(application::Column::ExpiresAt.gt(stamp(now))),
-                )
-                .to_owned();
-            usable = usable.add(
-                Condition::all()
-                    .add(Column::RequireAuth.eq(true))
-                    .add(Column::TenantId.in_subquery(callers_tenant)),
-            );
-        }
-        let owner = Query::select()
-            .column(Column::TenantId)
-            .from(Entity)
-            .and_where(Column::KeyHash.eq(hash_hex(hash)))
-            .cond_where(usable)
-            .to_owned();
-        let tokens = token::Entity::find()
-            .filter(token::Column::TenantId.in_subquery(owner))
-            .filter(token::Column::Id.is_in(token_ids.iter().cloned()))
-            .filter(crate::rows::token::live(now))
-            .all(&self.reads);
-        let (proxy, tokens) = tokio::join!(self.find_by_key_hash(hash), tokens);
-        let Some(proxy) = proxy? else {
-            return Ok(None);
-        };
-        // The key may have moved between the two statements: only the proxy's tenant. A
-        // failed read fails the call, as the proxy's own read does: a second path that read
-        // them again once the caller is known would run only when the database fails, which
-        // no test brings about.
-        let tenant_id = proxy.proxy.tenant_id;
-        let tokens = tokens
-            .map_err(repo_err)?
-            .into_iter()
-            .filter(|row| row.tenant_id == tenant_id)
-            .map(crate::rows::token::to_domain)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Some((proxy, Beside::Read(tokens))))
+        Ok(self
+            .find_by_key_hash(hash)
+            .await?
+            .map(|p| (p, Beside::NotRead)))
     }
 
     async fn list(

@@ -1,12 +1,13 @@
 //! [`FormulaRepository`] and [`ReactorRepository`] on SeaORM. Declarations and configuration
 //! are stored as JSON text; every query is confined to one tenant.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, SelectExt, SqlErr,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    SelectExt, SqlErr,
 };
 use tokenvault_domain::RepoError;
 use tokenvault_domain::formula::Formula;
@@ -15,36 +16,53 @@ use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorReposito
 use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
-use crate::engine::Database;
+use crate::engine::{Database, Engine};
 use crate::entity::{application, formula, reactor};
+use crate::one_of_tenant::one_of_tenant;
 use crate::paging::newest_first;
-use crate::reads::Reads;
 use crate::repo_error::{repo_err, sql_err};
 use crate::rows::reactor::{
     configuration_json, formula_to_active, formula_to_domain, parameters_json, reactor_to_active,
     reactor_to_domain, values_json,
 };
-use crate::rows::{self, columns};
 use crate::search::list_condition;
-use crate::sqlite::direct::DirectReads;
 use crate::stamp::stamp;
+use crate::{postgres, sqlite};
+
+/// How one database reads a formula and a reactor by id (`sqlite/reactors.rs`,
+/// `postgres/reactors.rs`).
+#[async_trait]
+pub(crate) trait ReactorReads: Send + Sync + std::fmt::Debug {
+    /// The formula `id` of `tenant_id`.
+    async fn formula(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError>;
+    /// The reactor `id` of `tenant_id`.
+    async fn reactor(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError>;
+}
+
+/// The reads of `db`'s engine.
+fn reads_of(db: &Database) -> Arc<dyn ReactorReads> {
+    match db.engine() {
+        Engine::Sqlite(direct) => Arc::new(sqlite::reactors::SqliteReactors::new(
+            direct,
+            db.connection().clone(),
+        )),
+        Engine::Postgres(_) => Arc::new(postgres::reactors::PgReactors::new(db.reads())),
+    }
+}
 
 /// Reactor formulas in the `reactor_formulas` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmFormulaRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
-    direct: Option<Arc<DirectReads>>,
-    /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
-    reads: Reads,
+    /// The database's own reads.
+    reads: Arc<dyn ReactorReads>,
 }
 
 impl SeaOrmFormulaRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
-            direct: db.sqlite(),
-            reads: db.reads(),
+            reads: reads_of(&db),
             db: db.connection().clone(),
         }
     }
@@ -54,88 +72,38 @@ impl SeaOrmFormulaRepository {
 #[derive(Clone, Debug)]
 pub struct SeaOrmReactorRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
-    direct: Option<Arc<DirectReads>>,
-    /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
-    reads: Reads,
+    /// The database's own reads.
+    reads: Arc<dyn ReactorReads>,
 }
 
 impl SeaOrmReactorRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
-            direct: db.sqlite(),
-            reads: db.reads(),
+            reads: reads_of(&db),
             db: db.connection().clone(),
         }
     }
 }
 
-/// The primary key `(tenant_id, id)` as sqlx stores it on SQLite (16-byte blobs).
-fn key_params(tenant_id: Uuid, id: Uuid) -> [Vec<u8>; 2] {
-    [tenant_id.as_bytes().to_vec(), id.as_bytes().to_vec()]
-}
-
-static FORMULA_BY_ID: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {} FROM reactor_formulas WHERE tenant_id = ?1 AND id = ?2",
-        columns::<formula::Column>(None, &[])
-    )
-});
-
-static REACTOR_BY_ID: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {} FROM reactors WHERE tenant_id = ?1 AND id = ?2",
-        columns::<reactor::Column>(None, &[])
-    )
-});
-
-/// The formula `id` of `tenant_id`: on the calling thread where SQLite's file allows.
+/// The formula `id` of `tenant_id` through SeaORM on `db`.
 pub(crate) async fn formula_by_id(
-    direct: Option<&DirectReads>,
-    reads: &Reads,
+    db: &impl ConnectionTrait,
     tenant_id: Uuid,
     id: Uuid,
 ) -> Result<Option<Formula>, RepoError> {
-    if let Some(found) = direct.and_then(|d| {
-        d.one(FORMULA_BY_ID.as_str(), key_params(tenant_id, id), |row| {
-            rows::whole(row, rows::reactor::formula_from_sqlite)
-        })
-    }) {
-        return found?.map(formula_to_domain).transpose();
-    }
-    formula::Entity::find()
-        .filter(formula::Column::TenantId.eq(tenant_id))
-        .filter(formula::Column::Id.eq(id))
-        .one(reads)
-        .await
-        .map_err(repo_err)?
-        .map(formula_to_domain)
-        .transpose()
+    let columns = (formula::Column::TenantId, formula::Column::Id);
+    one_of_tenant::<formula::Entity, _>(db, columns, tenant_id, id, formula_to_domain).await
 }
 
-/// The reactor `id` of `tenant_id`: on the calling thread where SQLite's file allows.
+/// The reactor `id` of `tenant_id` through SeaORM on `db`.
 pub(crate) async fn reactor_by_id(
-    direct: Option<&DirectReads>,
-    reads: &Reads,
+    db: &impl ConnectionTrait,
     tenant_id: Uuid,
     id: Uuid,
 ) -> Result<Option<Reactor>, RepoError> {
-    if let Some(found) = direct.and_then(|d| {
-        d.one(REACTOR_BY_ID.as_str(), key_params(tenant_id, id), |row| {
-            rows::whole(row, rows::reactor::reactor_from_sqlite)
-        })
-    }) {
-        return found?.map(reactor_to_domain).transpose();
-    }
-    reactor::Entity::find()
-        .filter(reactor::Column::TenantId.eq(tenant_id))
-        .filter(reactor::Column::Id.eq(id))
-        .one(reads)
-        .await
-        .map_err(repo_err)?
-        .map(reactor_to_domain)
-        .transpose()
+    let columns = (reactor::Column::TenantId, reactor::Column::Id);
+    one_of_tenant::<reactor::Entity, _>(db, columns, tenant_id, id, reactor_to_domain).await
 }
 
 #[async_trait]
@@ -149,7 +117,7 @@ impl FormulaRepository for SeaOrmFormulaRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError> {
-        formula_by_id(self.direct.as_deref(), &self.reads, tenant_id, id).await
+        self.reads.formula(tenant_id, id).await
     }
 
     async fn get_many(&self, tenant_id: Uuid, ids: &[Uuid]) -> Result<Vec<Formula>, RepoError> {
@@ -300,7 +268,7 @@ impl ReactorRepository for SeaOrmReactorRepository {
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError> {
-        reactor_by_id(self.direct.as_deref(), &self.reads, tenant_id, id).await
+        self.reads.reactor(tenant_id, id).await
     }
 
     async fn list(

@@ -46,11 +46,6 @@ impl Reads {
         }
     }
 
-    /// PostgreSQL's direct connections; `None` on SQLite.
-    pub(crate) fn pg(&self) -> Option<&Arc<PgDirect>> {
-        self.pg.as_ref()
-    }
-
     /// Whether this is a Citus database (`Database::distributed`).
     pub(crate) fn distributed(&self) -> bool {
         self.distributed

@@ -1,12 +1,12 @@
 //! [`TenantRepository`] on SeaORM.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -15,33 +15,55 @@ use tokenvault_domain::ports::{TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
-use crate::engine::Database;
+use crate::engine::{Database, Engine};
 use crate::entity::{application, tenant};
-use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::to_active;
 use crate::rows::tenant::to_domain;
-use crate::rows::{self, columns};
-use crate::sqlite::direct::DirectReads;
 use crate::stamp::stamp;
+use crate::{postgres, sqlite};
+
+/// How one database reads a live tenant by id (`sqlite/tenants.rs`, `postgres/tenants.rs`).
+#[async_trait]
+pub(crate) trait TenantReads: Send + Sync + std::fmt::Debug {
+    /// The live tenant `id`, without its wrapped data key.
+    async fn by_id(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
+}
+
+/// The live tenant `id` through SeaORM on `db`.
+pub(crate) async fn by_id(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+) -> Result<Option<Tenant>, RepoError> {
+    Ok(tenant::Entity::find_by_id(id)
+        .filter(tenant::Column::DeletedAt.is_null())
+        .one(db)
+        .await
+        .map_err(repo_err)?
+        .map(to_domain))
+}
 
 /// Tenants in the `tenants` table; a deleted one is a tombstone until its rows are purged
 /// (`tenant_purge.rs`).
 #[derive(Clone, Debug)]
 pub struct SeaOrmTenantRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
-    direct: Option<Arc<DirectReads>>,
-    /// Point reads (`reads.rs`: on PostgreSQL the adapter's own connections).
-    reads: Reads,
+    /// The database's own reads.
+    reads: Arc<dyn TenantReads>,
 }
 
 impl SeaOrmTenantRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
+        let reads: Arc<dyn TenantReads> = match db.engine() {
+            Engine::Sqlite(direct) => Arc::new(sqlite::tenants::SqliteTenants::new(
+                direct,
+                db.connection().clone(),
+            )),
+            Engine::Postgres(_) => Arc::new(postgres::tenants::PgTenants::new(db.reads())),
+        };
         Self {
-            direct: db.sqlite(),
-            reads: db.reads(),
+            reads,
             db: db.connection().clone(),
         }
     }
@@ -60,15 +82,6 @@ impl SeaOrmTenantRepository {
             .map_err(repo_err)
     }
 }
-
-/// A live tenant; its wrapped data key is not read: `get` does not return it (`data_key`
-/// does).
-static TENANT_BY_ID: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {} FROM tenants WHERE id = ?1 AND deleted_at IS NULL",
-        columns::<tenant::Column>(None, rows::tenant::UNREAD)
-    )
-});
 
 #[async_trait]
 impl TenantRepository for SeaOrmTenantRepository {
@@ -104,19 +117,7 @@ impl TenantRepository for SeaOrmTenantRepository {
     }
 
     async fn get(&self, id: Uuid) -> Result<Option<Tenant>, RepoError> {
-        if let Some(found) = self.direct.as_ref().and_then(|d| {
-            d.one(TENANT_BY_ID.as_str(), [id.as_bytes().to_vec()], |row| {
-                rows::whole(row, rows::tenant::from_sqlite)
-            })
-        }) {
-            return Ok(found?.map(to_domain));
-        }
-        Ok(tenant::Entity::find_by_id(id)
-            .filter(tenant::Column::DeletedAt.is_null())
-            .one(&self.reads)
-            .await
-            .map_err(repo_err)?
-            .map(to_domain))
+        self.reads.by_id(id).await
     }
 
     async fn update(&self, tenant: &Tenant) -> Result<bool, RepoError> {

@@ -4,6 +4,7 @@
 //! `key_group.rs`, `keyed_reactor.rs`, `keyed_search.rs`), Citus (`citus.rs`) and the startup
 //! lock (`startup_lock.rs`).
 
+pub(crate) mod applications;
 pub(crate) mod audit_copy;
 pub(crate) mod citus;
 pub(crate) mod direct;
@@ -12,5 +13,8 @@ pub(crate) mod key_group;
 pub(crate) mod keyed_reactor;
 pub(crate) mod keyed_read;
 pub(crate) mod keyed_search;
+pub(crate) mod proxies;
+pub(crate) mod reactors;
 pub(crate) mod startup_lock;
 pub(crate) mod supervise;
+pub(crate) mod tenants;
