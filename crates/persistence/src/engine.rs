@@ -92,14 +92,6 @@ impl Database {
         self.engine.clone()
     }
 
-    /// A SQLite file's direct reads and writer; `None` on PostgreSQL.
-    pub(crate) fn sqlite(&self) -> Option<Arc<DirectReads>> {
-        match &self.engine {
-            Engine::Sqlite(file) => Some(file.clone()),
-            Engine::Postgres(_) => None,
-        }
-    }
-
     /// PostgreSQL's own connections and threads; `None` on SQLite.
     pub(crate) fn postgres(&self) -> Option<Arc<PgDirect>> {
         match &self.engine {

@@ -10,20 +10,16 @@
 
 use std::ops::Bound;
 
-use sea_orm::sea_query::SqliteQueryBuilder;
 use sea_orm::sea_query::{Alias, BinOper, Condition, Expr, ExprTrait, LikeExpr, Query};
 use sea_orm::{ColumnTrait, DatabaseBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use time::OffsetDateTime;
-use tokenvault_domain::RepoError;
-use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::page::PageRequest;
 use tokenvault_domain::ports::{SearchCondition, Visibility};
 use tokenvault_domain::search_query::TimeRange;
-use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::entity::token;
-use crate::rows::token::{live, to_domain};
-use crate::sqlite::direct::{DirectReads, bound_time};
+use crate::rows::token::live;
 use crate::stamp::stamp;
 use crate::token_queries::{escape_like, visibility_condition};
 
@@ -66,100 +62,12 @@ pub(crate) fn search_query(
     Some(token::Entity::find().filter(all))
 }
 
-/// A search page whose matches are found through a term ([`SearchCondition::found_through_terms`]), run on SQLite's
-/// direct connections on the calling thread (`sqlite/direct.rs`): the count and the page are two
-/// index lookups of a few rows each, which the driver's worker thread would hand over twice
-/// each. `None` when the database was locked (the caller runs them on the pool instead).
-pub(crate) fn direct_page(
-    direct: &DirectReads,
-    query: &sea_orm::Select<token::Entity>,
-    page: PageRequest,
-) -> Option<Result<Page<StoredToken>, RepoError>> {
-    use sea_orm::QueryTrait as _;
-    let count = Query::select()
-        .expr(Expr::cust("COUNT(*)"))
-        .from_subquery(query.clone().into_query(), Alias::new("matched"))
-        .to_owned()
-        .build(SqliteQueryBuilder);
-    let rows = search_page(
-        DatabaseBackend::Sqlite,
-        query.clone(),
-        true,
-        page.size,
-        page.offset(),
-    )
-    .into_query()
-    .build(SqliteQueryBuilder);
-    let bound = |values: &sea_orm::sea_query::Values| {
-        values
-            .0
-            .iter()
-            .map(sqlite_value)
-            .collect::<Result<Vec<_>, _>>()
-    };
-    let (count_values, row_values) = match (bound(&count.1), bound(&rows.1)) {
-        (Ok(c), Ok(r)) => (c, r),
-        (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
-    };
-    let models = match direct.tokens_where(&rows.0, &row_values)? {
-        Ok(models) => models,
-        Err(e) => return Some(Err(e)),
-    };
-    let total_items = match total_from_page(page, models.len()) {
-        Some(n) => n,
-        None => match direct.count_where(&count.0, &count_values)? {
-            Ok(n) => n,
-            Err(e) => return Some(Err(e)),
-        },
-    };
-    Some(
-        models
-            .into_iter()
-            .map(to_domain)
-            .collect::<Result<Vec<_>, _>>()
-            .map(|items| Page {
-                items,
-                total_items,
-                request: page,
-            }),
-    )
-}
-
 /// The total a page tells by itself: a page that is not full is the last, so the matches are
 /// those before it and on it (a first page that is empty: none). `None` when only a count
 /// can tell (a full page, or an empty page past the first).
 pub(crate) fn total_from_page(page: PageRequest, rows: usize) -> Option<u64> {
     let rows = u64::try_from(rows).ok()?;
     (rows < page.size && (rows > 0 || page.offset() == 0)).then(|| page.offset() + rows)
-}
-
-/// A value as SeaORM binds it on SQLite: a UUID as its 16 bytes, a time as its stamped RFC
-/// 3339 text (`direct::bound_time`).
-fn sqlite_value(value: &sea_orm::Value) -> Result<rusqlite::types::Value, RepoError> {
-    use rusqlite::types::Value as S;
-    use sea_orm::Value as V;
-    Ok(match value {
-        V::Bool(b) => b.map_or(S::Null, |b| S::Integer(i64::from(b))),
-        V::Int(i) => i.map_or(S::Null, |i| S::Integer(i64::from(i))),
-        V::BigInt(i) => i.map_or(S::Null, S::Integer),
-        // LIMIT and OFFSET: a page's size and offset, far below `i64::MAX`.
-        V::BigUnsigned(u) => u.map_or(S::Null, |u| {
-            S::Integer(i64::try_from(u).unwrap_or(i64::MAX))
-        }),
-        V::String(s) => s.clone().map_or(S::Null, S::Text),
-        V::Char(c) => c.map_or(S::Null, |c| S::Text(c.to_string())),
-        V::Bytes(b) => b.clone().map_or(S::Null, S::Blob),
-        V::Uuid(u) => u.map_or(S::Null, |u| S::Blob(u.as_bytes().to_vec())),
-        V::TimeDateTimeWithTimeZone(t) => match t {
-            Some(t) => S::Text(bound_time(*t)?),
-            None => S::Null,
-        },
-        other => {
-            return Err(RepoError::Backend(
-                format!("a search cannot bind {other:?} directly").into(),
-            ));
-        }
-    })
 }
 
 /// One page of a search, newest first by `(created_at, id)`. When the matches are found
@@ -285,7 +193,7 @@ fn contains(range: &TimeRange, at: OffsetDateTime) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sea_orm::sea_query::PostgresQueryBuilder;
+    use sea_orm::sea_query::{PostgresQueryBuilder, SqliteQueryBuilder};
 
     fn sql(backend: DatabaseBackend, c: &SearchCondition) -> String {
         let query = Query::select()

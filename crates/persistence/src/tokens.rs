@@ -6,14 +6,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
-    Iterable, PaginatorTrait, QueryFilter, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection,
+    DatabaseTransaction, EntityTrait, PaginatorTrait, QueryFilter, Select, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::{
-    SearchCondition, TokenFilter, TokenRepository, TokenWrite, Visibility, month_of,
+    SearchCondition, TokenFilter, TokenRepository, TokenWrite, Visibility,
 };
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
@@ -23,26 +23,88 @@ use crate::entity::{association, token};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::token::{
-    NewLists, insert_order, list_json, metadata_json, to_active, to_domain, write_conflict,
+    insert_order, list_json, metadata_json, to_active, to_domain, write_conflict,
 };
-use crate::sqlite::direct::DirectReads;
-use crate::sqlite::token_months::Created;
 use crate::stamp::stamp;
-use crate::token_count::{counted_total, drop_empty, empty_row_tenants};
+use crate::token_count::{counted_total, drop_empty};
 use crate::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
 };
-use crate::token_queries::{live_token, live_tokens};
-use crate::token_search::{direct_page, search_page, search_query, total_from_page};
+use crate::token_search::{search_page, search_query, total_from_page};
+use crate::{postgres, sqlite};
+
+/// What one database does its own way with tokens (`sqlite/tokens.rs`,
+/// `postgres/tokens.rs`): the single insert (each database's writer thread, which commits
+/// concurrent inserts together), a batch's statements, the point reads, a search page found
+/// through terms, the expiry sweep.
+#[async_trait]
+pub(crate) trait TokenEngine: Send + Sync + std::fmt::Debug {
+    /// Stores one new token.
+    async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError>;
+
+    /// How many rows one insert statement of [`TokenRepository::insert_all`] carries.
+    fn rows_per_statement(&self) -> usize;
+
+    /// Counts a batch's tokens per tenant and month in its transaction, where no trigger of
+    /// the database does (`token_months`).
+    async fn count_created(
+        &self,
+        txn: &DatabaseTransaction,
+        tokens: &[StoredToken],
+    ) -> Result<(), RepoError>;
+
+    /// The live token `id` of `tenant_id`.
+    async fn get(
+        &self,
+        tenant_id: Uuid,
+        id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError>;
+
+    /// The live tokens among `ids` of `tenant_id`.
+    async fn get_many(
+        &self,
+        tenant_id: Uuid,
+        ids: &[String],
+        now: OffsetDateTime,
+    ) -> Result<Vec<StoredToken>, RepoError>;
+
+    /// A search page whose matches are found through a term, where this database reads it its
+    /// own way; `None` where it does not (the repository reads it through SeaORM).
+    fn term_page(
+        &self,
+        query: &Select<token::Entity>,
+        page: PageRequest,
+    ) -> Option<Result<Page<StoredToken>, RepoError>>;
+
+    /// Whether the tokens are distributed by tenant over nodes (Citus).
+    fn distributed(&self) -> bool;
+
+    /// Deletes every token expired at `now` and the counter rows left empty; how many.
+    async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
+}
+
+/// Deletes every token expired at `now` on `db` in one statement, then the counter rows left
+/// empty: the sweep of a database that is not distributed.
+pub(crate) async fn delete_expired(
+    db: &DatabaseConnection,
+    now: OffsetDateTime,
+) -> Result<u64, RepoError> {
+    let result = token::Entity::delete_many()
+        .filter(token::Column::ExpiresAt.lte(stamp(now)))
+        .exec(db)
+        .await
+        .map_err(repo_err)?;
+    drop_empty(db, None).await?;
+    Ok(result.rows_affected)
+}
 
 /// Tokens in the `tokens` table.
 #[derive(Clone, Debug)]
 pub struct SeaOrmTokenRepository {
     db: DatabaseConnection,
-    /// SQLite's point reads on the calling thread (`sqlite/direct.rs`); `None` on PostgreSQL.
-    direct: Option<Arc<DirectReads>>,
-    /// The backend's writer threads (`engine.rs`).
-    engine: Engine,
+    /// What the database does its own way.
+    engine: Arc<dyn TokenEngine>,
     /// Point reads (`reads.rs`). Lists, pages and counts stay on the pool.
     reads: Reads,
 }
@@ -50,10 +112,20 @@ pub struct SeaOrmTokenRepository {
 impl SeaOrmTokenRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
+        let engine: Arc<dyn TokenEngine> = match db.engine() {
+            Engine::Sqlite(direct) => Arc::new(sqlite::tokens::SqliteTokens::new(
+                direct,
+                db.connection().clone(),
+            )),
+            Engine::Postgres(pg) => Arc::new(postgres::tokens::PgTokens::new(
+                pg,
+                db.reads(),
+                db.connection().clone(),
+            )),
+        };
         Self {
-            direct: db.sqlite(),
+            engine,
             reads: db.reads(),
-            engine: db.engine(),
             db: db.connection().clone(),
         }
     }
@@ -99,33 +171,10 @@ impl SeaOrmTokenRepository {
     }
 }
 
-impl SeaOrmTokenRepository {
-    /// How many rows one insert statement of [`TokenRepository::insert_all`] carries.
-    ///
-    /// PostgreSQL: the whole batch (`POST /tokenize` sends at most 1,000; the bound is the
-    /// protocol's 65,535 parameters). Its count triggers take a statement's counter rows in key
-    /// order, so two single-statement batches never wait on each other's rows in opposite
-    /// orders; a batch split over statements in one transaction held the first statement's
-    /// counters while waiting for the next's, and two batches over the same containers in
-    /// opposite orders deadlocked (`concurrent_batches_over_the_same_containers_never_deadlock`).
-    /// SQLite has one writer at a time: statements of 100 rows stay far below its variable limit.
-    /// (3,449 rows on PostgreSQL, 19 columns: over three times the largest batch.)
-    fn rows_per_statement(&self) -> usize {
-        match self.engine {
-            Engine::Sqlite(_) => 100,
-            Engine::Postgres(_) => usize::from(u16::MAX) / token::Column::iter().count(),
-        }
-    }
-}
-
 #[async_trait]
 impl TokenRepository for SeaOrmTokenRepository {
     async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError> {
-        // Each backend's writer thread, which commits concurrent inserts together.
-        match &self.engine {
-            Engine::Sqlite(file) => file.insert_token(t.clone()).await,
-            Engine::Postgres(pg) => pg.writer().insert(t.clone(), NewLists::of(t)).await,
-        }
+        self.engine.insert(t).await
     }
 
     async fn insert_all(&self, tokens: &[StoredToken]) -> Result<TokenWrite, RepoError> {
@@ -135,7 +184,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         let mut ordered: Vec<&StoredToken> = tokens.iter().collect();
         ordered.sort_unstable_by(|a, b| insert_order(a, b));
         let txn = self.db.begin().await.map_err(repo_err)?;
-        for chunk in ordered.chunks(self.rows_per_statement()) {
+        for chunk in ordered.chunks(self.engine.rows_per_statement()) {
             let result = token::Entity::insert_many(chunk.iter().map(|t| to_active(t)))
                 .exec_without_returning(&txn)
                 .await;
@@ -145,14 +194,7 @@ impl TokenRepository for SeaOrmTokenRepository {
                 return outcome;
             }
         }
-        if matches!(self.engine, Engine::Sqlite(_)) {
-            // PostgreSQL's trigger counts them; SQLite's adapter does (`sqlite/token_months.rs`).
-            let mut created = Created::default();
-            for t in tokens {
-                created.add(t.tenant_id, &month_of(t.created_at));
-            }
-            created.write_seaorm(&txn).await.map_err(repo_err)?;
-        }
+        self.engine.count_created(&txn, tokens).await?;
         txn.commit().await.map_err(repo_err)?;
         Ok(TokenWrite::Done)
     }
@@ -163,14 +205,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         id: &str,
         now: OffsetDateTime,
     ) -> Result<Option<StoredToken>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.live_token(tenant_id, id, now))
-        {
-            return found;
-        }
-        live_token(&self.reads, tenant_id, id, now).await
+        self.engine.get(tenant_id, id, now).await
     }
 
     async fn get_many(
@@ -179,14 +214,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         ids: &[String],
         now: OffsetDateTime,
     ) -> Result<Vec<StoredToken>, RepoError> {
-        if let Some(found) = self
-            .direct
-            .as_ref()
-            .and_then(|d| d.live_tokens(tenant_id, ids, now))
-        {
-            return found;
-        }
-        live_tokens(&self.reads, tenant_id, ids, now).await
+        self.engine.get_many(tenant_id, ids, now).await
     }
 
     async fn find_by_fingerprint(
@@ -350,7 +378,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         now: OffsetDateTime,
     ) -> Result<Page<StoredToken>, RepoError> {
         let backend = self.db.get_database_backend();
-        let distributed = self.reads.distributed();
+        let distributed = self.engine.distributed();
         let Some(query) = search_query(
             backend,
             distributed,
@@ -368,10 +396,7 @@ impl TokenRepository for SeaOrmTokenRepository {
         let by_term = condition
             .as_ref()
             .is_some_and(SearchCondition::found_through_terms);
-        if by_term
-            && let Some(direct) = &self.direct
-            && let Some(found) = direct_page(direct, &query, page)
-        {
+        if by_term && let Some(found) = self.engine.term_page(&query, page) {
             return found;
         }
         // Every token the caller may search: the total the database keeps, as for a list.
@@ -414,31 +439,7 @@ impl TokenRepository for SeaOrmTokenRepository {
     }
 
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
-        let expired = token::Entity::delete_many().filter(token::Column::ExpiresAt.lte(stamp(now)));
-        if !self.reads.distributed() {
-            let result = expired.exec(&self.db).await.map_err(repo_err)?;
-            drop_empty(&self.db, None).await?;
-            return Ok(result.rows_affected);
-        }
-        // The sweep spans tenants on purpose: on Citus one `DELETE` over every shard, then a
-        // read of which tenants have empty counter rows, each in a short transaction that
-        // allows statements over many shards (`citus::fanning_out`), whatever the connection
-        // refuses; then each tenant's empty rows on their own, as on one PostgreSQL (one long
-        // transaction held the counter rows that inserts add to until the last tenant).
-        let txn = crate::postgres::citus::fanning_out(&self.db, true)
-            .await
-            .map_err(repo_err)?;
-        let result = expired.exec(&txn).await.map_err(repo_err)?;
-        txn.commit().await.map_err(repo_err)?;
-        let txn = crate::postgres::citus::fanning_out(&self.db, true)
-            .await
-            .map_err(repo_err)?;
-        let tenants = empty_row_tenants(&txn).await?;
-        txn.commit().await.map_err(repo_err)?;
-        for tenant in tenants {
-            drop_empty(&self.db, Some(tenant)).await?;
-        }
-        Ok(result.rows_affected)
+        self.engine.delete_expired(now).await
     }
 
     async fn associate(

@@ -18,3 +18,4 @@ pub(crate) mod reactors;
 pub(crate) mod startup_lock;
 pub(crate) mod supervise;
 pub(crate) mod tenants;
+pub(crate) mod tokens;

@@ -14,5 +14,6 @@ pub(crate) mod proxies;
 pub(crate) mod reactors;
 pub(crate) mod tenants;
 pub(crate) mod token_months;
+pub(crate) mod tokens;
 pub(crate) mod tx;
 pub(crate) mod writer;
