@@ -16,6 +16,8 @@
 //! driver's own RFC 3339 text drops trailing zeros, and `…05Z` would then sort after
 //! `…05.5Z`.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sea_orm::{
     ColumnTrait, Condition, DatabaseBackend, DatabaseConnection, EntityTrait, PaginatorTrait,
@@ -34,35 +36,48 @@ use crate::entity::audit_head;
 use crate::repo_error::repo_err;
 use crate::rows::audit_entry::{micros, sqlite_time};
 
+/// The thread of one database that appends to the log: a SQLite file's writer
+/// (`sqlite/audit_append.rs`), PostgreSQL's appender (`postgres/audit_copy.rs`).
+#[async_trait]
+pub(crate) trait AuditAppender: Send + Sync + std::fmt::Debug {
+    /// Appends `entries` (checked to follow `expected`) to the tenant's chain if its head is
+    /// still `expected`.
+    async fn append(
+        &self,
+        tenant_id: Uuid,
+        expected: Option<&AuditHead>,
+        entries: &[AuditEntry],
+    ) -> Result<AppendOutcome, RepoError>;
+
+    /// Waits until every append queued before this call has run: an append whose caller left
+    /// still runs (or is skipped), and a read of the head or the chain must see its outcome,
+    /// or the next flush would append the same entries again (the domain settles such appends
+    /// by reading the chain).
+    async fn settled(&self) -> Result<(), RepoError>;
+}
+
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]
 pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
-    /// The thread that appends: a SQLite file's writer (`sqlite/audit_append.rs`), PostgreSQL's
-    /// appender (`postgres/audit_copy.rs`).
-    appender: Engine,
+    /// The database's appending thread.
+    appender: Arc<dyn AuditAppender>,
     /// A Citus database (`Database::distributed`).
     distributed: bool,
 }
 
 impl SeaOrmAuditRepository {
-    /// Waits until every append queued on the appending thread (a SQLite file's writer,
-    /// PostgreSQL's appender) before this call has run: an append whose caller left still runs
-    /// (or is skipped), and a read of the head or the chain must see its outcome, or the next
-    /// flush would append the same entries again (the domain settles such appends by reading
-    /// the chain).
-    async fn appends_settled(&self) -> Result<(), RepoError> {
-        match &self.appender {
-            Engine::Sqlite(file) => file.writer().run(|_| Ok(())).await,
-            Engine::Postgres(pg) => pg.audit().settled().await,
-        }
-    }
-
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
+        let appender: Arc<dyn AuditAppender> = match db.engine() {
+            Engine::Sqlite(file) => {
+                Arc::new(crate::sqlite::audit_append::SqliteAppender::new(file))
+            }
+            Engine::Postgres(pg) => Arc::new(crate::postgres::audit_copy::PgAppender::new(pg)),
+        };
         Self {
             distributed: db.reads().distributed(),
-            appender: db.engine(),
+            appender,
             db: db.connection().clone(),
         }
     }
@@ -128,7 +143,7 @@ fn check_entries(
 #[async_trait]
 impl AuditRepository for SeaOrmAuditRepository {
     async fn head(&self, tenant_id: Uuid) -> Result<Option<AuditHead>, RepoError> {
-        self.appends_settled().await?;
+        self.appender.settled().await?;
         Ok(audit_head::Entity::find_by_id(tenant_id)
             .one(&self.db)
             .await
@@ -149,26 +164,7 @@ impl AuditRepository for SeaOrmAuditRepository {
             return Ok(AppendOutcome::Appended);
         }
         check_entries(tenant_id, expected, entries)?;
-        match &self.appender {
-            Engine::Sqlite(file) => {
-                let (expected, entries) = (expected.cloned(), entries.to_vec());
-                file.writer()
-                    .run(move |conn| {
-                        crate::sqlite::audit_append::append(
-                            conn,
-                            tenant_id,
-                            expected.as_ref(),
-                            &entries,
-                        )
-                    })
-                    .await
-            }
-            Engine::Postgres(pg) => {
-                pg.audit()
-                    .append(tenant_id, expected.cloned(), entries)
-                    .await
-            }
-        }
+        self.appender.append(tenant_id, expected, entries).await
     }
 
     async fn list(
@@ -217,7 +213,7 @@ impl AuditRepository for SeaOrmAuditRepository {
         after: i64,
         limit: u64,
     ) -> Result<Vec<AuditEntry>, RepoError> {
-        self.appends_settled().await?;
+        self.appender.settled().await?;
         Ok(Entity::find()
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Seq.gt(after))

@@ -1,7 +1,6 @@
 //! Persistence adapter: the domain's repository ports on SeaORM, for SQLite (the embedded
 //! default) and PostgreSQL. SQL errors are translated to `RepoError` in one place (`repo_error.rs`).
 
-mod activity_rows;
 mod applications;
 mod audit;
 mod audit_rows;

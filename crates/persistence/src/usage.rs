@@ -1,6 +1,8 @@
 //! Token counts and monthly activity (`token_activity`, `token_months`): what the usage report
 //! and the operator's tenant summary read, and the activity flush writes. Counts run on the
-//! pool; activity goes in chunks through the backend's own path (`activity_rows.rs`).
+//! pool; activity goes in chunks through the database's own path ([`ActivityWriter`]).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sea_orm::{
@@ -11,7 +13,6 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{TypeCount, UsageRepository};
 use uuid::Uuid;
 
-use crate::activity_rows;
 use crate::engine::{Database, Engine};
 use crate::entity::{activity, token, token_month};
 use crate::repo_error::repo_err;
@@ -21,23 +22,35 @@ use crate::stamp::unstamp;
 /// Activity rows per statement (on a SQLite file: per job of the writer thread).
 const ACTIVITY_CHUNK: usize = 200;
 
+/// How one database writes a chunk of activity rows (`sqlite/activity.rs`,
+/// `postgres/activity.rs`).
+#[async_trait]
+pub(crate) trait ActivityWriter: Send + Sync + std::fmt::Debug {
+    /// Writes `entries` (tenant, month, token id), skipping rows already there and rows of a
+    /// tenant deleted meanwhile.
+    async fn insert(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
+}
+
 /// Token counts and activity rows.
 #[derive(Clone, Debug)]
 pub struct SeaOrmUsageRepository {
     db: DatabaseConnection,
-    /// The backend's writer threads (`engine.rs`): a SQLite file's activity goes through its
-    /// writer.
-    engine: Engine,
-    /// A Citus database (`Database::distributed`): activity is written tenant by tenant.
-    distributed: bool,
+    /// The database's activity writes.
+    activity: Arc<dyn ActivityWriter>,
 }
 
 impl SeaOrmUsageRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
+        let activity: Arc<dyn ActivityWriter> = match db.engine() {
+            Engine::Sqlite(file) => Arc::new(crate::sqlite::activity::SqliteActivity::new(file)),
+            Engine::Postgres(_) => Arc::new(crate::postgres::activity::PgActivity::new(
+                db.connection().clone(),
+                db.reads().distributed(),
+            )),
+        };
         Self {
-            distributed: db.reads().distributed(),
-            engine: db.engine(),
+            activity,
             db: db.connection().clone(),
         }
     }
@@ -74,18 +87,7 @@ impl UsageRepository for SeaOrmUsageRepository {
 
     async fn record_activity(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
         for chunk in entries.chunks(ACTIVITY_CHUNK) {
-            match &self.engine {
-                // On a SQLite file a job of the writer thread per chunk, between token groups.
-                Engine::Sqlite(file) => {
-                    let chunk = chunk.to_vec();
-                    file.writer()
-                        .run(move |conn| activity_rows::insert_on_writer(conn, &chunk))
-                        .await?;
-                }
-                Engine::Postgres(_) => {
-                    activity_rows::insert_postgres(&self.db, chunk, self.distributed).await?;
-                }
-            }
+            self.activity.insert(chunk).await?;
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! `key_group.rs`, `keyed_reactor.rs`, `keyed_search.rs`), Citus (`citus.rs`) and the startup
 //! lock (`startup_lock.rs`).
 
+pub(crate) mod activity;
 pub(crate) mod applications;
 pub(crate) mod audit_copy;
 pub(crate) mod citus;

@@ -1,5 +1,5 @@
 //! The `token_activity` rows: one per (tenant, UTC month, token) seen active, written in chunks
-//! by the activity flush (`activity_rows.rs`).
+//! by the activity flush (`sqlite/activity.rs`, `postgres/activity.rs`).
 
 use uuid::Uuid;
 

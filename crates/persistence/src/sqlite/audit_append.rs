@@ -8,19 +8,23 @@
 //! Either way nothing is written. Values are bound as sqlx binds them (`rows/write.rs`): UUIDs
 //! as 16 bytes, `created_at` as fixed-width UTC text.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
+
+use async_trait::async_trait;
 
 use rusqlite::{Connection, ErrorCode, params, params_from_iter};
 use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
+use crate::audit::AuditAppender;
 use crate::audit_rows::{first_head, move_head};
 use crate::entity::audit_entry;
 use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::audit_entry::sqlite_text;
 use crate::rows::write::{SqliteValues, put_row};
 use crate::rows::{columns, sqlite_marks};
+use crate::sqlite::direct::DirectReads;
 use crate::sqlite::tx::{backend, transaction};
 
 static FIRST_HEAD: LazyLock<String> = LazyLock::new(|| first_head(|n| format!("?{n}")));
@@ -52,6 +56,40 @@ impl From<rusqlite::Error> for Refused {
         } else {
             Self::Failed(err)
         }
+    }
+}
+
+/// A SQLite file's appends, run on its writer thread (`writer.rs`).
+#[derive(Debug)]
+pub(crate) struct SqliteAppender {
+    file: Arc<DirectReads>,
+}
+
+impl SqliteAppender {
+    /// The appends of the file behind `file`.
+    pub(crate) fn new(file: Arc<DirectReads>) -> Self {
+        Self { file }
+    }
+}
+
+#[async_trait]
+impl AuditAppender for SqliteAppender {
+    async fn append(
+        &self,
+        tenant_id: Uuid,
+        expected: Option<&AuditHead>,
+        entries: &[AuditEntry],
+    ) -> Result<AppendOutcome, RepoError> {
+        let (expected, entries) = (expected.cloned(), entries.to_vec());
+        self.file
+            .writer()
+            .run(move |conn| append(conn, tenant_id, expected.as_ref(), &entries))
+            .await
+    }
+
+    /// A job that does nothing, queued behind every append before it.
+    async fn settled(&self) -> Result<(), RepoError> {
+        self.file.writer().run(|_| Ok(())).await
     }
 }
 

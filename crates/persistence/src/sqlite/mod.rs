@@ -3,6 +3,7 @@
 //! `token_months.rs`), its checkpoints (`checkpoint.rs`), online backups (`backup.rs`) and the
 //! key-and-reactor read (`keyed_reactor.rs`).
 
+pub(crate) mod activity;
 pub(crate) mod applications;
 pub(crate) mod audit_append;
 pub mod backup;

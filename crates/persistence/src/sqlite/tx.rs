@@ -1,6 +1,6 @@
 //! SQLite's write transactions on a rusqlite connection, and the translation of rusqlite's
 //! errors: shared by the writer thread (`sqlite/writer.rs`) and the jobs it runs (`sqlite/group_commit.rs`,
-//! `sqlite/audit_append.rs`, `activity_rows.rs`), below all of them.
+//! `sqlite/audit_append.rs`, `sqlite/activity.rs`), below all of them.
 
 use rusqlite::Connection;
 use tokenvault_domain::RepoError;

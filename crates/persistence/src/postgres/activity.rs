@@ -1,17 +1,19 @@
-//! Monthly activity rows (`token_activity`: tenant, month, token id), written in chunks by the
-//! activity flush. A row already there is skipped, and so is a row of a tenant deleted
+//! PostgreSQL's activity rows (`usage.rs`, `token_activity`), written in chunks through
+//! SeaORM's pool. A row already there is skipped, and so is a row of a tenant deleted
 //! meanwhile, alone: the other tenants' rows of the same chunk are kept.
 
 use std::sync::LazyLock;
 
+use async_trait::async_trait;
 use sea_orm::DatabaseConnection;
 use sea_orm::sqlx;
 use tokenvault_domain::RepoError;
 use uuid::Uuid;
 
 use crate::entity::activity;
-use crate::rows::write::{PgArrays, SqliteValues, WriteError, pg_params, put_row};
-use crate::rows::{self, columns, sqlite_marks};
+use crate::rows::write::{PgArrays, WriteError, pg_params, put_row};
+use crate::rows::{self, columns};
+use crate::usage::ActivityWriter;
 
 /// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
 /// connection), one array per column (`rows/activity.rs`). Each row's tenant is locked
@@ -42,47 +44,8 @@ static ACTIVITY_UNNEST_CITUS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// SQLite: a row, skipped if it is there already.
-static ACTIVITY: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO token_activity ({}) VALUES ({}) ON CONFLICT DO NOTHING",
-        columns::<activity::Column>(None, &[]),
-        sqlite_marks::<activity::Column>(&[])
-    )
-});
-
 fn encoding(e: WriteError) -> RepoError {
     RepoError::Backend(e)
-}
-
-/// Writes `entries` on the SQLite writer's connection: one transaction, a cached statement per
-/// row.
-pub(crate) fn insert_on_writer(
-    conn: &rusqlite::Connection,
-    entries: &[(Uuid, String, String)],
-) -> Result<(), RepoError> {
-    let rows = entries
-        .iter()
-        .map(|entry| {
-            let mut values = SqliteValues::untimed();
-            put_row(&mut values, &[], |row| rows::activity::put(entry, row)).map(|()| values.values)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(encoding)?;
-    crate::sqlite::tx::transaction(conn, |conn| {
-        let mut insert = conn.prepare_cached(&ACTIVITY)?;
-        for values in &rows {
-            match insert.execute(rusqlite::params_from_iter(values)) {
-                Err(rusqlite::Error::SqliteFailure(f, _))
-                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {}
-                other => {
-                    other?;
-                }
-            }
-        }
-        Ok(())
-    })
-    .map_err(crate::sqlite::tx::backend)
 }
 
 /// Writes `entries` on PostgreSQL, through SeaORM's pool. On Citus (`distributed`) one
@@ -163,4 +126,26 @@ fn repo_err(e: sqlx::Error) -> RepoError {
     crate::repo_error::repo_err(sea_orm::DbErr::Exec(sea_orm::RuntimeErr::SqlxError(
         std::sync::Arc::new(e),
     )))
+}
+
+/// A PostgreSQL database's activity writes.
+#[derive(Debug)]
+pub(crate) struct PgActivity {
+    db: DatabaseConnection,
+    /// A Citus database: rows are written tenant by tenant.
+    distributed: bool,
+}
+
+impl PgActivity {
+    /// The activity writes of `db`, Citus when `distributed`.
+    pub(crate) fn new(db: DatabaseConnection, distributed: bool) -> Self {
+        Self { db, distributed }
+    }
+}
+
+#[async_trait]
+impl ActivityWriter for PgActivity {
+    async fn insert(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError> {
+        insert_postgres(&self.db, entries, self.distributed).await
+    }
 }
