@@ -16,39 +16,15 @@ use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::ApplicationReads;
+use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
+use crate::grants;
 use crate::one_of_tenant::one_of_tenant;
 use crate::paging::newest_first;
 use crate::repo_error::repo_err;
 use crate::rows::application::{hash_hex, to_active, to_domain};
 use crate::stamp::stamp;
-use crate::{grants, postgres, sqlite};
-
-/// How one database reads applications: by key (every request's authentication), by key with
-/// what the request reads next, by id.
-#[async_trait]
-pub(crate) trait ApplicationReads: Send + Sync + std::fmt::Debug {
-    /// The application holding `key_hash` (hex) and its tenant's settings; `None` for an
-    /// unknown key or a deleted tenant's.
-    async fn by_key(
-        &self,
-        key_hash: String,
-    ) -> Result<Option<(Application, TenantSettings)>, RepoError>;
-
-    /// The key and what `also` asks for in one round trip, where this database reads it
-    /// ahead; `None` where it does not (the key is then read alone, and the use case reads
-    /// what it needs once the caller is checked).
-    async fn by_key_also(
-        &self,
-        key_hash: String,
-        also: &AlsoRead,
-        now: OffsetDateTime,
-    ) -> Option<Result<Option<KeyRead>, RepoError>>;
-
-    /// The application `id` of `tenant_id`.
-    async fn by_id(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError>;
-}
 
 /// The application `id` of `tenant_id` through SeaORM on `db`.
 pub(crate) async fn by_id(
@@ -70,13 +46,7 @@ pub struct SeaOrmApplicationRepository {
 impl SeaOrmApplicationRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
-        let reads: Arc<dyn ApplicationReads> = match db.engine() {
-            Engine::Sqlite(direct) => Arc::new(sqlite::applications::SqliteApplications::new(
-                direct,
-                db.connection().clone(),
-            )),
-            Engine::Postgres(pg) => Arc::new(postgres::applications::PgApplications::new(&db, pg)),
-        };
+        let reads = db.backend().applications(db.connection());
         Self {
             reads,
             db: db.connection().clone(),

@@ -30,31 +30,12 @@ use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::AuditAppender;
+use crate::engine::Database;
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
 use crate::repo_error::repo_err;
 use crate::rows::audit_entry::{micros, sqlite_time};
-
-/// The thread of one database that appends to the log: a SQLite file's writer
-/// (`sqlite/audit_append.rs`), PostgreSQL's appender (`postgres/audit_copy.rs`).
-#[async_trait]
-pub(crate) trait AuditAppender: Send + Sync + std::fmt::Debug {
-    /// Appends `entries` (checked to follow `expected`) to the tenant's chain if its head is
-    /// still `expected`.
-    async fn append(
-        &self,
-        tenant_id: Uuid,
-        expected: Option<&AuditHead>,
-        entries: &[AuditEntry],
-    ) -> Result<AppendOutcome, RepoError>;
-
-    /// Waits until every append queued before this call has run: an append whose caller left
-    /// still runs (or is skipped), and a read of the head or the chain must see its outcome,
-    /// or the next flush would append the same entries again (the domain settles such appends
-    /// by reading the chain).
-    async fn settled(&self) -> Result<(), RepoError>;
-}
 
 /// The audit log in the `audit_log` and `audit_heads` tables.
 #[derive(Clone, Debug)]
@@ -62,19 +43,14 @@ pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
     /// The database's appending thread.
     appender: Arc<dyn AuditAppender>,
-    /// A Citus database (`Database::distributed`).
+    /// A Citus database (`PgBackend`, `postgres/backend.rs`).
     distributed: bool,
 }
 
 impl SeaOrmAuditRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
-        let appender: Arc<dyn AuditAppender> = match db.engine() {
-            Engine::Sqlite(file) => {
-                Arc::new(crate::sqlite::audit_append::SqliteAppender::new(file))
-            }
-            Engine::Postgres(pg) => Arc::new(crate::postgres::audit_copy::PgAppender::new(pg)),
-        };
+        let appender = db.backend().audit();
         Self {
             distributed: db.reads().distributed(),
             appender,

@@ -2,6 +2,7 @@
 //! kept after a bulk load. The crate's root only names its modules and what it exports.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sea_orm::sqlx::postgres::PgPoolOptions;
@@ -14,8 +15,10 @@ use sea_orm::{
 };
 use tokenvault_migrations::{Migrator, MigratorTrait};
 
-use crate::engine::{Database, Engine};
+use crate::engine::Database;
+use crate::postgres::backend::PgBackend;
 use crate::postgres::direct as pg_direct;
+use crate::sqlite::backend::SqliteBackend;
 use crate::sqlite::{direct, writer};
 
 /// Why the database could not be opened or migrated.
@@ -136,7 +139,7 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<Database, ConnectE
             .map_err(|e| ConnectError::Connect(format!("cannot start the SQLite writer: {e}")))?;
         Ok(Database::new(
             SqlxSqliteConnector::from_sqlx_sqlite_pool(pool),
-            Engine::Sqlite(direct),
+            Arc::new(SqliteBackend::new(direct)),
         ))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let pool = PgPoolOptions::new()
@@ -159,9 +162,8 @@ pub async fn connect(url: &str, options: DbOptions) -> Result<Database, ConnectE
         })?;
         Ok(Database::new(
             SqlxPostgresConnector::from_sqlx_postgres_pool(pool),
-            Engine::Postgres(pg),
-        )
-        .distributed(citus))
+            Arc::new(PgBackend::new(pg, citus)),
+        ))
     } else {
         Err(ConnectError::UnsupportedUrl)
     }

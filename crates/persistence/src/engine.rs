@@ -1,7 +1,8 @@
 //! An open database: what `connect` (`connect.rs`) returns, owned by whoever opened it.
 //!
-//! Beside SeaORM's pool, each backend has machinery of its own, made here at connect and
-//! nowhere else (no process-wide registry, no thread started by a repository's constructor):
+//! Beside SeaORM's pool, each database has machinery of its own, its [`Backend`], made at
+//! connect and nowhere else (no process-wide registry, no thread started by a repository's
+//! constructor):
 //!
 //! - a SQLite file: its direct reads on the calling thread (`sqlite/direct.rs`), its writer thread
 //!   (`sqlite/writer.rs`: token inserts in groups, audit appends, activity) and its checkpoint thread
@@ -11,7 +12,7 @@
 //!   queue of key-and-token reads answered together (`postgres/key_group.rs`: one per database, so
 //!   its bound on statements running at once holds for the database).
 //!
-//! Every repository is made from a [`Database`] and shares its engine; its owner stops the
+//! Every repository is made from a [`Database`] and takes its part of the backend; its owner stops the
 //! threads with [`Database::close`] (the server does, last, `crates/server/src/lib.rs`), and
 //! they also end once the last clone is dropped, after the work queued before.
 
@@ -20,66 +21,20 @@ use std::sync::Arc;
 
 use sea_orm::DatabaseConnection;
 
-use crate::postgres::direct::PgDirect;
-use crate::postgres::key_group::KeyGroup;
+use crate::backend::Backend;
 use crate::reads::Reads;
-use crate::sqlite::direct::DirectReads;
 
-/// One backend's machinery beside the pool.
-///
-/// On Citus (PostgreSQL with the extension) the same machinery runs, but for the joined reads
-/// ([`Database::distributed`]).
-#[derive(Clone, Debug)]
-pub(crate) enum Engine {
-    /// A SQLite file.
-    Sqlite(Arc<DirectReads>),
-    /// A PostgreSQL database.
-    Postgres(Arc<PgDirect>),
-}
-
-/// An open, owned database: SeaORM's pool and its backend's engine. Derefs to the pool for
-/// what SeaORM does alone (migrations, statistics, raw statements).
+/// An open, owned database: SeaORM's pool and its backend. Derefs to the pool for what SeaORM
+/// does alone (migrations, statistics, raw statements).
 #[derive(Clone, Debug)]
 pub struct Database {
     db: DatabaseConnection,
-    engine: Engine,
-    /// PostgreSQL's grouped key-and-token reads; `None` on SQLite and on Citus.
-    key_group: Option<Arc<KeyGroup>>,
-    /// A Citus database ([`Database::distributed`]).
-    distributed: bool,
+    backend: Arc<dyn Backend>,
 }
 
 impl Database {
-    pub(crate) fn new(db: DatabaseConnection, engine: Engine) -> Self {
-        let key_group = match &engine {
-            Engine::Postgres(pg) => Some(Arc::new(KeyGroup::new(pg.clone()))),
-            Engine::Sqlite(_) => None,
-        };
-        Self {
-            db,
-            engine,
-            key_group,
-            distributed: false,
-        }
-    }
-
-    /// Marks a Citus database, whose tenant-owned tables are distributed by tenant: no
-    /// statement may find a tenant's rows through another table's row, as the joined fast
-    /// paths do (key → tenant → token, in one statement or in a batch of many keys), since
-    /// Citus can route a statement to the tenant's node only when it names the tenant. Such
-    /// reads take their two-step paths instead: the key (reference tables), then the tenant's
-    /// rows by its id.
-    pub(crate) fn distributed(mut self, citus: bool) -> Self {
-        self.distributed = citus;
-        if citus {
-            self.key_group = None;
-        }
-        self
-    }
-
-    /// PostgreSQL's key-and-token reads answered together; `None` on SQLite.
-    pub(crate) fn key_group(&self) -> Option<Arc<KeyGroup>> {
-        self.key_group.clone()
+    pub(crate) fn new(db: DatabaseConnection, backend: Arc<dyn Backend>) -> Self {
+        Self { db, backend }
     }
 
     /// SeaORM's pool.
@@ -87,17 +42,9 @@ impl Database {
         &self.db
     }
 
-    /// The backend's machinery.
-    pub(crate) fn engine(&self) -> Engine {
-        self.engine.clone()
-    }
-
-    /// PostgreSQL's own connections and threads; `None` on SQLite.
-    pub(crate) fn postgres(&self) -> Option<Arc<PgDirect>> {
-        match &self.engine {
-            Engine::Postgres(pg) => Some(pg.clone()),
-            Engine::Sqlite(_) => None,
-        }
+    /// What the database does its own way.
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.backend
     }
 
     /// Tests only: on a SQLite file, every read on the calling thread answers as a locked file
@@ -105,17 +52,15 @@ impl Database {
     /// run. Nothing on PostgreSQL.
     #[cfg(feature = "test-support")]
     pub fn refuse_direct_reads(&self, refused: bool) {
-        if let Engine::Sqlite(file) = &self.engine {
-            file.refuse(refused);
-        }
+        self.backend.refuse_direct_reads(refused);
     }
 
     /// Where the repositories' point reads run.
     pub(crate) fn reads(&self) -> Reads {
-        Reads::new(self.db.clone(), self.postgres(), self.distributed)
+        self.backend.reads(&self.db)
     }
 
-    /// Closes the database for every clone of it: the pool, then the engine's threads, each
+    /// Closes the database for every clone of it: the pool, then the backend's threads, each
     /// once the work queued before is done (a SQLite file's log is then copied back into it).
     /// Returns after the threads have ended, or 35 s after it began (logged).
     /// Later calls of a repository made from it fail.
@@ -132,10 +77,7 @@ impl Database {
                     "the pool's connections were not given back in time".into(),
                 ))
             });
-        match &self.engine {
-            Engine::Sqlite(file) => file.stop(until).await,
-            Engine::Postgres(pg) => pg.stop(until).await,
-        }
+        self.backend.stop(until).await;
         closed
     }
 }

@@ -25,7 +25,7 @@ const CLAIM_ATTEMPTS: usize = 3;
 #[derive(Clone, Debug)]
 pub struct SeaOrmIdempotencyRepository {
     db: DatabaseConnection,
-    /// A Citus database (`Database::distributed`).
+    /// A Citus database (`PgBackend`, `postgres/backend.rs`).
     distributed: bool,
 }
 

@@ -4,6 +4,7 @@
 mod applications;
 mod audit;
 mod audit_rows;
+mod backend;
 mod connect;
 mod engine;
 mod entity;

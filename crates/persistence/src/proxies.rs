@@ -20,7 +20,8 @@ use tokenvault_domain::proxy::Proxy;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::ProxyReads;
+use crate::engine::Database;
 use crate::entity::proxy::{self, Column, Entity};
 use crate::one_of_tenant::one_of_tenant;
 use crate::paging::newest_first;
@@ -28,27 +29,6 @@ use crate::repo_error::repo_err;
 use crate::rows::application::{hash_from_hex, hash_hex};
 use crate::search::list_condition;
 use crate::stamp::{stamp, unstamp};
-use crate::{postgres, sqlite};
-
-/// How one database reads proxies: by id, by key, by key with the tokens a call names.
-#[async_trait]
-pub(crate) trait ProxyReads: Send + Sync + std::fmt::Debug {
-    /// The proxy `id` of `tenant_id`.
-    async fn by_id(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<StoredProxy>, RepoError>;
-
-    /// The proxy holding `key_hash` (hex), if its tenant is live.
-    async fn by_key(&self, key_hash: String) -> Result<Option<StoredProxy>, RepoError>;
-
-    /// [`ProxyRepository::find_by_key_hash_also`], where this database reads the tokens
-    /// ahead; `None` where it does not (the proxy is then read alone).
-    async fn by_key_also(
-        &self,
-        hash: &KeyHash,
-        caller_key: Option<&KeyHash>,
-        token_ids: &[String],
-        now: OffsetDateTime,
-    ) -> Option<Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError>>;
-}
 
 /// The proxy `id` of `tenant_id` through SeaORM on `db`.
 pub(crate) async fn by_id(
@@ -85,13 +65,7 @@ pub struct SeaOrmProxyRepository {
 impl SeaOrmProxyRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
-        let reads: Arc<dyn ProxyReads> = match db.engine() {
-            Engine::Sqlite(direct) => Arc::new(sqlite::proxies::SqliteProxies::new(
-                direct,
-                db.connection().clone(),
-            )),
-            Engine::Postgres(_) => Arc::new(postgres::proxies::PgProxies::new(db.reads())),
-        };
+        let reads = db.backend().proxies(db.connection());
         Self {
             reads,
             db: db.connection().clone(),

@@ -16,7 +16,8 @@ use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorReposito
 use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::ReactorReads;
+use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::one_of_tenant::one_of_tenant;
 use crate::paging::newest_first;
@@ -27,27 +28,10 @@ use crate::rows::reactor::{
 };
 use crate::search::list_condition;
 use crate::stamp::stamp;
-use crate::{postgres, sqlite};
-
-/// How one database reads a formula and a reactor by id (`sqlite/reactors.rs`,
-/// `postgres/reactors.rs`).
-#[async_trait]
-pub(crate) trait ReactorReads: Send + Sync + std::fmt::Debug {
-    /// The formula `id` of `tenant_id`.
-    async fn formula(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Formula>, RepoError>;
-    /// The reactor `id` of `tenant_id`.
-    async fn reactor(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Reactor>, RepoError>;
-}
 
 /// The reads of `db`'s engine.
 fn reads_of(db: &Database) -> Arc<dyn ReactorReads> {
-    match db.engine() {
-        Engine::Sqlite(direct) => Arc::new(sqlite::reactors::SqliteReactors::new(
-            direct,
-            db.connection().clone(),
-        )),
-        Engine::Postgres(_) => Arc::new(postgres::reactors::PgReactors::new(db.reads())),
-    }
+    db.backend().reactors(db.connection())
 }
 
 /// Reactor formulas in the `reactor_formulas` table.

@@ -28,7 +28,7 @@ use crate::postgres::direct::PgDirect;
 pub(crate) struct Reads {
     db: DatabaseConnection,
     pg: Option<Arc<PgDirect>>,
-    /// A Citus database (`Database::distributed`).
+    /// A Citus database (`PgBackend`, `postgres/backend.rs`).
     distributed: bool,
 }
 
@@ -46,7 +46,7 @@ impl Reads {
         }
     }
 
-    /// Whether this is a Citus database (`Database::distributed`).
+    /// Whether this is a Citus database (`PgBackend`, `postgres/backend.rs`).
     pub(crate) fn distributed(&self) -> bool {
         self.distributed
     }

@@ -15,20 +15,13 @@ use tokenvault_domain::ports::{TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::TenantReads;
+use crate::engine::Database;
 use crate::entity::{application, tenant};
 use crate::repo_error::repo_err;
 use crate::rows::application::to_active;
 use crate::rows::tenant::to_domain;
 use crate::stamp::stamp;
-use crate::{postgres, sqlite};
-
-/// How one database reads a live tenant by id (`sqlite/tenants.rs`, `postgres/tenants.rs`).
-#[async_trait]
-pub(crate) trait TenantReads: Send + Sync + std::fmt::Debug {
-    /// The live tenant `id`, without its wrapped data key.
-    async fn by_id(&self, id: Uuid) -> Result<Option<Tenant>, RepoError>;
-}
 
 /// The live tenant `id` through SeaORM on `db`.
 pub(crate) async fn by_id(
@@ -55,13 +48,7 @@ pub struct SeaOrmTenantRepository {
 impl SeaOrmTenantRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
-        let reads: Arc<dyn TenantReads> = match db.engine() {
-            Engine::Sqlite(direct) => Arc::new(sqlite::tenants::SqliteTenants::new(
-                direct,
-                db.connection().clone(),
-            )),
-            Engine::Postgres(_) => Arc::new(postgres::tenants::PgTenants::new(db.reads())),
-        };
+        let reads = db.backend().tenants(db.connection());
         Self {
             reads,
             db: db.connection().clone(),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection,
-    DatabaseTransaction, EntityTrait, PaginatorTrait, QueryFilter, Select, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
+    PaginatorTrait, QueryFilter, TransactionTrait,
 };
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
@@ -18,7 +18,8 @@ use tokenvault_domain::ports::{
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::TokenEngine;
+use crate::engine::Database;
 use crate::entity::{association, token};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
@@ -31,58 +32,6 @@ use crate::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
 };
 use crate::token_search::{search_page, search_query, total_from_page};
-use crate::{postgres, sqlite};
-
-/// What one database does its own way with tokens (`sqlite/tokens.rs`,
-/// `postgres/tokens.rs`): the single insert (each database's writer thread, which commits
-/// concurrent inserts together), a batch's statements, the point reads, a search page found
-/// through terms, the expiry sweep.
-#[async_trait]
-pub(crate) trait TokenEngine: Send + Sync + std::fmt::Debug {
-    /// Stores one new token.
-    async fn insert(&self, t: &StoredToken) -> Result<TokenWrite, RepoError>;
-
-    /// How many rows one insert statement of [`TokenRepository::insert_all`] carries.
-    fn rows_per_statement(&self) -> usize;
-
-    /// Counts a batch's tokens per tenant and month in its transaction, where no trigger of
-    /// the database does (`token_months`).
-    async fn count_created(
-        &self,
-        txn: &DatabaseTransaction,
-        tokens: &[StoredToken],
-    ) -> Result<(), RepoError>;
-
-    /// The live token `id` of `tenant_id`.
-    async fn get(
-        &self,
-        tenant_id: Uuid,
-        id: &str,
-        now: OffsetDateTime,
-    ) -> Result<Option<StoredToken>, RepoError>;
-
-    /// The live tokens among `ids` of `tenant_id`.
-    async fn get_many(
-        &self,
-        tenant_id: Uuid,
-        ids: &[String],
-        now: OffsetDateTime,
-    ) -> Result<Vec<StoredToken>, RepoError>;
-
-    /// A search page whose matches are found through a term, where this database reads it its
-    /// own way; `None` where it does not (the repository reads it through SeaORM).
-    fn term_page(
-        &self,
-        query: &Select<token::Entity>,
-        page: PageRequest,
-    ) -> Option<Result<Page<StoredToken>, RepoError>>;
-
-    /// Whether the tokens are distributed by tenant over nodes (Citus).
-    fn distributed(&self) -> bool;
-
-    /// Deletes every token expired at `now` and the counter rows left empty; how many.
-    async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError>;
-}
 
 /// Deletes every token expired at `now` on `db` in one statement, then the counter rows left
 /// empty: the sweep of a database that is not distributed.
@@ -112,17 +61,7 @@ pub struct SeaOrmTokenRepository {
 impl SeaOrmTokenRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
-        let engine: Arc<dyn TokenEngine> = match db.engine() {
-            Engine::Sqlite(direct) => Arc::new(sqlite::tokens::SqliteTokens::new(
-                direct,
-                db.connection().clone(),
-            )),
-            Engine::Postgres(pg) => Arc::new(postgres::tokens::PgTokens::new(
-                pg,
-                db.reads(),
-                db.connection().clone(),
-            )),
-        };
+        let engine = db.backend().tokens(db.connection());
         Self {
             engine,
             reads: db.reads(),

@@ -13,7 +13,8 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{TypeCount, UsageRepository};
 use uuid::Uuid;
 
-use crate::engine::{Database, Engine};
+use crate::backend::ActivityWriter;
+use crate::engine::Database;
 use crate::entity::{activity, token, token_month};
 use crate::repo_error::repo_err;
 use crate::rows::token::live;
@@ -21,15 +22,6 @@ use crate::stamp::unstamp;
 
 /// Activity rows per statement (on a SQLite file: per job of the writer thread).
 const ACTIVITY_CHUNK: usize = 200;
-
-/// How one database writes a chunk of activity rows (`sqlite/activity.rs`,
-/// `postgres/activity.rs`).
-#[async_trait]
-pub(crate) trait ActivityWriter: Send + Sync + std::fmt::Debug {
-    /// Writes `entries` (tenant, month, token id), skipping rows already there and rows of a
-    /// tenant deleted meanwhile.
-    async fn insert(&self, entries: &[(Uuid, String, String)]) -> Result<(), RepoError>;
-}
 
 /// Token counts and activity rows.
 #[derive(Clone, Debug)]
@@ -42,13 +34,7 @@ pub struct SeaOrmUsageRepository {
 impl SeaOrmUsageRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
-        let activity: Arc<dyn ActivityWriter> = match db.engine() {
-            Engine::Sqlite(file) => Arc::new(crate::sqlite::activity::SqliteActivity::new(file)),
-            Engine::Postgres(_) => Arc::new(crate::postgres::activity::PgActivity::new(
-                db.connection().clone(),
-                db.reads().distributed(),
-            )),
-        };
+        let activity = db.backend().activity(db.connection());
         Self {
             activity,
             db: db.connection().clone(),

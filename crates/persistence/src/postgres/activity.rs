@@ -10,10 +10,10 @@ use sea_orm::sqlx;
 use tokenvault_domain::RepoError;
 use uuid::Uuid;
 
+use crate::backend::ActivityWriter;
 use crate::entity::activity;
 use crate::rows::write::{PgArrays, WriteError, pg_params, put_row};
 use crate::rows::{self, columns};
-use crate::usage::ActivityWriter;
 
 /// PostgreSQL: one statement of fixed text whatever the chunk's size (its plan is cached per
 /// connection), one array per column (`rows/activity.rs`). Each row's tenant is locked

@@ -13,8 +13,8 @@ use tokenvault_domain::ports::{AlsoRead, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
-use crate::applications::{ApplicationReads, by_id};
-use crate::engine::Database;
+use crate::applications::by_id;
+use crate::backend::ApplicationReads;
 use crate::postgres::direct::PgDirect;
 use crate::postgres::key_group::KeyGroup;
 use crate::postgres::{keyed_reactor, keyed_read, keyed_search};
@@ -33,13 +33,17 @@ pub(crate) struct PgApplications {
 }
 
 impl PgApplications {
-    /// The reads of `db`, a PostgreSQL database whose own connections are `pg`.
-    pub(crate) fn new(db: &Database, pg: Arc<PgDirect>) -> Self {
-        let reads = db.reads();
+    /// The reads through `reads` and on `pg`, the database's own connections, with its
+    /// grouped key-and-token reads (`None` on Citus).
+    pub(crate) fn new(
+        reads: crate::reads::Reads,
+        pg: Arc<PgDirect>,
+        key_group: Option<Arc<KeyGroup>>,
+    ) -> Self {
         Self {
             joined: reads.pg_joined().is_some(),
             pg,
-            key_group: db.key_group(),
+            key_group,
             reads,
         }
     }

@@ -17,10 +17,9 @@
 //! committed: it is the caller's error, and the domain looks in the chain before writing those
 //! entries again (`settle` in `domain/service/audit.rs`).
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Instant;
 
-use async_trait::async_trait;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgConnection, PgDatabaseError};
 use sea_orm::sqlx::{self, Connection};
 use tokenvault_domain::RepoError;
@@ -338,38 +337,6 @@ fn binary_rows(entries: &[AuditEntry]) -> Result<Vec<u8>, RepoError> {
             .map_err(RepoError::Backend)?;
     }
     Ok(rows.finish())
-}
-
-/// A PostgreSQL database's appends, on its appender thread ([`AuditWriter`]).
-#[derive(Debug)]
-pub(crate) struct PgAppender {
-    pg: Arc<crate::postgres::direct::PgDirect>,
-}
-
-impl PgAppender {
-    /// The appends of the database whose own threads are `pg`'s.
-    pub(crate) fn new(pg: Arc<crate::postgres::direct::PgDirect>) -> Self {
-        Self { pg }
-    }
-}
-
-#[async_trait]
-impl crate::audit::AuditAppender for PgAppender {
-    async fn append(
-        &self,
-        tenant_id: Uuid,
-        expected: Option<&AuditHead>,
-        entries: &[AuditEntry],
-    ) -> Result<AppendOutcome, RepoError> {
-        self.pg
-            .audit()
-            .append(tenant_id, expected.cloned(), entries)
-            .await
-    }
-
-    async fn settled(&self) -> Result<(), RepoError> {
-        self.pg.audit().settled().await
-    }
 }
 
 #[cfg(test)]

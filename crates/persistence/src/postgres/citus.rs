@@ -1,4 +1,4 @@
-//! What the adapter does differently on a Citus database (`Database::distributed`), beside the
+//! What the adapter does differently on a Citus database (`PgBackend`, `postgres/backend.rs`), beside the
 //! joined reads it leaves out (`reads.rs`, `Reads::pg_joined`) and the token writer's statement
 //! per tenant (`postgres/group.rs`).
 

@@ -5,8 +5,10 @@
 //! lock (`startup_lock.rs`).
 
 pub(crate) mod activity;
+pub(crate) mod appender;
 pub(crate) mod applications;
 pub(crate) mod audit_copy;
+pub(crate) mod backend;
 pub(crate) mod citus;
 pub(crate) mod direct;
 pub(crate) mod group;

@@ -12,9 +12,10 @@ use tokenvault_domain::ports::{Beside, StoredProxy};
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::backend::ProxyReads;
 use crate::entity::proxy::{Column, Entity};
 use crate::entity::{application, token};
-use crate::proxies::{ProxyReads, by_id, by_key};
+use crate::proxies::{by_id, by_key};
 use crate::reads::Reads;
 use crate::repo_error::repo_err;
 use crate::rows::application::hash_hex;

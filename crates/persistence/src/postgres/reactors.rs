@@ -7,7 +7,8 @@ use tokenvault_domain::formula::Formula;
 use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
-use crate::reactors::{ReactorReads, formula_by_id, reactor_by_id};
+use crate::backend::ReactorReads;
+use crate::reactors::{formula_by_id, reactor_by_id};
 use crate::reads::Reads;
 
 /// A PostgreSQL database's formula and reactor reads.

@@ -5,8 +5,9 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
+use crate::backend::TenantReads;
 use crate::reads::Reads;
-use crate::tenants::{TenantReads, by_id};
+use crate::tenants::by_id;
 
 /// A PostgreSQL database's tenant reads.
 #[derive(Debug)]

@@ -16,6 +16,7 @@ use tokenvault_domain::ports::TokenWrite;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::backend::TokenEngine;
 use crate::entity::token;
 use crate::postgres::direct::PgDirect;
 use crate::reads::Reads;
@@ -24,7 +25,6 @@ use crate::rows::token::NewLists;
 use crate::stamp::stamp;
 use crate::token_count::{drop_empty, empty_row_tenants};
 use crate::token_queries::{live_token, live_tokens};
-use crate::tokens::TokenEngine;
 
 /// A PostgreSQL database's token engine.
 #[derive(Debug)]

@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use tokenvault_domain::RepoError;
 use uuid::Uuid;
 
+use crate::backend::ActivityWriter;
 use crate::entity::activity;
 use crate::rows::write::{SqliteValues, WriteError, put_row};
 use crate::rows::{self, columns, sqlite_marks};
 use crate::sqlite::direct::DirectReads;
-use crate::usage::ActivityWriter;
 
 /// SQLite: a row, skipped if it is there already.
 static ACTIVITY: LazyLock<String> = LazyLock::new(|| {

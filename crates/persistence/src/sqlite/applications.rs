@@ -13,7 +13,8 @@ use tokenvault_domain::ports::{AlsoRead, Beside, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
-use crate::applications::{ApplicationReads, by_id};
+use crate::applications::by_id;
+use crate::backend::ApplicationReads;
 use crate::entity::application::{Column, Entity};
 use crate::repo_error::repo_err;
 use crate::rows::application::to_domain;

@@ -17,8 +17,8 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::audit::{AppendOutcome, AuditEntry, AuditHead};
 use uuid::Uuid;
 
-use crate::audit::AuditAppender;
 use crate::audit_rows::{first_head, move_head};
+use crate::backend::AuditAppender;
 use crate::entity::audit_entry;
 use crate::rows::audit_entry as audit_entry_row;
 use crate::rows::audit_entry::sqlite_text;

@@ -6,6 +6,7 @@
 pub(crate) mod activity;
 pub(crate) mod applications;
 pub(crate) mod audit_append;
+pub(crate) mod backend;
 pub mod backup;
 pub(crate) mod checkpoint;
 pub(crate) mod direct;

@@ -13,8 +13,9 @@ use tokenvault_domain::ports::{Beside, StoredProxy};
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::backend::ProxyReads;
 use crate::entity::proxy;
-use crate::proxies::{OF_LIVE_TENANT, ProxyReads, by_id, by_key, to_domain};
+use crate::proxies::{OF_LIVE_TENANT, by_id, by_key, to_domain};
 use crate::rows::{self, columns};
 use crate::sqlite::direct::DirectReads;
 

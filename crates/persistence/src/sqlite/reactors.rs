@@ -10,8 +10,9 @@ use tokenvault_domain::formula::Formula;
 use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
+use crate::backend::ReactorReads;
 use crate::entity::{formula, reactor};
-use crate::reactors::{ReactorReads, formula_by_id, reactor_by_id};
+use crate::reactors::{formula_by_id, reactor_by_id};
 use crate::rows::reactor::{formula_to_domain, reactor_to_domain};
 use crate::rows::{self, columns};
 use crate::sqlite::direct::DirectReads;

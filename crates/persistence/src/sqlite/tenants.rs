@@ -9,11 +9,12 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
+use crate::backend::TenantReads;
 use crate::entity::tenant;
 use crate::rows::tenant::to_domain;
 use crate::rows::{self, columns};
 use crate::sqlite::direct::DirectReads;
-use crate::tenants::{TenantReads, by_id};
+use crate::tenants::by_id;
 
 /// A live tenant; its wrapped data key is not read: `get` does not return it (`data_key`
 /// does).

@@ -16,6 +16,7 @@ use tokenvault_domain::ports::{TokenWrite, month_of};
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
+use crate::backend::TokenEngine;
 use crate::entity::token;
 use crate::repo_error::repo_err;
 use crate::rows::token::to_domain;
@@ -23,7 +24,6 @@ use crate::sqlite::direct::{DirectReads, bound_time};
 use crate::sqlite::token_months::Created;
 use crate::token_queries::{live_token, live_tokens};
 use crate::token_search::{search_page, total_from_page};
-use crate::tokens::TokenEngine;
 
 /// A SQLite file's token engine.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! The group writer on Citus (`Database::distributed`): its statements, and the transaction
+//! The group writer on Citus (`PgBackend`, `postgres/backend.rs`): its statements, and the transaction
 //! each runs in so that its lock waits are bounded on the workers as on the coordinator.
 
 use std::sync::LazyLock;
