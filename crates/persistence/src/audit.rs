@@ -30,7 +30,7 @@ use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::ports::AuditRepository;
 use uuid::Uuid;
 
-use crate::backend::AuditAppender;
+use crate::backend::{AuditAppender, Backend};
 use crate::engine::Database;
 use crate::entity::audit_entry::{self, Column, Entity};
 use crate::entity::audit_head;
@@ -43,8 +43,8 @@ pub struct SeaOrmAuditRepository {
     db: DatabaseConnection,
     /// The database's appending thread.
     appender: Arc<dyn AuditAppender>,
-    /// A Citus database (`PgBackend`, `postgres/backend.rs`).
-    distributed: bool,
+    /// The database's backend (verification spans tenants its way).
+    backend: Arc<dyn Backend>,
 }
 
 impl SeaOrmAuditRepository {
@@ -52,7 +52,7 @@ impl SeaOrmAuditRepository {
     pub fn new(db: Database) -> Self {
         let appender = db.backend().audit();
         Self {
-            distributed: db.reads().distributed(),
+            backend: db.backend().clone(),
             appender,
             db: db.connection().clone(),
         }
@@ -205,8 +205,10 @@ impl AuditRepository for SeaOrmAuditRepository {
 
     async fn tenants(&self) -> Result<Vec<Uuid>, RepoError> {
         // Spans tenants on purpose (`audit verify` checks every tenant): on Citus two reads
-        // over every shard, allowed in a transaction of their own (`citus::fanning_out`).
-        let txn = crate::postgres::citus::fanning_out(&self.db, self.distributed)
+        // over every shard, allowed in a transaction of their own (`Backend::spanning_tenants`).
+        let txn = self
+            .backend
+            .spanning_tenants(&self.db)
             .await
             .map_err(repo_err)?;
         // Tenants with a head and tenants with entries: a head row deleted behind the server's

@@ -43,6 +43,15 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug {
     fn audit(&self) -> Arc<dyn AuditAppender>;
     /// The activity writes.
     fn activity(&self, db: &DatabaseConnection) -> Arc<dyn ActivityWriter>;
+    /// A transaction for a job that spans tenants on purpose (a sweep, a verification): on
+    /// Citus one whose statements may span shards (`postgres/citus.rs`), a plain one elsewhere.
+    async fn spanning_tenants(
+        &self,
+        db: &DatabaseConnection,
+    ) -> Result<DatabaseTransaction, sea_orm::DbErr> {
+        sea_orm::TransactionTrait::begin(db).await
+    }
+
     /// Stops the threads, each once the work queued before is done, by `until` at the latest.
     async fn stop(&self, until: tokio::time::Instant);
     /// Tests only: on a SQLite file, every read on the calling thread answers as a locked

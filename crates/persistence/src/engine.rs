@@ -43,8 +43,8 @@ impl Database {
     }
 
     /// What the database does its own way.
-    pub(crate) fn backend(&self) -> &dyn Backend {
-        &*self.backend
+    pub(crate) fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
     }
 
     /// Tests only: on a SQLite file, every read on the calling thread answers as a locked file

@@ -3,6 +3,8 @@
 //! decides who holds the key (the primary key (application, key) arbitrates between
 //! concurrent callers and server instances); a caller that did not insert reads what holds it.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -12,6 +14,7 @@ use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{Claim, IdempotencyKey, IdempotencyRepository};
 
+use crate::backend::Backend;
 use crate::engine::Database;
 use crate::entity::idempotency::{self, Column, Entity};
 use crate::repo_error::repo_err;
@@ -25,15 +28,15 @@ const CLAIM_ATTEMPTS: usize = 3;
 #[derive(Clone, Debug)]
 pub struct SeaOrmIdempotencyRepository {
     db: DatabaseConnection,
-    /// A Citus database (`PgBackend`, `postgres/backend.rs`).
-    distributed: bool,
+    /// The database's backend (a sweep spans tenants its way).
+    backend: Arc<dyn Backend>,
 }
 
 impl SeaOrmIdempotencyRepository {
     /// A repository over `db` (migrated).
     pub fn new(db: Database) -> Self {
         Self {
-            distributed: db.reads().distributed(),
+            backend: db.backend().clone(),
             db: db.connection().clone(),
         }
     }
@@ -148,7 +151,9 @@ impl IdempotencyRepository for SeaOrmIdempotencyRepository {
     async fn delete_expired(&self, expired_before: OffsetDateTime) -> Result<u64, RepoError> {
         // Spans tenants on purpose (the sweep of old records): on Citus one `DELETE` over
         // every shard, allowed in a transaction of its own.
-        let txn = crate::postgres::citus::fanning_out(&self.db, self.distributed)
+        let txn = self
+            .backend
+            .spanning_tenants(&self.db)
             .await
             .map_err(repo_err)?;
         let result = Entity::delete_many()

@@ -21,13 +21,21 @@ use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
 };
 
-use crate::postgres::direct::PgDirect;
+/// A database's own connections for plain `SELECT`s (PostgreSQL's, `postgres/direct.rs`),
+/// which may run a statement twice.
+#[async_trait]
+pub(crate) trait DirectQueries: Send + Sync + std::fmt::Debug {
+    /// The first row `stmt` selects.
+    async fn query_one(&self, stmt: &Statement) -> Result<Option<QueryResult>, DbErr>;
+    /// Every row `stmt` selects.
+    async fn query_all(&self, stmt: &Statement) -> Result<Vec<QueryResult>, DbErr>;
+}
 
-/// Reads of one database: PostgreSQL's direct connections, else the pool.
+/// Reads of one database: its own connections where it has them, else the pool.
 #[derive(Clone, Debug)]
 pub(crate) struct Reads {
     db: DatabaseConnection,
-    pg: Option<Arc<PgDirect>>,
+    pg: Option<Arc<dyn DirectQueries>>,
     /// A Citus database (`PgBackend`, `postgres/backend.rs`).
     distributed: bool,
 }
@@ -36,7 +44,7 @@ impl Reads {
     /// The reads of `db`, on PostgreSQL through `pg`.
     pub(crate) fn new(
         db: DatabaseConnection,
-        pg: Option<Arc<PgDirect>>,
+        pg: Option<Arc<dyn DirectQueries>>,
         distributed: bool,
     ) -> Self {
         Self {
@@ -51,15 +59,8 @@ impl Reads {
         self.distributed
     }
 
-    /// PostgreSQL's direct connections for a statement that reaches a tenant's rows through
-    /// a key (the joined fast paths); `None` on SQLite, and on Citus, where such a statement
-    /// cannot be routed to the tenant's node and its two-step path runs instead.
-    pub(crate) fn pg_joined(&self) -> Option<&Arc<PgDirect>> {
-        self.pg.as_ref().filter(|_| !self.distributed)
-    }
-
     /// The direct connections when `stmt` may run (and be tried again) there.
-    fn direct_for(&self, stmt: &Statement) -> Option<&PgDirect> {
+    fn direct_for(&self, stmt: &Statement) -> Option<&dyn DirectQueries> {
         self.pg.as_deref().filter(|_| plain_select(&stmt.sql))
     }
 }

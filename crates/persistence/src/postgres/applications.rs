@@ -34,17 +34,19 @@ pub(crate) struct PgApplications {
 
 impl PgApplications {
     /// The reads through `reads` and on `pg`, the database's own connections, with its
-    /// grouped key-and-token reads (`None` on Citus).
+    /// grouped key-and-token reads (`None` on Citus); `joined`: a statement may reach a
+    /// tenant's rows through a key (not on Citus).
     pub(crate) fn new(
         reads: crate::reads::Reads,
         pg: Arc<PgDirect>,
         key_group: Option<Arc<KeyGroup>>,
+        joined: bool,
     ) -> Self {
         Self {
-            joined: reads.pg_joined().is_some(),
-            pg,
-            key_group,
             reads,
+            pg,
+            joined,
+            key_group,
         }
     }
 }

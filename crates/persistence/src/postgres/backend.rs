@@ -66,11 +66,12 @@ impl Backend for PgBackend {
             self.reads(db),
             self.pg.clone(),
             self.key_group.clone(),
+            !self.distributed,
         ))
     }
 
     fn proxies(&self, db: &DatabaseConnection) -> Arc<dyn ProxyReads> {
-        Arc::new(PgProxies::new(self.reads(db)))
+        Arc::new(PgProxies::new(self.reads(db), !self.distributed))
     }
 
     fn reactors(&self, db: &DatabaseConnection) -> Arc<dyn ReactorReads> {
@@ -91,6 +92,13 @@ impl Backend for PgBackend {
 
     fn activity(&self, db: &DatabaseConnection) -> Arc<dyn ActivityWriter> {
         Arc::new(PgActivity::new(db.clone(), self.distributed))
+    }
+
+    async fn spanning_tenants(
+        &self,
+        db: &DatabaseConnection,
+    ) -> Result<sea_orm::DatabaseTransaction, sea_orm::DbErr> {
+        crate::postgres::citus::fanning_out(db, self.distributed).await
     }
 
     async fn stop(&self, until: tokio::time::Instant) {

@@ -1,5 +1,5 @@
 //! What the adapter does differently on a Citus database (`PgBackend`, `postgres/backend.rs`), beside the
-//! joined reads it leaves out (`reads.rs`, `Reads::pg_joined`) and the token writer's statement
+//! joined reads it leaves out (`PgBackend`'s `distributed`) and the token writer's statement
 //! per tenant (`postgres/group.rs`).
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};

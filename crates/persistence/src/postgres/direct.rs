@@ -242,3 +242,14 @@ impl PgDirect {
         }
     }
 }
+
+#[async_trait::async_trait]
+impl crate::reads::DirectQueries for PgDirect {
+    async fn query_one(&self, stmt: &Statement) -> Result<Option<QueryResult>, DbErr> {
+        PgDirect::query_one(self, stmt).await
+    }
+
+    async fn query_all(&self, stmt: &Statement) -> Result<Vec<QueryResult>, DbErr> {
+        PgDirect::query_all(self, stmt).await
+    }
+}

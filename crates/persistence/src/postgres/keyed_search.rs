@@ -39,7 +39,7 @@ fn statement(
     limit: u64,
     now: OffsetDateTime,
 ) -> Option<Statement> {
-    // Never on Citus (`Reads::pg_joined`).
+    // Never on Citus (`PgApplications::joined`).
     let matches = search_query(
         DatabaseBackend::Postgres,
         false,

@@ -25,12 +25,14 @@ use crate::stamp::stamp;
 #[derive(Debug)]
 pub(crate) struct PgProxies {
     reads: Reads,
+    /// Whether a statement may reach a tenant's rows through a key (not on Citus).
+    joined: bool,
 }
 
 impl PgProxies {
-    /// The reads of a PostgreSQL database.
-    pub(crate) fn new(reads: Reads) -> Self {
-        Self { reads }
+    /// The reads of a PostgreSQL database; `joined` as for [`PgProxies::joined`].
+    pub(crate) fn new(reads: Reads, joined: bool) -> Self {
+        Self { reads, joined }
     }
 }
 
@@ -52,7 +54,9 @@ impl ProxyReads for PgProxies {
         now: OffsetDateTime,
     ) -> Option<Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError>> {
         // Citus: the proxy alone; the tokens are then read by the proxy's tenant, on its node.
-        self.reads.pg_joined()?;
+        if !self.joined {
+            return None;
+        }
         // PostgreSQL: both statements at once, on two of the adapter's connections. The
         // tokens' tenant is the one of the proxy holding this key, and only where they may be
         // used, both decided in SQL: a proxy without auth that has an application, or one
