@@ -1,59 +1,42 @@
 //! Persistence adapter: the domain's repository ports on SeaORM, for SQLite (the embedded
-//! default) and PostgreSQL. SQL errors are translated to `RepoError` in one place (`repo_error.rs`).
+//! default, `tokenvault-persistence-sqlite`) and PostgreSQL (`tokenvault-persistence-postgres`),
+//! over what both share (`tokenvault-persistence-shared`). This crate opens one or the other
+//! by its URL (`connect.rs`), migrates it, and holds the contract suite run against both
+//! (`tests/`, `testing.rs`).
 
-mod applications;
-mod audit;
-mod audit_rows;
-mod backend;
 mod connect;
-mod engine;
-mod entity;
-mod grants;
-mod idempotency;
-mod keyed_reactor;
-mod one_of_tenant;
-mod paging;
-mod postgres;
-mod proxies;
-mod reactors;
-mod reads;
-mod repo_error;
-mod rows;
-mod search;
-mod sessions;
-pub mod sqlite;
-mod stamp;
-mod tenant_purge;
-mod tenants;
 #[cfg(feature = "test-support")]
 pub mod testing;
-mod threads;
-mod token_count;
 #[cfg(feature = "test-support")]
 mod token_explain;
-mod token_queries;
-mod token_search;
-mod tokens;
-mod usage;
 
-pub use applications::SeaOrmApplicationRepository;
-pub use audit::SeaOrmAuditRepository;
 pub use connect::{
-    ConnectError, DbOptions, analyze_changed_tables, connect, migrate, pending_migrations,
-    refresh_statistics,
+    analyze_changed_tables, connect, migrate, pending_migrations, refresh_statistics,
 };
-pub use engine::Database;
-pub use idempotency::SeaOrmIdempotencyRepository;
-pub use postgres::startup_lock::StartupLock;
-pub use proxies::SeaOrmProxyRepository;
-pub use reactors::{SeaOrmFormulaRepository, SeaOrmReactorRepository};
 /// SeaORM's pool, inside every [`Database`].
 pub use sea_orm::DatabaseConnection;
-pub use sessions::SeaOrmSessionRepository;
-pub use tenants::SeaOrmTenantRepository;
-#[cfg(feature = "test-support")]
-pub use token_count::counted_total;
 #[cfg(feature = "test-support")]
 pub use token_explain::{explain_fingerprint_lookup, explain_list_page, explain_search_page};
-pub use tokens::SeaOrmTokenRepository;
-pub use usage::SeaOrmUsageRepository;
+pub use tokenvault_persistence_postgres::startup_lock::StartupLock;
+pub use tokenvault_persistence_shared::Database;
+pub use tokenvault_persistence_shared::applications::SeaOrmApplicationRepository;
+pub use tokenvault_persistence_shared::audit::SeaOrmAuditRepository;
+pub use tokenvault_persistence_shared::idempotency::SeaOrmIdempotencyRepository;
+pub use tokenvault_persistence_shared::options::{ConnectError, DbOptions};
+pub use tokenvault_persistence_shared::proxies::SeaOrmProxyRepository;
+pub use tokenvault_persistence_shared::reactors::{
+    SeaOrmFormulaRepository, SeaOrmReactorRepository,
+};
+pub use tokenvault_persistence_shared::sessions::SeaOrmSessionRepository;
+pub use tokenvault_persistence_shared::tenants::SeaOrmTenantRepository;
+#[cfg(feature = "test-support")]
+pub use tokenvault_persistence_shared::token_count::counted_total;
+pub use tokenvault_persistence_shared::tokens::SeaOrmTokenRepository;
+pub use tokenvault_persistence_shared::usage::SeaOrmUsageRepository;
+/// A SQLite file's online backups.
+pub use tokenvault_persistence_sqlite::backup as sqlite_backup;
+
+/// SQLite's parts the server reaches by name.
+pub mod sqlite {
+    pub use tokenvault_persistence_sqlite::backup;
+}

@@ -8,8 +8,8 @@ use time::OffsetDateTime;
 use tokenvault_domain::ports::TokenFilter;
 use uuid::Uuid;
 
-use crate::entity::token;
-use crate::token_queries::{
+use tokenvault_persistence_shared::entity::token;
+use tokenvault_persistence_shared::token_queries::{
     children_query, filter_condition, fingerprint_lookup, list_page, newest_first,
 };
 
@@ -67,7 +67,7 @@ pub async fn explain_search_page(
     let db = database.connection();
     let backend = db.get_database_backend();
     let visibility = tokenvault_domain::ports::Visibility::All;
-    let Some(query) = crate::token_search::search_query(
+    let Some(query) = tokenvault_persistence_shared::token_search::search_query(
         backend,
         database.reads().distributed(),
         tenant_id,
@@ -77,7 +77,9 @@ pub async fn explain_search_page(
     ) else {
         return Ok(Vec::new());
     };
-    let page = crate::token_search::search_page(backend, query, true, 20, 0).into_query();
+    let page =
+        tokenvault_persistence_shared::token_search::search_page(backend, query, true, 20, 0)
+            .into_query();
     explain(db, backend.build(&page)).await
 }
 

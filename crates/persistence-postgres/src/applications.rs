@@ -1,0 +1,88 @@
+//! PostgreSQL's application reads (`applications.rs`): on the adapter's own connections, with
+//! what the request reads next joined to the key — a token in the grouped reads of
+//! `key_group.rs`, a reactor (`keyed_reactor.rs`), a search (`keyed_search.rs`) — except on
+//! Citus, whose statements reach a tenant's rows only by naming the tenant.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
+use tokenvault_domain::application::Application;
+use tokenvault_domain::ports::{AlsoRead, KeyRead};
+use tokenvault_domain::tenant::TenantSettings;
+use uuid::Uuid;
+
+use crate::direct::PgDirect;
+use crate::key_group::KeyGroup;
+use crate::{keyed_reactor, keyed_read, keyed_search};
+use tokenvault_persistence_shared::applications::by_id;
+use tokenvault_persistence_shared::backend::ApplicationReads;
+
+/// A PostgreSQL database's application reads.
+#[derive(Debug)]
+pub(crate) struct PgApplications {
+    /// Point reads through SeaORM on its own connections.
+    reads: tokenvault_persistence_shared::reads::Reads,
+    /// Its own connections.
+    pg: Arc<PgDirect>,
+    /// Whether a statement may reach a tenant's rows through a key (not on Citus).
+    joined: bool,
+    /// Key-and-token reads answered together; `None` on Citus.
+    key_group: Option<Arc<KeyGroup>>,
+}
+
+impl PgApplications {
+    /// The reads through `reads` and on `pg`, the database's own connections, with its
+    /// grouped key-and-token reads (`None` on Citus); `joined`: a statement may reach a
+    /// tenant's rows through a key (not on Citus).
+    pub(crate) fn new(
+        reads: tokenvault_persistence_shared::reads::Reads,
+        pg: Arc<PgDirect>,
+        key_group: Option<Arc<KeyGroup>>,
+        joined: bool,
+    ) -> Self {
+        Self {
+            reads,
+            pg,
+            joined,
+            key_group,
+        }
+    }
+}
+
+#[async_trait]
+impl ApplicationReads for PgApplications {
+    async fn by_key(
+        &self,
+        key_hash: String,
+    ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+        keyed_read::key_postgres(&self.pg, key_hash).await
+    }
+
+    async fn by_key_also(
+        &self,
+        key_hash: String,
+        also: &AlsoRead,
+        now: OffsetDateTime,
+    ) -> Option<Result<Option<KeyRead>, RepoError>> {
+        if !self.joined {
+            return None;
+        }
+        if let Some(search) = &also.search {
+            return keyed_search::key_and_search(&self.pg, key_hash, search, now).await;
+        }
+        let token_id = also.token.as_deref();
+        if let Some(reactor_id) = also.reactor {
+            return Some(
+                keyed_reactor::key_and_reactor(&self.pg, key_hash, reactor_id, token_id, now).await,
+            );
+        }
+        let group = self.key_group.as_ref()?;
+        Some(group.read(key_hash, token_id?, now).await)
+    }
+
+    async fn by_id(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
+        by_id(&self.reads, tenant_id, id).await
+    }
+}

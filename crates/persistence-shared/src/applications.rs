@@ -1,0 +1,184 @@
+//! [`ApplicationRepository`] on SeaORM: the writes and lists, the same on both databases;
+//! the reads by key and by id are each database's own ([`ApplicationReads`]:
+//! `sqlite/applications.rs`, `postgres/applications.rs`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use time::OffsetDateTime;
+use tokenvault_domain::RepoError;
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::page::{Page, PageRequest};
+use tokenvault_domain::permission::ApplicationType;
+use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, KeyRead};
+use tokenvault_domain::tenant::TenantSettings;
+use uuid::Uuid;
+
+use crate::backend::ApplicationReads;
+use crate::engine::Database;
+use crate::entity::application::{Column, Entity};
+use crate::grants;
+use crate::one_of_tenant::one_of_tenant;
+use crate::paging::newest_first;
+use crate::repo_error::repo_err;
+use crate::rows::application::{hash_hex, to_active, to_domain};
+use crate::stamp::stamp;
+
+/// The application `id` of `tenant_id` through SeaORM on `db`.
+pub async fn by_id(
+    db: &impl ConnectionTrait,
+    tenant_id: Uuid,
+    id: Uuid,
+) -> Result<Option<Application>, RepoError> {
+    one_of_tenant::<Entity, _>(db, (Column::TenantId, Column::Id), tenant_id, id, to_domain).await
+}
+
+/// Applications in the `applications` table.
+#[derive(Clone, Debug)]
+pub struct SeaOrmApplicationRepository {
+    db: DatabaseConnection,
+    /// The database's own reads.
+    reads: Arc<dyn ApplicationReads>,
+}
+
+impl SeaOrmApplicationRepository {
+    /// A repository over `db` (migrated).
+    pub fn new(db: Database) -> Self {
+        let reads = db.backend().applications(db.connection());
+        Self {
+            reads,
+            db: db.connection().clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl ApplicationRepository for SeaOrmApplicationRepository {
+    async fn insert(&self, application: &Application, key_hash: &KeyHash) -> Result<(), RepoError> {
+        Entity::insert(to_active(application, key_hash))
+            .exec_without_returning(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(())
+    }
+
+    async fn find_by_key_hash(
+        &self,
+        hash: &KeyHash,
+    ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
+        self.reads.by_key(hash_hex(hash)).await
+    }
+
+    async fn find_by_key_hash_also(
+        &self,
+        hash: &KeyHash,
+        also: &AlsoRead,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyRead>, RepoError> {
+        let found = match self.reads.by_key_also(hash_hex(hash), also, now).await {
+            Some(found) => found?,
+            None => self
+                .find_by_key_hash(hash)
+                .await?
+                .map(|(application, settings)| KeyRead::alone(application, settings)),
+        };
+        // Only a private application's key reads anything beside it (decisions §4): the
+        // statements join nothing for any other, which is said here once.
+        Ok(found.map(|read| {
+            if read.application.app_type == ApplicationType::Private {
+                read
+            } else {
+                KeyRead::alone(read.application, read.settings)
+            }
+        }))
+    }
+
+    async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
+        self.reads.by_id(tenant_id, id).await
+    }
+
+    async fn list(
+        &self,
+        tenant_id: Uuid,
+        ids: &[Uuid],
+        page: PageRequest,
+    ) -> Result<Page<Application>, RepoError> {
+        let mut query = Entity::find().filter(Column::TenantId.eq(tenant_id));
+        if !ids.is_empty() {
+            query = query.filter(Column::Id.is_in(ids.iter().copied()));
+        }
+        newest_first(
+            &self.db,
+            query,
+            (Column::CreatedAt, Column::Id),
+            page,
+            to_domain,
+        )
+        .await
+    }
+
+    async fn update(&self, application: &Application) -> Result<bool, RepoError> {
+        let result = Entity::update_many()
+            .col_expr(Column::Name, Expr::value(application.name.clone()))
+            .col_expr(
+                Column::Permissions,
+                Expr::value(grants::permissions_json(&application.permissions)),
+            )
+            .col_expr(
+                Column::Rules,
+                Expr::value(grants::rules_json(&application.rules)),
+            )
+            .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
+            .col_expr(
+                Column::ModifiedAt,
+                Expr::value(application.modified_at.map(stamp)),
+            )
+            .filter(Column::TenantId.eq(application.tenant_id))
+            .filter(Column::Id.eq(application.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn replace_key(
+        &self,
+        application: &Application,
+        key_hash: &KeyHash,
+    ) -> Result<bool, RepoError> {
+        let result = Entity::update_many()
+            .col_expr(Column::KeyHash, Expr::value(hash_hex(key_hash)))
+            .col_expr(Column::ModifiedBy, Expr::value(application.modified_by))
+            .col_expr(
+                Column::ModifiedAt,
+                Expr::value(application.modified_at.map(stamp)),
+            )
+            .filter(Column::TenantId.eq(application.tenant_id))
+            .filter(Column::Id.eq(application.id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::TenantId.eq(tenant_id))
+            .filter(Column::Id.eq(id))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected > 0)
+    }
+
+    async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
+        let result = Entity::delete_many()
+            .filter(Column::ExpiresAt.lte(stamp(now)))
+            .exec(&self.db)
+            .await
+            .map_err(repo_err)?;
+        Ok(result.rows_affected)
+    }
+}
