@@ -1,5 +1,5 @@
 //! `POST /tokens/search` (docs/decisions.md §12): a query of the search language
-//! (`search_query.rs`) answered like `GET /tokens`, each token under the caller's
+//! (`search_query/`) answered like `GET /tokens`, each token under the caller's
 //! `token:search` transform. The query's `data` and `metadata` values become blind index terms
 //! here, so storage never sees them; which tokens the caller may search is decided in the same
 //! statement as the match (the hash lookup runs the same way whatever the caller may see, and

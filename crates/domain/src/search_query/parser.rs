@@ -1,330 +1,47 @@
-//! The token search query language of `POST /tokens/search`: parsed into an [`Expr`] tree the
-//! persistence adapter turns into SQL.
-//!
-//! Grammar and decisions:
-//! - A term is `field:value`. Terms combine with the upper-case words `AND`, `OR`, `NOT` only
-//!   (lower-case `and` is an error, as in Lucene); two terms side by side are joined by `AND`.
-//!   `NOT` and a `-` written directly before a term or `(` bind tightest, then `AND`, then `OR`;
-//!   parentheses group. A word `AND`/`OR`/`NOT` directly followed by `:` is a field name.
-//! - A value is a double-quoted string (`\"` and `\\` are the only escapes) or an unquoted run up
-//!   to whitespace or `)` that may not hold `(` or `"` (it may hold `:`). Values are never empty.
-//!   After a value comes whitespace, `)` or the end.
-//! - Fields (case-sensitive): `id`, `type`, `data`, `fingerprint`, `container`, `created_by`,
-//!   `modified_by`, `created_at`, `modified_at`, `metadata.<key>` (key: 1 to 128 characters, no
-//!   whitespace, `:`, `(`, `)`, `"`). `type` must be a token type, `*_by` a UUID, `container` a
-//!   container (exact) or one followed by `*` (its subtree; `*` alone is the root's subtree).
-//!   Quoting never changes a value's meaning.
-//! - `created_at`/`modified_at` take a date or a range `[a TO b]` (`[`/`]` inclusive, `{`/`}`
-//!   exclusive, mixable; `*` is open). A date is RFC 3339 (converted to UTC) or `YYYY-MM-DD` (a UTC
-//!   day). A single day is that whole day, a single instant exactly that instant. As a bound, a day
-//!   stands for its start, except an inclusive upper bound (up to the end of the day) and an
-//!   exclusive lower bound (from the next day's start). Years must stay within 0000-9999.
-//! - Limits: the text at most [`MAX_QUERY_LEN`] bytes (checked first), at most [`MAX_TERMS`]
-//!   terms, parentheses at most [`MAX_DEPTH`] deep, at most [`MAX_DEPTH`] `NOT`/`-` in a row.
-//! - Normal form: nested `And`/`Or` of the same kind are flattened and `NOT NOT x` is `x`.
-//! - An empty (or blank) query is [`Query::All`].
-//! - Errors carry the 0-based character position and a short message; they may name a field but
-//!   never a value (values may be secret). `Debug` of a term redacts `data` and metadata values.
-//! - `Display` is a canonical text that parses back to the same query (minimal parentheses, every
-//!   value quoted, times in RFC 3339 UTC). A query whose canonical text would exceed
-//!   [`MAX_QUERY_LEN`] is refused, so that round trip always holds.
+//! The query text parsed ([`Query::parse`]): a recursive descent over its characters, with
+//! the limits of the grammar (module docs) checked as it goes.
 
-use std::fmt;
 use std::ops::Bound;
 
 use time::format_description::well_known::Rfc3339;
 use time::{Date, Month, OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
+use super::{
+    ContainerMatch, Expr, MAX_DEPTH, MAX_METADATA_KEY_LEN, MAX_QUERY_LEN, MAX_TERMS, Query,
+    QueryError, Term, TimeRange, err,
+};
 use crate::container::Container;
 use crate::token_type::TokenType;
 
-/// The most terms a query may hold.
-pub const MAX_TERMS: usize = 10;
-/// The longest query text, in bytes.
-pub const MAX_QUERY_LEN: usize = 4096;
-/// The deepest parenthesis nesting, and the longest run of `NOT`/`-`.
-pub const MAX_DEPTH: usize = 10;
-/// The longest metadata key, in characters.
-pub const MAX_METADATA_KEY_LEN: usize = 128;
-
-/// A parsed query.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Query {
-    /// The empty query: every token the caller may search.
-    All,
-    /// Tokens matching the expression.
-    Expr(Expr),
-}
-
-/// A boolean expression over terms.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Expr {
-    /// One term.
-    Term(Term),
-    /// All of two or more expressions (never directly holding another `And`).
-    And(Vec<Expr>),
-    /// Any of two or more expressions (never directly holding another `Or`).
-    Or(Vec<Expr>),
-    /// The negation of an expression (never directly holding another `Not`).
-    Not(Box<Expr>),
-}
-
-/// One `field:value` condition. `Display` gives its canonical text, value included (not for
-/// logs); `Debug` redacts `data` and metadata values.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Term {
-    /// The token id, exactly.
-    Id(String),
-    /// The token type.
-    Type(TokenType),
-    /// The evaluated search index equals the value, case-insensitively (folded where it is
-    /// hashed: `search_index::data_term_input`).
-    Data(String),
-    /// The fingerprint, exactly.
-    Fingerprint(String),
-    /// The container.
-    Container(ContainerMatch),
-    /// The metadata value under `key` equals `value`, case-insensitively.
-    Metadata {
-        /// The metadata key, exactly.
-        key: String,
-        /// The value as written.
-        value: String,
-    },
-    /// The creator.
-    CreatedBy(Uuid),
-    /// The last modifier.
-    ModifiedBy(Uuid),
-    /// The creation time lies in the range.
-    CreatedAt(TimeRange),
-    /// The modification time lies in the range.
-    ModifiedAt(TimeRange),
-}
-
-/// How a `container` term matches.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ContainerMatch {
-    /// Exactly this container.
-    Exact(Container),
-    /// This container or any below it.
-    Subtree(Container),
-}
-
-/// A time range; every bound is in UTC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimeRange {
-    /// The lower bound.
-    pub from: Bound<OffsetDateTime>,
-    /// The upper bound.
-    pub to: Bound<OffsetDateTime>,
-}
-
-/// Why a query was refused. Never holds a value from the query.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct QueryError {
-    /// 0-based character offset where the problem starts (the end is the number of characters).
-    pub position: usize,
-    /// What is wrong, in lower case.
-    pub message: String,
-}
-
-impl fmt::Display for QueryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "at position {}: {}", self.position, self.message)
+/// [`Query::parse`].
+pub(super) fn parse(text: &str) -> Result<Query, QueryError> {
+    if text.len() > MAX_QUERY_LEN {
+        return err(0, format!("the query is longer than {MAX_QUERY_LEN} bytes"));
     }
-}
-
-impl std::error::Error for QueryError {}
-
-fn err<T>(position: usize, message: impl Into<String>) -> Result<T, QueryError> {
-    Err(QueryError {
-        position,
-        message: message.into(),
-    })
-}
-
-impl Query {
-    /// Parses a query text.
-    pub fn parse(text: &str) -> Result<Query, QueryError> {
-        if text.len() > MAX_QUERY_LEN {
-            return err(0, format!("the query is longer than {MAX_QUERY_LEN} bytes"));
-        }
-        let mut p = Parser {
-            chars: text.chars().collect(),
-            pos: 0,
-            terms: 0,
-            depth: 0,
-        };
-        p.skip_ws();
-        if p.pos == p.chars.len() {
-            return Ok(Query::All);
-        }
-        let expr = p.parse_or()?;
-        p.skip_ws();
-        if p.pos < p.chars.len() {
-            return err(p.pos, "unexpected `)`");
-        }
-        if expr.to_string().len() > MAX_QUERY_LEN {
-            return err(
-                0,
-                format!("the query is longer than {MAX_QUERY_LEN} bytes in canonical form"),
-            );
-        }
-        Ok(Query::Expr(expr))
+    let mut p = Parser {
+        chars: text.chars().collect(),
+        pos: 0,
+        terms: 0,
+        depth: 0,
+    };
+    p.skip_ws();
+    if p.pos == p.chars.len() {
+        return Ok(Query::All);
     }
+    let expr = p.parse_or()?;
+    p.skip_ws();
+    if p.pos < p.chars.len() {
+        return err(p.pos, "unexpected `)`");
+    }
+    if expr.to_string().len() > MAX_QUERY_LEN {
+        return err(
+            0,
+            format!("the query is longer than {MAX_QUERY_LEN} bytes in canonical form"),
+        );
+    }
+    Ok(Query::Expr(expr))
 }
-
-impl Expr {
-    /// Every term, left to right.
-    pub fn terms(&self) -> Vec<&Term> {
-        let mut out = Vec::new();
-        self.collect_terms(&mut out);
-        out
-    }
-
-    fn collect_terms<'a>(&'a self, out: &mut Vec<&'a Term>) {
-        match self {
-            Expr::Term(t) => out.push(t),
-            Expr::And(items) | Expr::Or(items) => items.iter().for_each(|e| e.collect_terms(out)),
-            Expr::Not(inner) => inner.collect_terms(out),
-        }
-    }
-
-    /// The negation in normal form (`NOT NOT x` is `x`).
-    fn negate(self) -> Expr {
-        match self {
-            Expr::Not(inner) => *inner,
-            other => Expr::Not(Box::new(other)),
-        }
-    }
-
-    /// `items` joined by AND (`and`) or OR, flattened; a single item stands alone.
-    fn join(mut items: Vec<Expr>, and: bool) -> Expr {
-        if items.len() == 1 {
-            return items.remove(0);
-        }
-        let mut flat = Vec::with_capacity(items.len());
-        for item in items {
-            match item {
-                Expr::And(inner) if and => flat.extend(inner),
-                Expr::Or(inner) if !and => flat.extend(inner),
-                other => flat.push(other),
-            }
-        }
-        if and { Expr::And(flat) } else { Expr::Or(flat) }
-    }
-}
-
-impl fmt::Debug for Term {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Term::Id(v) => f.debug_tuple("Id").field(v).finish(),
-            Term::Type(t) => f.debug_tuple("Type").field(t).finish(),
-            Term::Data(_) => f.write_str("Data(<redacted>)"),
-            Term::Fingerprint(v) => f.debug_tuple("Fingerprint").field(v).finish(),
-            Term::Container(c) => f.debug_tuple("Container").field(c).finish(),
-            Term::Metadata { key, .. } => {
-                write!(f, "Metadata {{ key: {key:?}, value: <redacted> }}")
-            }
-            Term::CreatedBy(u) => f.debug_tuple("CreatedBy").field(u).finish(),
-            Term::ModifiedBy(u) => f.debug_tuple("ModifiedBy").field(u).finish(),
-            Term::CreatedAt(r) => f.debug_tuple("CreatedAt").field(r).finish(),
-            Term::ModifiedAt(r) => f.debug_tuple("ModifiedAt").field(r).finish(),
-        }
-    }
-}
-
-// ---- Display (canonical text; holds the values: not for logs) ----
-
-/// `field:"value"`, escaped.
-fn quoted(f: &mut fmt::Formatter<'_>, field: &str, value: &str) -> fmt::Result {
-    write!(f, "{field}:\"")?;
-    for c in value.chars() {
-        if c == '"' || c == '\\' {
-            f.write_str("\\")?;
-        }
-        write!(f, "{c}")?;
-    }
-    f.write_str("\"")
-}
-
-fn time_text(t: OffsetDateTime) -> Result<String, fmt::Error> {
-    t.format(&Rfc3339).map_err(|_| fmt::Error)
-}
-
-impl fmt::Display for TimeRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.from {
-            Bound::Unbounded => f.write_str("[*")?,
-            Bound::Included(t) => write!(f, "[{}", time_text(t)?)?,
-            Bound::Excluded(t) => write!(f, "{{{}", time_text(t)?)?,
-        }
-        f.write_str(" TO ")?;
-        match self.to {
-            Bound::Unbounded => f.write_str("*]"),
-            Bound::Included(t) => write!(f, "{}]", time_text(t)?),
-            Bound::Excluded(t) => write!(f, "{}}}", time_text(t)?),
-        }
-    }
-}
-
-impl fmt::Display for Term {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Term::Id(v) => quoted(f, "id", v),
-            Term::Type(t) => write!(f, "type:\"{}\"", t.as_str()),
-            Term::Data(v) => quoted(f, "data", v),
-            Term::Fingerprint(v) => quoted(f, "fingerprint", v),
-            Term::Container(ContainerMatch::Exact(c)) => write!(f, "container:\"{c}\""),
-            Term::Container(ContainerMatch::Subtree(c)) => write!(f, "container:\"{c}*\""),
-            Term::Metadata { key, value } => quoted(f, &format!("metadata.{key}"), value),
-            Term::CreatedBy(u) => write!(f, "created_by:\"{u}\""),
-            Term::ModifiedBy(u) => write!(f, "modified_by:\"{u}\""),
-            Term::CreatedAt(r) => write!(f, "created_at:{r}"),
-            Term::ModifiedAt(r) => write!(f, "modified_at:{r}"),
-        }
-    }
-}
-
-impl fmt::Display for Expr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Expr::Term(t) => write!(f, "{t}"),
-            Expr::And(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    let sep = if i == 0 { "" } else { " AND " };
-                    match item {
-                        Expr::Or(_) => write!(f, "{sep}({item})")?,
-                        _ => write!(f, "{sep}{item}")?,
-                    }
-                }
-                Ok(())
-            }
-            Expr::Or(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    write!(f, "{}{item}", if i == 0 { "" } else { " OR " })?;
-                }
-                Ok(())
-            }
-            Expr::Not(inner) => match **inner {
-                Expr::And(_) | Expr::Or(_) => write!(f, "NOT ({inner})"),
-                _ => write!(f, "NOT {inner}"),
-            },
-        }
-    }
-}
-
-impl fmt::Display for Query {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Query::All => Ok(()),
-            Query::Expr(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-// ---- Parser ----
 
 enum Field {
     Id,
@@ -742,7 +459,3 @@ fn next_day(start: OffsetDateTime, at: usize) -> Result<OffsetDateTime, QueryErr
         _ => err(at, "date out of range"),
     }
 }
-
-#[cfg(test)]
-#[path = "search_query_tests.rs"]
-mod tests;
