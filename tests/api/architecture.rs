@@ -80,6 +80,42 @@ fn adapters_do_not_know_each_other() {
     }
 }
 
+/// The persistence adapter's crates: each database's knows the shared one and not the other's;
+/// the shared one knows neither (what differs is behind its `Backend` seam).
+#[test]
+fn the_database_crates_do_not_know_each_other() {
+    let sqlite = dependencies("tokenvault-persistence-sqlite");
+    let postgres = dependencies("tokenvault-persistence-postgres");
+    let shared = dependencies("tokenvault-persistence-shared");
+    for (names, own, other) in [
+        (&sqlite, "sqlite", "tokenvault-persistence-postgres"),
+        (&postgres, "postgres", "tokenvault-persistence-sqlite"),
+    ] {
+        assert!(
+            names.iter().any(|n| n == "tokenvault-persistence-shared"),
+            "{own} builds on the shared crate"
+        );
+        assert!(
+            !names.iter().any(|n| n == other),
+            "{own} depends on {other}"
+        );
+        assert!(
+            !names.iter().any(|n| n == "tokenvault-persistence"),
+            "{own} depends on the crate above it"
+        );
+    }
+    for other in [
+        "tokenvault-persistence-sqlite",
+        "tokenvault-persistence-postgres",
+        "tokenvault-persistence",
+    ] {
+        assert!(
+            !shared.iter().any(|n| n == other),
+            "the shared crate depends on {other}"
+        );
+    }
+}
+
 #[test]
 fn domain_depends_on_no_io_crate() {
     let names = dependencies("tokenvault-domain");

@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod ceilings;
+mod command_vault;
 pub mod config;
 mod config_keys;
 mod config_settings;
@@ -14,6 +15,7 @@ mod keys;
 mod ready;
 mod rotate;
 pub mod tenant_commands;
+mod wiring;
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -23,33 +25,24 @@ use std::time::Duration;
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
 use time::OffsetDateTime;
-use tokenvault_code::{CodeModules, Limits, QuickJsRunner, RunnerSettings, WorkerCommand};
-use tokenvault_crypto::{EnvelopeCipher, Sha256KeyService};
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
 use tokenvault_domain::ports::Clock;
-use tokenvault_domain::ports::code::{CodeCall, CodeError, CodeRunner};
-use tokenvault_domain::service::{Ports, ProvisionedTenant};
-use tokenvault_expressions::LiquidExpressions;
+use tokenvault_domain::service::ProvisionedTenant;
 use tokenvault_http::HttpSettings;
-use tokenvault_http::limit::RateLimit;
-use tokenvault_http::metrics::Metrics;
 use tokenvault_http::ready::ReadyChecks;
-use tokenvault_outbound::{HttpForwarder, OutboundSettings};
-use tokenvault_persistence::{Database, StartupLock};
-use tokenvault_persistence::{
-    SeaOrmApplicationRepository, SeaOrmAuditRepository, SeaOrmFormulaRepository,
-    SeaOrmIdempotencyRepository, SeaOrmProxyRepository, SeaOrmReactorRepository,
-    SeaOrmSessionRepository, SeaOrmTenantRepository, SeaOrmTokenRepository, SeaOrmUsageRepository,
-};
+use tokenvault_persistence::StartupLock;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+pub use command_vault::{CommandVault, open_vault};
 pub use config::Config;
 use jobs::{flush_activity, flush_audit, keep_statistics, purge_deleted_tenants, sweep_expired};
 pub use keys::current_master_key;
 use keys::{create_private_dir, master_cipher, previous_master_keys};
 pub use rotate::{rotate_in_transit, rotate_master_key};
+pub(crate) use wiring::open_vault_with;
+use wiring::{Opened, Shared, open_metered_vault};
 
 /// Wall-clock time (microsecond precision, as the databases keep) and UUIDv7 identifiers.
 #[derive(Clone, Copy, Debug, Default)]
@@ -119,205 +112,6 @@ where
         .build()
         .context("cannot start the async runtime")?
         .block_on(body())
-}
-
-/// Opens (creating if needed) and migrates the database, and builds the use cases on it, for
-/// one command; [`CommandVault::close`] it when the command is done.
-pub async fn open_vault(config: &Config) -> anyhow::Result<CommandVault> {
-    let Opened { vault, db, .. } = open_metered_vault(config, &Shared::new(config)).await?;
-    Ok(CommandVault { vault, db })
-}
-
-/// The use cases of a command (`tokenvault tenants …`, `keys rotate-master`, `ceilings`) and
-/// the database under them.
-pub struct CommandVault {
-    /// The use cases.
-    pub vault: Vault,
-    db: Database,
-}
-
-impl std::ops::Deref for CommandVault {
-    type Target = Vault;
-
-    fn deref(&self) -> &Vault {
-        &self.vault
-    }
-}
-
-impl CommandVault {
-    /// Ends the command as the server ends: writes the audit entries and activity it left in
-    /// memory, then closes the database, whose threads end once their queues are written (and a
-    /// SQLite file's log is copied back into it).
-    ///
-    /// # Errors
-    /// What could not be written; the database is closed all the same.
-    pub async fn close(self) -> anyhow::Result<()> {
-        let audit = self.vault.audit.flush_audit().await;
-        let activity = self.vault.usage.flush_activity().await;
-        let closed = self.db.close().await;
-        audit.map_err(|e| anyhow::anyhow!("cannot write the audit log: {e}"))?;
-        activity.map_err(|e| anyhow::anyhow!("cannot write the token activity: {e}"))?;
-        closed.context("cannot close the database")?;
-        Ok(())
-    }
-
-    /// Runs `command` on the use cases, then [`Self::close`], whatever `command` answered. A
-    /// command that succeeded has committed its work, and its answer may be the one sight of a
-    /// new key: a close that fails after it is logged, and the answer given.
-    ///
-    /// # Errors
-    /// `command`'s error.
-    pub async fn run<T>(
-        self,
-        command: impl AsyncFnOnce(&Vault) -> anyhow::Result<T>,
-    ) -> anyhow::Result<T> {
-        let answer = command(&self.vault).await;
-        if let Err(e) = self.close().await {
-            tracing::warn!(error = %format!("{e:#}"), "closing the database after the command failed");
-        }
-        answer
-    }
-}
-
-/// What the HTTP server and the use cases share: the code runner's counters for `GET /metrics`,
-/// and the per-application rate limit, which `req.svc` calls count against too.
-struct Shared {
-    metrics: Arc<Metrics>,
-    limit: Arc<RateLimit>,
-}
-
-impl Shared {
-    fn new(config: &Config) -> Self {
-        Self {
-            metrics: Arc::default(),
-            limit: Arc::new(RateLimit::new(config.http.rate_limit_per_second)),
-        }
-    }
-}
-
-/// What [`open_vault_with`] built: the use cases, and the adapters the server also watches.
-struct Opened {
-    vault: Vault,
-    db: Database,
-    code: QuickJsRunner,
-    startup: StartupLock,
-}
-
-/// [`open_vault`] with `shared`.
-async fn open_metered_vault(config: &Config, shared: &Shared) -> anyhow::Result<Opened> {
-    open_vault_with(config, master_cipher(config).await?, shared).await
-}
-
-async fn open_vault_with(
-    config: &Config,
-    cipher: EnvelopeCipher,
-    shared: &Shared,
-) -> anyhow::Result<Opened> {
-    let url = config.effective_database_url();
-    if config.default_database() {
-        create_private_dir(&config.data_dir)?;
-    }
-    let options = tokenvault_persistence::DbOptions {
-        max_connections: config.database.max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
-    };
-    let db = tokenvault_persistence::connect(&url, options).await?;
-    // Held until this instance has bootstrapped ([`run`]): instances started together on one
-    // empty database migrate and bootstrap one after the other.
-    let startup = StartupLock::acquire(&db).await?;
-    tokenvault_persistence::migrate(&db).await?;
-    let command = match &config.code.worker {
-        Some(program) => WorkerCommand {
-            program: program.clone(),
-            args: vec!["code-worker".into()],
-        },
-        None => {
-            WorkerCommand::current_exe().context("cannot find this binary for the code workers")?
-        }
-    };
-    let modules = match config.code.modules.clone() {
-        Some(folder) => {
-            let read = tokio::task::spawn_blocking(move || {
-                CodeModules::read(&folder).map_err(|e| format!("TOKENVAULT_CODE_MODULES: {e}"))
-            })
-            .await
-            .context("reading the code modules")?
-            .map_err(|e| anyhow::anyhow!(e))?;
-            let (files, broken) = read.counts();
-            tracing::info!(files, broken, "code modules compiled");
-            read
-        }
-        None => CodeModules::default(),
-    };
-    let code = QuickJsRunner::start(RunnerSettings {
-        workers: config.code.workers.max(1),
-        limits: Limits {
-            timeout: Duration::from_millis(config.code.timeout_ms.max(1)),
-            memory: config.code.memory_mb.max(1) << 20,
-            max_output: 1 << 20,
-        },
-        command,
-        require_sandbox: config.code.sandbox,
-        tenant_share: config.code_tenant_share(),
-        modules: Arc::new(modules),
-    })
-    .await
-    .map_err(|e| anyhow::anyhow!("cannot start the code workers: {e}"))?;
-    let forwarder = HttpForwarder::new(OutboundSettings {
-        allow_http: config.proxy.allow_http,
-        allowed_hosts: config.proxy.allowed_hosts.clone(),
-        timeout: Duration::from_millis(config.proxy.timeout_ms.max(1)),
-        ..OutboundSettings::default()
-    })
-    .map_err(|e| anyhow::anyhow!("outbound HTTP (TOKENVAULT_PROXY_ALLOWED_HOSTS): {e}"))?;
-    let vault = Vault::new(Ports {
-        tenants: Arc::new(SeaOrmTenantRepository::new(db.clone())),
-        applications: Arc::new(SeaOrmApplicationRepository::new(db.clone())),
-        keys: Arc::new(Sha256KeyService),
-        clock: Arc::new(SystemClock),
-        tokens: Arc::new(SeaOrmTokenRepository::new(db.clone())),
-        usage: Arc::new(SeaOrmUsageRepository::new(db.clone())),
-        formulas: Arc::new(SeaOrmFormulaRepository::new(db.clone())),
-        reactors: Arc::new(SeaOrmReactorRepository::new(db.clone())),
-        proxies: Arc::new(SeaOrmProxyRepository::new(db.clone())),
-        idempotency: Arc::new(SeaOrmIdempotencyRepository::new(db.clone())),
-        sessions: Arc::new(SeaOrmSessionRepository::new(db.clone())),
-        audit: Arc::new(SeaOrmAuditRepository::new(db.clone())),
-        forwarder: Arc::new(forwarder),
-        code: Arc::new(CountedRunner {
-            inner: code.clone(),
-            metrics: shared.metrics.clone(),
-        }),
-        svc: Arc::new(tokenvault_http::svc::HttpSvcWire::new(shared.limit.clone())),
-        cipher: Arc::new(cipher),
-        expressions: Arc::new(LiquidExpressions::new()),
-    });
-    vault.audit.set_high_water(config.audit_high_water);
-    Ok(Opened {
-        vault,
-        db,
-        code,
-        startup,
-    })
-}
-
-/// The code runner, counting its calls by outcome for `GET /metrics`.
-struct CountedRunner {
-    inner: QuickJsRunner,
-    metrics: Arc<Metrics>,
-}
-
-#[async_trait::async_trait]
-impl CodeRunner for CountedRunner {
-    async fn run(&self, call: CodeCall) -> Result<serde_json::Value, CodeError> {
-        let outcome = self.inner.run(call).await;
-        self.metrics.code_call(outcome.is_ok());
-        outcome
-    }
-
-    async fn compiles(&self, tenant_id: uuid::Uuid, code: &str) -> Result<bool, CodeError> {
-        self.inner.compiles(tenant_id, code).await
-    }
 }
 
 /// The configured bootstrap key, validated.
