@@ -12,8 +12,9 @@ use tokenvault_domain::RepoError;
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::page::{Page, PageRequest};
 use tokenvault_domain::permission::ApplicationType;
-use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, KeyRead};
+use tokenvault_domain::ports::{AlsoRead, ApplicationRepository, Beside, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
+use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
 use crate::backend::ApplicationReads;
@@ -33,6 +34,52 @@ pub async fn by_id(
     id: Uuid,
 ) -> Result<Option<Application>, RepoError> {
     one_of_tenant::<Entity, _>(db, (Column::TenantId, Column::Id), tenant_id, id, to_domain).await
+}
+
+/// What a database read beside a key, kept only where it is the key's own: for a private
+/// application's key (the only type that may read, use or search tokens, decisions §4), of its
+/// tenant, live at `now`. Each database's statements say so themselves; this says it once more
+/// for every database, so that a part that joined wrongly reads nothing ahead (the use case
+/// then reads through its checked path) rather than hand over another tenant's rows (attack
+/// review of the per-database parts).
+fn confined(read: KeyRead, now: OffsetDateTime) -> KeyRead {
+    let KeyRead {
+        application,
+        settings,
+        token,
+        reactor,
+        matches,
+    } = read;
+    if application.app_type != ApplicationType::Private {
+        return KeyRead::alone(application, settings);
+    }
+    let tenant = application.tenant_id;
+    let own = |t: &StoredToken| t.tenant_id == tenant && t.expires_at.is_none_or(|at| at > now);
+    let token = match token {
+        Beside::Read(Some(t)) if !own(&t) => Beside::NotRead,
+        token => token,
+    };
+    let reactor = match reactor {
+        Beside::Read(Some((r, f)))
+            if r.tenant_id != tenant
+                || f.as_ref()
+                    .is_some_and(|f| f.tenant_id != tenant || f.id != r.formula_id) =>
+        {
+            Beside::NotRead
+        }
+        reactor => reactor,
+    };
+    let matches = match matches {
+        Beside::Read(rows) if !rows.iter().all(own) => Beside::NotRead,
+        matches => matches,
+    };
+    KeyRead {
+        application,
+        settings,
+        token,
+        reactor,
+        matches,
+    }
 }
 
 /// Applications in the `applications` table.
@@ -84,15 +131,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
                 .await?
                 .map(|(application, settings)| KeyRead::alone(application, settings)),
         };
-        // Only a private application's key reads anything beside it (decisions §4): the
-        // statements join nothing for any other, which is said here once.
-        Ok(found.map(|read| {
-            if read.application.app_type == ApplicationType::Private {
-                read
-            } else {
-                KeyRead::alone(read.application, read.settings)
-            }
-        }))
+        Ok(found.map(|read| confined(read, now)))
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
@@ -180,5 +219,65 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .await
             .map_err(repo_err)?;
         Ok(result.rows_affected)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::Duration;
+    use tokenvault_domain::application::Application;
+    use tokenvault_domain::permission::ApplicationType;
+    use tokenvault_domain::ports::{Beside, KeyRead};
+    use tokenvault_domain::tenant::TenantSettings;
+    use uuid::Uuid;
+
+    use super::confined;
+    use crate::rows::token::sample;
+
+    fn app(app_type: ApplicationType) -> Application {
+        Application {
+            id: Uuid::from_u128(7),
+            tenant_id: Uuid::from_u128(1),
+            name: "reader".into(),
+            app_type,
+            permissions: vec![],
+            rules: vec![],
+            created_by: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+            modified_by: None,
+            modified_at: None,
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn only_the_keys_own_live_rows_are_kept() {
+        let now = time::OffsetDateTime::UNIX_EPOCH + Duration::days(1);
+        let with = |app_type, token| KeyRead {
+            token: Beside::Read(Some(token)),
+            ..KeyRead::alone(app(app_type), TenantSettings::default())
+        };
+        let own = sample("t");
+        let kept = confined(with(ApplicationType::Private, own.clone()), now);
+        assert_eq!(kept.token, Beside::Read(Some(own.clone())));
+
+        let mut theirs = own.clone();
+        theirs.tenant_id = Uuid::from_u128(2);
+        let read = confined(with(ApplicationType::Private, theirs.clone()), now);
+        assert_eq!(read.token, Beside::NotRead, "another tenant's token");
+
+        let mut expired = own.clone();
+        expired.expires_at = Some(now);
+        let read = confined(with(ApplicationType::Private, expired), now);
+        assert_eq!(read.token, Beside::NotRead, "an expired token");
+
+        let read = confined(with(ApplicationType::Public, own.clone()), now);
+        assert_eq!(read.token, Beside::NotRead, "a public key's read");
+
+        let matches = KeyRead {
+            matches: Beside::Read(vec![own, theirs]),
+            ..KeyRead::alone(app(ApplicationType::Private), TenantSettings::default())
+        };
+        assert_eq!(confined(matches, now).matches, Beside::NotRead);
     }
 }

@@ -119,7 +119,8 @@ async fn the_key_and_its_tenants_reactor_with_its_formula_in_one_read() {
         assert_eq!(found.application, app_a);
         assert!(found.settings.deduplicate_tokens);
         assert!(!found.settings.fingerprint_tokens);
-        let ahead = !refused;
+        // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        let ahead = !refused && db.citus_workers().is_empty();
         assert_eq!(
             found.reactor,
             beside(ahead, Some((ra.clone(), Some(fa.clone()))))
@@ -231,7 +232,8 @@ async fn the_token_a_call_names_is_read_with_the_key_from_its_tenant_only() {
             }
         };
 
-        let ahead = !refused;
+        // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        let ahead = !refused && db.citus_workers().is_empty();
         let with_formula = beside(ahead, Some((ra.clone(), Some(fa.clone()))));
         let found = read(key_a, ra.id, "shared-id", now()).await;
         assert_eq!(found.reactor, with_formula);

@@ -97,7 +97,8 @@ async fn the_key_and_its_tenants_token_in_one_read() {
             .unwrap();
         assert_eq!(found.application, app_a);
         assert_eq!(found.settings, settings);
-        let ahead = !refused;
+        // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        let ahead = !refused && db.citus_workers().is_empty();
         assert_eq!(
             found.token,
             beside(ahead, Some(mine.clone())),
@@ -171,6 +172,8 @@ async fn concurrent_reads_each_get_their_own_answer() {
         let tenants = SeaOrmTenantRepository::new(db.db.clone());
         let apps = std::sync::Arc::new(SeaOrmApplicationRepository::new(db.db.clone()));
         let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        // Not on Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        let ahead = !refused && db.citus_workers().is_empty();
         let (a, app_a) = tenant_with_key(&tenants, 4, TenantSettings::default()).await;
         let settings_b = TenantSettings {
             fingerprint_tokens: true,
@@ -258,7 +261,7 @@ async fn concurrent_reads_each_get_their_own_answer() {
                         TenantSettings::default()
                     };
                     assert_eq!(settings, expected, "{what}");
-                    let read = !refused && app.app_type == ApplicationType::Private && asked;
+                    let read = ahead && app.app_type == ApplicationType::Private && asked;
                     assert_eq!(got_token, beside(read, tok.cloned()), "{what}");
                 }
                 (found, app) => panic!("{what}: found {found:?}, expected {app:?}"),

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use tokenvault_domain::Vault;
 use tokenvault_persistence::Database;
 
-use crate::Config;
+use crate::config::Config;
 use crate::wiring::{Opened, Shared, open_metered_vault};
 
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it, for

@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod ceilings;
+mod clock;
 mod command_vault;
 pub mod config;
 mod config_keys;
@@ -24,10 +25,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use secrecy::ExposeSecret;
-use time::OffsetDateTime;
 use tokenvault_domain::Vault;
 use tokenvault_domain::application::ApiKey;
-use tokenvault_domain::ports::Clock;
 use tokenvault_domain::service::ProvisionedTenant;
 use tokenvault_http::HttpSettings;
 use tokenvault_http::ready::ReadyChecks;
@@ -35,6 +34,7 @@ use tokenvault_persistence::StartupLock;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+pub use clock::SystemClock;
 pub use command_vault::{CommandVault, open_vault};
 pub use config::Config;
 use jobs::{flush_activity, flush_audit, keep_statistics, purge_deleted_tenants, sweep_expired};
@@ -43,26 +43,6 @@ use keys::{create_private_dir, master_cipher, previous_master_keys};
 pub use rotate::{rotate_in_transit, rotate_master_key};
 pub(crate) use wiring::open_vault_with;
 use wiring::{Opened, Shared, open_metered_vault};
-
-/// Wall-clock time (microsecond precision, as the databases keep) and UUIDv7 identifiers.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> OffsetDateTime {
-        let now = OffsetDateTime::now_utc();
-        now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000)
-            .unwrap_or(now)
-    }
-
-    fn new_id(&self) -> Uuid {
-        Uuid::now_v7()
-    }
-
-    fn sleep(&self, duration: std::time::Duration) -> futures_util::future::BoxFuture<'static, ()> {
-        Box::pin(tokio::time::sleep(duration))
-    }
-}
 
 /// Logs to stderr at `config.log` (`RUST_LOG` overrides), as text or, where configured, one
 /// JSON object per line: the event's fields at the top, the request's span (trace id, method,

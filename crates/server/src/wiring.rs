@@ -22,8 +22,9 @@ use tokenvault_persistence::{
     SeaOrmSessionRepository, SeaOrmTenantRepository, SeaOrmTokenRepository, SeaOrmUsageRepository,
 };
 
+use crate::clock::SystemClock;
+use crate::config::Config;
 use crate::keys::{create_private_dir, master_cipher};
-use crate::{Config, SystemClock};
 
 /// What the HTTP server and the use cases share: the code runner's counters for `GET /metrics`,
 /// and the per-application rate limit, which `req.svc` calls count against too.

@@ -100,6 +100,38 @@ async fn a_reactor_read_with_the_key_runs_without_a_second_read() {
     assert_eq!(result.raw, Some(json!({"region": "eu"})));
 }
 
+/// A key read that read no reactor beside the key (`Beside::NotRead`) leaves it to the
+/// reactor store: here it holds none, so the call is 404 and no code runs.
+#[tokio::test]
+async fn a_key_read_that_read_no_reactor_reads_the_store() {
+    let mut apps = MockApplications::new();
+    let app = user(vec![Permission::TokenUse]);
+    apps.expect_find_by_key_hash_also()
+        .returning(move |_, _, _| Ok(Some(KeyRead::alone(app.clone(), TenantSettings::default()))));
+    let mut code = MockCode::new();
+    code.expect_run().never();
+    let mut sessions = MockSessions::new();
+    sessions
+        .expect_find_by_key_hash()
+        .returning(|_, _| Ok(None));
+    let vault = Vault::new(Ports {
+        code: Arc::new(code),
+        sessions: Arc::new(sessions),
+        ..ports(MockTenants::new(), apps)
+    });
+    let id = Uuid::from_u128(200);
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reacting(Some(KEY), id, None)
+        .await
+        .unwrap();
+    assert!(prefetched.is_none(), "nothing was read beside the key");
+    assert!(matches!(
+        vault.reactors.react(&who, id, None, None, prefetched).await,
+        Err(ReactorError::Failed(Error::NotFound))
+    ));
+}
+
 #[tokio::test]
 async fn a_prefetched_reactor_stands_only_for_its_tenant_and_id() {
     let read = Some((reactor(TENANT, 200), Some(formula(TENANT))));

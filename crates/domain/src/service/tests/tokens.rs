@@ -520,6 +520,59 @@ fn revealing_app() -> Application {
     app
 }
 
+/// A key read that read nothing beside the key (`Beside::NotRead`: SQLite busy, Citus, a
+/// database that reads nothing ahead) leaves the read to the store, checked as any read.
+#[tokio::test]
+async fn a_key_read_that_read_nothing_ahead_reads_through_the_store() {
+    let card = stored("t", "/pci/high/", &json!("4242424242424242"));
+    let alone = |app: Application| {
+        let mut apps = MockApplications::new();
+        apps.expect_find_by_key_hash_also()
+            .returning(move |_, _, _| {
+                Ok(Some(KeyRead::alone(app.clone(), TenantSettings::default())))
+            });
+        apps
+    };
+    let mut tokens = MockTokens::new();
+    let found = card.clone();
+    tokens
+        .expect_get()
+        .times(1)
+        .returning(move |_, _, _| Ok(Some(found.clone())));
+    let vault = keyed_vault(alone(revealing_app()), tokens);
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
+    assert!(prefetched.is_none(), "nothing was read beside the key");
+    let view = vault
+        .tokens
+        .get_token_prefetched(&who, "t", prefetched)
+        .await
+        .unwrap();
+    assert_eq!(view.shown, Some(json!("4242424242424242")));
+
+    // A caller without the permission is refused before the store is asked.
+    let mut tokens = MockTokens::new();
+    tokens.expect_get().never();
+    let mut no_rights = revealing_app();
+    no_rights.rules = vec![];
+    let vault = keyed_vault(alone(no_rights), tokens);
+    let (who, prefetched) = vault
+        .auth
+        .authenticate_reading(Some(KEY), "t")
+        .await
+        .unwrap();
+    assert!(matches!(
+        vault
+            .tokens
+            .get_token_prefetched(&who, "t", prefetched)
+            .await,
+        Err(Error::Forbidden)
+    ));
+}
+
 #[tokio::test]
 async fn a_read_with_its_key_reads_once_and_decides_as_any_read() {
     let mut tokens = MockTokens::new();
