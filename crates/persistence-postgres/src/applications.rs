@@ -26,26 +26,21 @@ pub(crate) struct PgApplications {
     reads: tokenvault_persistence_shared::reads::Reads,
     /// Its own connections.
     pg: Arc<PgDirect>,
-    /// Whether a statement may reach a tenant's rows through a key (not on Citus).
-    joined: bool,
     /// Key-and-token reads answered together; `None` on Citus.
     key_group: Option<Arc<KeyGroup>>,
 }
 
 impl PgApplications {
     /// The reads through `reads` and on `pg`, the database's own connections, with its
-    /// grouped key-and-token reads (`None` on Citus); `joined`: a statement may reach a
-    /// tenant's rows through a key (not on Citus).
+    /// grouped key-and-token reads (`None` on Citus).
     pub(crate) fn new(
         reads: tokenvault_persistence_shared::reads::Reads,
         pg: Arc<PgDirect>,
         key_group: Option<Arc<KeyGroup>>,
-        joined: bool,
     ) -> Self {
         Self {
             reads,
             pg,
-            joined,
             key_group,
         }
     }
@@ -66,7 +61,8 @@ impl ApplicationReads for PgApplications {
         also: &AlsoRead,
         now: OffsetDateTime,
     ) -> Option<Result<Option<KeyRead>, RepoError>> {
-        if !self.joined {
+        // Citus: a statement there reaches a tenant's rows only by naming the tenant.
+        if self.reads.distributed() {
             return None;
         }
         if let Some(search) = &also.search {

@@ -66,12 +66,11 @@ impl Backend for PgBackend {
             self.reads(db),
             self.pg.clone(),
             self.key_group.clone(),
-            !self.distributed,
         ))
     }
 
     fn proxies(&self, db: &DatabaseConnection) -> Arc<dyn ProxyReads> {
-        Arc::new(PgProxies::new(self.reads(db), !self.distributed))
+        Arc::new(PgProxies::new(self.reads(db)))
     }
 
     fn reactors(&self, db: &DatabaseConnection) -> Arc<dyn ReactorReads> {

@@ -39,7 +39,7 @@ fn statement(
     limit: u64,
     now: OffsetDateTime,
 ) -> Option<Statement> {
-    // Never on Citus (`PgApplications::joined`).
+    // Never on Citus (`PgApplications::by_key_also`).
     let matches = search_query(
         DatabaseBackend::Postgres,
         false,

@@ -25,14 +25,12 @@ use tokenvault_persistence_shared::stamp::stamp;
 #[derive(Debug)]
 pub(crate) struct PgProxies {
     reads: Reads,
-    /// Whether a statement may reach a tenant's rows through a key (not on Citus).
-    joined: bool,
 }
 
 impl PgProxies {
-    /// The reads of a PostgreSQL database; `joined` as for [`PgProxies::joined`].
-    pub(crate) fn new(reads: Reads, joined: bool) -> Self {
-        Self { reads, joined }
+    /// The reads of a PostgreSQL database.
+    pub(crate) fn new(reads: Reads) -> Self {
+        Self { reads }
     }
 }
 
@@ -54,7 +52,7 @@ impl ProxyReads for PgProxies {
         now: OffsetDateTime,
     ) -> Option<Result<Option<(StoredProxy, Beside<Vec<StoredToken>>)>, RepoError>> {
         // Citus: the proxy alone; the tokens are then read by the proxy's tenant, on its node.
-        if !self.joined {
+        if self.reads.distributed() {
             return None;
         }
         // PostgreSQL: both statements at once, on two of the adapter's connections. The
