@@ -315,29 +315,36 @@ fn absolute(module: &str, path: &[String], mods: &Modules) -> Option<Vec<String>
     Some(base)
 }
 
-/// The file (module) an absolute path leads to: its longest prefix that is a module, followed
-/// through the re-exports it passes.
-fn target(path: &[String], mods: &Modules, re: &Reexports) -> String {
+/// The files (modules) an absolute path leads to: its longest prefix that is a module,
+/// followed through the re-exports it passes. The last is the file that defines the item;
+/// before it, each module (but the crate root) whose re-export the path went through: naming
+/// `a::X` depends on `a`'s file too, which may in turn name the caller (the shared
+/// `module-cycles` tool counts that hop, and so does this graph).
+fn targets(path: &[String], mods: &Modules, re: &Reexports) -> Vec<String> {
     let mut path = path.to_vec();
+    let mut passed = Vec::new();
     for _ in 0..8 {
         let k = (0..=path.len())
             .rev()
             .find(|&k| mods.contains_key(&path[..k].join("::")))
             .unwrap_or(0);
         let module = path[..k].join("::");
-        match path
+        let Some(full) = path
             .get(k)
             .and_then(|item| re.get(&(module.clone(), item.clone())))
-        {
-            Some(full) => {
-                let mut next = full.clone();
-                next.extend(path[k + 1..].iter().cloned());
-                path = next;
-            }
-            None => return module,
+        else {
+            passed.push(module);
+            return passed;
+        };
+        let mut next = full.clone();
+        next.extend(path[k + 1..].iter().cloned());
+        path = next;
+        if !module.is_empty() {
+            passed.push(module);
         }
     }
-    path.join("::")
+    passed.push(path.join("::"));
+    passed
 }
 
 /// The import graph of `refs` (module → what its file names) over `mods`. The crate root
@@ -364,8 +371,7 @@ fn edges(refs: &BTreeMap<String, FileRefs>, mods: &Modules) -> BTreeMap<String, 
             .chain(&file.paths)
             .filter_map(|path| absolute(module, path, mods));
         let mut to = BTreeSet::new();
-        for path in named {
-            let target = target(&path, mods, &re);
+        for target in named.flat_map(|path| targets(&path, mods, &re)) {
             let related = target == *module
                 || (!root && module.starts_with(&format!("{target}::")))
                 || (!root && target.starts_with(&format!("{module}::")));
@@ -468,10 +474,11 @@ mod tests {
         let mut re = Reexports::new();
         re.insert(("a".into(), "X".into()), path("a::c::X"));
         re.insert(("a".into(), "W".into()), path("d::W"));
-        assert_eq!(target(&path("a::X"), &mods, &re), "a::c");
-        assert_eq!(target(&path("a::W"), &mods, &re), "d");
-        assert_eq!(target(&path("a::b::f"), &mods, &re), "a::b");
-        assert_eq!(target(&path("a::Q"), &mods, &re), "a");
+        let to = |p: &str| targets(&path(p), &mods, &re);
+        assert_eq!(to("a::X"), ["a", "a::c"]);
+        assert_eq!(to("a::W"), ["a", "d"]);
+        assert_eq!(to("a::b::f"), ["a::b"]);
+        assert_eq!(to("a::Q"), ["a"]);
     }
 
     #[test]
@@ -496,5 +503,24 @@ mod tests {
         // `rows` names the root's own function; `engine` names `Row` through the re-export.
         assert_eq!(graph["rows"], BTreeSet::from([String::new()]));
         assert_eq!(graph["engine"], BTreeSet::from(["rows".to_string()]));
+    }
+
+    #[test]
+    fn a_reexport_passed_through_is_a_dependency_too() {
+        let mods = mods(&["", "a", "a::c", "x"]);
+        let mut files = BTreeMap::new();
+        files.insert(
+            "a".into(),
+            refs("mod c;\npub use c::X;\npub fn f() { crate::x::g(); }\n"),
+        );
+        files.insert("a::c".into(), refs("pub struct X;\n"));
+        files.insert("x".into(), refs("use crate::a::X;\npub fn g() {}\n"));
+        let graph = edges(&files, &mods);
+        // `x` names `X` through `a`, whose own code names `x`: a circle by way of `a`'s file.
+        assert_eq!(
+            graph["x"],
+            BTreeSet::from(["a".to_string(), "a::c".to_string()])
+        );
+        assert_eq!(graph["a"], BTreeSet::from(["x".to_string()]));
     }
 }

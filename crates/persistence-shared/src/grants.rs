@@ -32,13 +32,13 @@ struct ConditionRecord {
 }
 
 /// `permissions` as stored: a JSON array of their names.
-pub fn permissions_json(permissions: &[Permission]) -> String {
+pub(crate) fn permissions_json(permissions: &[Permission]) -> String {
     let names: Vec<&str> = permissions.iter().map(|p| p.as_str()).collect();
     serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
 }
 
 /// `rules` as stored: a JSON array.
-pub fn rules_json(rules: &[AccessRule]) -> String {
+pub(crate) fn rules_json(rules: &[AccessRule]) -> String {
     let records: Vec<RuleRecord> = rules
         .iter()
         .map(|r| {

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::repo_error::repo_err;
 
 /// The row `id` of `tenant_id` in `E`, read by `read`; `None` when the tenant has none.
-pub async fn one_of_tenant<E, T>(
+pub(crate) async fn one_of_tenant<E, T>(
     db: &impl ConnectionTrait,
     (tenant_column, id_column): (E::Column, E::Column),
     tenant_id: Uuid,

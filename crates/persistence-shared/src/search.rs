@@ -31,7 +31,7 @@ fn name_contains(column: impl IntoColumnRef, search: &str) -> Expr {
 
 /// The filters of a list: the tenant, optionally only `ids`, optionally only names containing
 /// `name`.
-pub fn list_condition<C: ColumnTrait>(
+pub(crate) fn list_condition<C: ColumnTrait>(
     (tenant_col, id_col, name_col): (C, C, C),
     tenant_id: Uuid,
     ids: &[Uuid],

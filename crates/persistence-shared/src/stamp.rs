@@ -5,7 +5,7 @@
 //! every expiry comparison on SQLite compares that text, so it must have one width. Every bound
 //! timestamp is therefore UTC, whole microseconds plus one nanosecond: RFC 3339 then always prints
 //! nine fraction digits ending in `1`, and text order is time order. PostgreSQL keeps microseconds,
-//! so the nanosecond never reaches it; [`unstamp`] drops it from what SQLite returns.
+//! so the nanosecond never reaches it; `unstamp` drops it from what SQLite returns.
 //! Migration 9 rewrote the values stored before.
 
 use time::{OffsetDateTime, UtcOffset};
@@ -18,7 +18,7 @@ pub fn stamp(t: OffsetDateTime) -> OffsetDateTime {
 }
 
 /// A stored timestamp as the domain sees it: whole microseconds.
-pub fn unstamp(t: OffsetDateTime) -> OffsetDateTime {
+pub(crate) fn unstamp(t: OffsetDateTime) -> OffsetDateTime {
     t.replace_nanosecond(t.nanosecond() / 1_000 * 1_000)
         .unwrap_or(t)
 }

@@ -70,7 +70,7 @@ const PURGE_KEYS: [&str; 13] = [
 const KEY_TABLES: usize = 3;
 
 /// Makes tenant `id` a tombstone deleted `at`; `false` when there is no such live tenant.
-pub async fn retire(
+pub(crate) async fn retire(
     db: &DatabaseConnection,
     id: Uuid,
     at: OffsetDateTime,
@@ -104,7 +104,7 @@ pub async fn retire(
 
 /// Deletes at most `batch` rows of the oldest tombstone's tables, or the tombstone itself when
 /// none is left; how many rows went (0: no tombstone left, or none it could take this round).
-pub async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u64, RepoError> {
+pub(crate) async fn purge_batch(db: &DatabaseConnection, batch: u64) -> Result<u64, RepoError> {
     let oldest: Option<Uuid> = tenant::Entity::find()
         .filter(tenant::Column::DeletedAt.is_not_null())
         .select_only()

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 /// A thread still running past it is stuck on a database that does not answer, and the close
 /// goes on without it (logged); the process may then exit with that thread's queued work
 /// unwritten (never acknowledged).
-pub const STOP_WAIT: Duration = Duration::from_secs(35);
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(35);
 
 /// A running thread, waited for by any number of closes.
 #[derive(Debug)]
@@ -53,7 +53,7 @@ impl Joinable {
     }
 
     /// Waits until the thread has ended (it must have been asked to), at most until `until`
-    /// (the close's deadline, [`STOP_WAIT`] after it began).
+    /// (the close's deadline, `STOP_WAIT` after it began).
     pub async fn join(&self, until: Instant) {
         let mut ended = self.ended.clone();
         // `Err` once the thread's sender is dropped.

@@ -21,7 +21,7 @@ use crate::repo_error::repo_err;
 use crate::rows::token::{live, to_domain};
 
 /// `prefix` with LIKE's wildcards and its escape character escaped.
-pub fn escape_like(prefix: &str) -> String {
+pub(crate) fn escape_like(prefix: &str) -> String {
     let mut out = String::with_capacity(prefix.len() + 1);
     for c in prefix.chars() {
         if matches!(c, '\\' | '%' | '_') {
@@ -87,7 +87,7 @@ pub fn filter_condition(
 }
 
 /// The tokens `visibility` admits, or `None` when it admits none.
-pub fn visibility_condition(visibility: &Visibility) -> Option<Condition> {
+pub(crate) fn visibility_condition(visibility: &Visibility) -> Option<Condition> {
     match visibility {
         Visibility::All => Some(Condition::all()),
         Visibility::Prefixes(prefixes) if prefixes.is_empty() => None,

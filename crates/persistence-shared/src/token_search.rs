@@ -100,7 +100,7 @@ pub fn search_page(
 }
 
 /// `condition` on the tenant's `tokens` rows (columns qualified by table name).
-pub fn search_condition(
+pub(crate) fn search_condition(
     backend: DatabaseBackend,
     tenant_id: Uuid,
     condition: &SearchCondition,

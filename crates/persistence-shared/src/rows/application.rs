@@ -25,7 +25,7 @@ pub fn hash_hex(hash: &KeyHash) -> String {
 }
 
 /// The inverse of [`hash_hex`]: `None` unless `text` is 64 hex digits.
-pub fn hash_from_hex(text: &str) -> Option<KeyHash> {
+pub(crate) fn hash_from_hex(text: &str) -> Option<KeyHash> {
     let bytes = text.as_bytes();
     if bytes.len() != 64 {
         return None;
@@ -68,7 +68,7 @@ pub fn to_domain(model: application::Model) -> Result<Application, RepoError> {
 }
 
 /// An application and its key hash as a row to insert.
-pub fn to_active(app: &Application, key_hash: &KeyHash) -> application::ActiveModel {
+pub(crate) fn to_active(app: &Application, key_hash: &KeyHash) -> application::ActiveModel {
     application::ActiveModel {
         id: Set(app.id),
         tenant_id: Set(app.tenant_id),

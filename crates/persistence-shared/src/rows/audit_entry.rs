@@ -33,7 +33,7 @@ pub fn micros(t: OffsetDateTime) -> OffsetDateTime {
 }
 
 /// `t` as SQLite keeps `created_at`: UTC text with exactly six fraction digits.
-pub fn sqlite_time(t: OffsetDateTime) -> String {
+pub(crate) fn sqlite_time(t: OffsetDateTime) -> String {
     let t = micros(t);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
@@ -47,7 +47,7 @@ pub fn sqlite_time(t: OffsetDateTime) -> String {
     )
 }
 
-/// [`sqlite_time`] as the SQLite sink takes it.
+/// `sqlite_time` as the SQLite sink takes it.
 #[allow(clippy::unnecessary_wraps)]
 pub fn sqlite_text(t: OffsetDateTime) -> Result<String, WriteError> {
     Ok(sqlite_time(t))

@@ -78,7 +78,7 @@ pub fn columns<C: Iterable + Iden>(alias: Option<&str>, skip: &[C]) -> String {
 }
 
 /// How many columns [`columns`] lists for an entity, less `skip`.
-pub fn column_count<C: Iterable + Iden>(skip: &[C]) -> usize {
+pub(crate) fn column_count<C: Iterable + Iden>(skip: &[C]) -> usize {
     C::iter().count() - skip.len()
 }
 
@@ -168,7 +168,7 @@ impl<'a, 'r> Fields<'a, 'r> {
     }
 
     /// The next column, named `column`, as a UUID or NULL.
-    pub fn opt_uuid(&mut self, column: impl Iden) -> rusqlite::Result<Option<Uuid>> {
+    pub(crate) fn opt_uuid(&mut self, column: impl Iden) -> rusqlite::Result<Option<Uuid>> {
         let at = self.take(&column);
         opt_uuid_at(self.row, at)
     }
@@ -180,7 +180,10 @@ impl<'a, 'r> Fields<'a, 'r> {
     }
 
     /// The next column, named `column`, as a stamped time or NULL.
-    pub fn opt_time(&mut self, column: impl Iden) -> rusqlite::Result<Option<OffsetDateTime>> {
+    pub(crate) fn opt_time(
+        &mut self,
+        column: impl Iden,
+    ) -> rusqlite::Result<Option<OffsetDateTime>> {
         let at = self.take(&column);
         opt_time_at(self.row, at)
     }

@@ -81,7 +81,7 @@ fn corrupt(what: &str, kind: &str, id: Uuid) -> RepoError {
 }
 
 /// A formula's configuration declarations as stored: JSON text.
-pub fn configuration_json(declared: &[ConfigDeclaration]) -> String {
+pub(crate) fn configuration_json(declared: &[ConfigDeclaration]) -> String {
     let records: Vec<ConfigRecord> = declared
         .iter()
         .map(|d| ConfigRecord {
@@ -94,7 +94,7 @@ pub fn configuration_json(declared: &[ConfigDeclaration]) -> String {
 }
 
 /// A formula's request parameters as stored: JSON text.
-pub fn parameters_json(declared: &[RequestParameter]) -> String {
+pub(crate) fn parameters_json(declared: &[RequestParameter]) -> String {
     let records: Vec<ParameterRecord> = declared
         .iter()
         .map(|p| ParameterRecord {
@@ -108,7 +108,7 @@ pub fn parameters_json(declared: &[RequestParameter]) -> String {
 }
 
 /// A reactor's configuration values as stored: JSON text.
-pub fn values_json(configuration: &Map<String, Value>) -> String {
+pub(crate) fn values_json(configuration: &Map<String, Value>) -> String {
     serde_json::to_string(configuration).unwrap_or_else(|_| "{}".into())
 }
 
@@ -164,7 +164,7 @@ pub fn formula_to_domain(m: formula::Model) -> Result<Formula, RepoError> {
 }
 
 /// A formula as a row to insert.
-pub fn formula_to_active(f: &Formula) -> formula::ActiveModel {
+pub(crate) fn formula_to_active(f: &Formula) -> formula::ActiveModel {
     formula::ActiveModel {
         tenant_id: Set(f.tenant_id),
         id: Set(f.id),
@@ -201,7 +201,7 @@ pub fn reactor_to_domain(m: reactor::Model) -> Result<Reactor, RepoError> {
 }
 
 /// A reactor as a row to insert.
-pub fn reactor_to_active(r: &Reactor) -> reactor::ActiveModel {
+pub(crate) fn reactor_to_active(r: &Reactor) -> reactor::ActiveModel {
     reactor::ActiveModel {
         tenant_id: Set(r.tenant_id),
         id: Set(r.id),

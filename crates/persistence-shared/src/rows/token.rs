@@ -32,12 +32,12 @@ pub fn write_conflict(err: DbErr) -> Result<TokenWrite, RepoError> {
 }
 
 /// A token's metadata as stored: JSON text.
-pub fn metadata_json(t: &StoredToken) -> String {
+pub(crate) fn metadata_json(t: &StoredToken) -> String {
     serde_json::to_string(&t.metadata).unwrap_or_else(|_| "{}".into())
 }
 
 /// A list column's JSON text: NULL for an empty list (no trigger work, no index entry).
-pub fn list_json(items: &[String]) -> Option<String> {
+pub(crate) fn list_json(items: &[String]) -> Option<String> {
     (!items.is_empty()).then(|| serde_json::to_string(items).unwrap_or_else(|_| "[]".into()))
 }
 
@@ -63,7 +63,7 @@ pub fn insert_order(a: &StoredToken, b: &StoredToken) -> Ordering {
 }
 
 /// A token as a row to insert.
-pub fn to_active(t: &StoredToken) -> token::ActiveModel {
+pub(crate) fn to_active(t: &StoredToken) -> token::ActiveModel {
     token::ActiveModel {
         tenant_id: Set(t.tenant_id),
         id: Set(t.id.clone()),
@@ -154,7 +154,7 @@ pub fn from_sqlite(f: &mut Fields<'_, '_>) -> rusqlite::Result<token::Model> {
 pub const NOT_INSERTED: &[token::Column] = &[token::Column::Version];
 
 /// A new token's values, in the entity's order less [`NOT_INSERTED`] (its `metadata` as JSON
-/// text, [`metadata_json`]): the one list of them every fast path binds, whatever the backend
+/// text, `metadata_json`): the one list of them every fast path binds, whatever the backend
 /// (`sqlite/group_commit.rs` on SQLite, `postgres/group.rs` on PostgreSQL). Timestamps are stamped
 /// (`stamp.rs`).
 pub fn put_new<'a>(t: &'a StoredToken, lists: &'a NewLists, row: &mut Put<'_, 'a, token::Column>) {
@@ -185,11 +185,11 @@ pub fn put_new<'a>(t: &'a StoredToken, lists: &'a NewLists, row: &mut Put<'_, 'a
 /// A new token's JSON text columns, made once off the writer threads.
 #[derive(Clone, Debug)]
 pub struct NewLists {
-    /// `metadata` ([`metadata_json`]).
+    /// `metadata` (`metadata_json`).
     pub metadata: String,
-    /// `search_indexes` ([`list_json`]).
+    /// `search_indexes` (`list_json`).
     pub search_indexes: Option<String>,
-    /// `search_terms` ([`list_json`]).
+    /// `search_terms` (`list_json`).
     pub search_terms: Option<String>,
 }
 

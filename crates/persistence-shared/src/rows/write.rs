@@ -3,7 +3,7 @@
 //! them: rusqlite values ([`SqliteValues`]), sqlx arguments ([`PgValues`]), one sqlx array per
 //! column for an `UNNEST` of many rows ([`PgArrays`]), binary `COPY` data (`copy.rs`). So a
 //! table's values are listed once, in its codec, whichever backend and statement writes them;
-//! the statement's columns come from the entity ([`super::columns`], [`pg_types`]).
+//! the statement's columns come from the entity ([`super::columns`], `pg_types`).
 //!
 //! In debug builds (every test) each value's column is checked against the entity's order, as
 //! [`super::Fields`] checks each read: a codec out of step with its entity fails.
@@ -63,7 +63,7 @@ impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
     }
 
     /// Column `column`'s value: a UUID or NULL.
-    pub fn opt_uuid(&mut self, column: C, value: Option<Uuid>) {
+    pub(crate) fn opt_uuid(&mut self, column: C, value: Option<Uuid>) {
         self.cell(&column, Cell::Uuid(value));
     }
 
@@ -73,7 +73,7 @@ impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
     }
 
     /// Column `column`'s value: text or NULL.
-    pub fn opt_text(&mut self, column: C, value: Option<&'a str>) {
+    pub(crate) fn opt_text(&mut self, column: C, value: Option<&'a str>) {
         self.cell(&column, Cell::Text(value));
     }
 
@@ -83,12 +83,12 @@ impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
     }
 
     /// Column `column`'s value: bytes or NULL.
-    pub fn opt_bytes(&mut self, column: C, value: Option<&'a [u8]>) {
+    pub(crate) fn opt_bytes(&mut self, column: C, value: Option<&'a [u8]>) {
         self.cell(&column, Cell::Bytes(value));
     }
 
     /// Column `column`'s value: an integer.
-    pub fn int(&mut self, column: C, value: i64) {
+    pub(crate) fn int(&mut self, column: C, value: i64) {
         self.cell(&column, Cell::Int(value));
     }
 
@@ -98,12 +98,12 @@ impl<'a, C: Iterable + Iden> Put<'_, 'a, C> {
     }
 
     /// Column `column`'s value: a time or NULL.
-    pub fn opt_time(&mut self, column: C, value: Option<OffsetDateTime>) {
+    pub(crate) fn opt_time(&mut self, column: C, value: Option<OffsetDateTime>) {
         self.cell(&column, Cell::Time(value));
     }
 
     /// Column `column`'s value: a boolean or NULL.
-    pub fn opt_bool(&mut self, column: C, value: Option<bool>) {
+    pub(crate) fn opt_bool(&mut self, column: C, value: Option<bool>) {
         self.cell(&column, Cell::Bool(value));
     }
 
@@ -149,7 +149,7 @@ pub fn put_row<'a, C: Iterable + Iden>(
 
 /// The PostgreSQL type of each column of an entity less `skip`, in its order: the casts of an
 /// `UNNEST` of one array per column.
-pub fn pg_types<C: Iterable + Iden + ColumnTrait>(skip: &[C]) -> Vec<&'static str> {
+pub(crate) fn pg_types<C: Iterable + Iden + ColumnTrait>(skip: &[C]) -> Vec<&'static str> {
     kept(skip)
         .map(|c| pg_type(c.def().get_column_type()))
         .collect()
