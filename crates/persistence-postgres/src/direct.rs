@@ -104,24 +104,11 @@ impl PgDirect {
     pub(crate) fn open(pool: &PgPool, citus: bool) -> std::io::Result<Arc<Self>> {
         let options = (*pool.connect_options()).clone();
         let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
+        let options = generic_plans(options, citus);
         Ok(Arc::new(Self {
             writer: PgWriter::start(options.clone(), citus)?,
             audit: AuditWriter::start(options.clone(), citus)?,
-            // Generic plans from the first execution on. Every statement here finds its rows
-            // through an index whatever its values, but PostgreSQL plans a prepared statement
-            // anew for each execution while a plan made for the values looks cheaper than the
-            // generic one: a search by a blind index term (the `@>` of one value estimated at
-            // a row, the generic at 1 % of the table) was planned on every call at a million
-            // tokens, 1.7 ms of planning for 0.2 ms of reading, and ran at half its rate at a
-            // thousand tokens (docs/performance-journal.md, "Token search").
-            // Not on Citus: a generic plan leaves the tenant's value unknown when Citus plans,
-            // and it cannot route a statement with a subquery then (a search's count failed:
-            // "could not create distributed plan").
-            options: if citus {
-                options
-            } else {
-                options.options([("plan_cache_mode", "force_generic_plan")])
-            },
+            options,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(max.max(1)),
         }))
@@ -251,5 +238,46 @@ impl tokenvault_persistence_shared::reads::DirectQueries for PgDirect {
 
     async fn query_all(&self, stmt: &Statement) -> Result<Vec<QueryResult>, DbErr> {
         PgDirect::query_all(self, stmt).await
+    }
+}
+
+/// The options of every connection of the adapter's own (`PgDirect`'s, the writer's, the
+/// appender's): generic plans from the first execution on, except on Citus.
+fn generic_plans(options: PgConnectOptions, citus: bool) -> PgConnectOptions {
+    // Generic plans from the first execution on. Every statement here finds its rows
+    // through an index whatever its values, but PostgreSQL plans a prepared statement
+    // anew for each execution while a plan made for the values looks cheaper than the
+    // generic one: a search by a blind index term (the `@>` of one value estimated at a
+    // row, the generic at 1 % of the table) was planned on every call at a million tokens,
+    // 1.7 ms of planning for 0.2 ms of reading, and ran at half its rate at a thousand
+    // tokens (docs/performance-journal.md, "Token search"). The writer's group insert
+    // (`UNNEST` of its arrays, a sublink per row) was planned on each group too: ~7 % of
+    // its backend's CPU under the tokenize load, which ran 12 % faster without it.
+    // Not on Citus: a generic plan leaves the tenant's value unknown when Citus plans,
+    // and it cannot route a statement with a subquery then (a search's count failed:
+    // "could not create distributed plan").
+    if citus {
+        options
+    } else {
+        options.options([("plan_cache_mode", "force_generic_plan")])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_adapters_own_connections_plan_generically_but_on_citus() {
+        let base = PgConnectOptions::new();
+        let generic = generic_plans(base.clone(), false);
+        assert!(
+            generic
+                .get_options()
+                .is_some_and(|o| o.contains("plan_cache_mode=force_generic_plan")),
+            "{:?}",
+            generic.get_options()
+        );
+        assert_eq!(generic_plans(base, true).get_options(), None);
     }
 }
