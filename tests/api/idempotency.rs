@@ -175,6 +175,43 @@ async fn answers_of_live_routes_are_never_replayed_however_the_path_is_spelled()
             let res = send(app, rkey, &idem, Method::POST, "/%2Fdetokenize", &body).await;
             assert_problem(res, 404).await;
         }
+        // A search answers with the tokens as they are now: a token deleted since is not
+        // handed out again from a stored answer (nor its read left out of the audit log).
+        let searcher = app
+            .app(
+                "private",
+                &["token:create", "token:search", "token:delete", "token:read"],
+            )
+            .await;
+        let skey = searcher["key"].as_str().unwrap();
+        for path in ["/tokens/search", "/tokens/%73earch"] {
+            let token: Value = app
+                .request_as(Some(skey), Method::POST, "/tokens")
+                .json(&json!({"type": "token", "data": "searched"}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let tid = token["id"].as_str().unwrap();
+            let body = json!({"query": format!("id:{tid}")});
+            let idem = unique("search");
+            let first = send(app, skey, &idem, Method::POST, path, &body).await;
+            assert_eq!(first.status(), 200, "{path}");
+            let first: Value = first.json().await.unwrap();
+            assert_eq!(first["pagination"]["total_items"], 1, "{path}: {first}");
+            let deleted = app
+                .request_as(Some(skey), Method::DELETE, &format!("/tokens/{tid}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(deleted.status(), 204);
+            let again = send(app, skey, &idem, Method::POST, path, &body).await;
+            assert_eq!(again.status(), 200, "{path}");
+            let again: Value = again.json().await.unwrap();
+            assert_eq!(again["pagination"]["total_items"], 0, "{path} was replayed: {again}");
+        }
         // React, spelled otherwise.
         let code = "module.exports = async function (req) { return { raw: req.args }; };";
         let formula: Value = app

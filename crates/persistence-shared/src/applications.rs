@@ -38,11 +38,12 @@ pub async fn by_id(
 
 /// What a database read beside a key, kept only where it is the key's own: for a private
 /// application's key (the only type that may read, use or search tokens, decisions §4), of its
-/// tenant, live at `now`. Each database's statements say so themselves; this says it once more
+/// tenant, live at `now`, and the row `also` asked for (the token or reactor of that id, matches
+/// of a search in the key's tenant). Each database's statements say so themselves; this says it once more
 /// for every database, so that a part that joined wrongly reads nothing ahead (the use case
 /// then reads through its checked path) rather than hand over another tenant's rows (attack
 /// review of the per-database parts).
-fn confined(read: KeyRead, now: OffsetDateTime) -> KeyRead {
+fn confined(read: KeyRead, also: &AlsoRead, now: OffsetDateTime) -> KeyRead {
     let KeyRead {
         application,
         settings,
@@ -56,12 +57,15 @@ fn confined(read: KeyRead, now: OffsetDateTime) -> KeyRead {
     let tenant = application.tenant_id;
     let own = |t: &StoredToken| t.tenant_id == tenant && t.expires_at.is_none_or(|at| at > now);
     let token = match token {
-        Beside::Read(Some(t)) if !own(&t) => Beside::NotRead,
+        Beside::Read(Some(t)) if !own(&t) || also.token.as_deref() != Some(t.id.as_str()) => {
+            Beside::NotRead
+        }
         token => token,
     };
     let reactor = match reactor {
         Beside::Read(Some((r, f)))
             if r.tenant_id != tenant
+                || also.reactor != Some(r.id)
                 || f.as_ref()
                     .is_some_and(|f| f.tenant_id != tenant || f.id != r.formula_id) =>
         {
@@ -70,7 +74,12 @@ fn confined(read: KeyRead, now: OffsetDateTime) -> KeyRead {
         reactor => reactor,
     };
     let matches = match matches {
-        Beside::Read(rows) if !rows.iter().all(own) => Beside::NotRead,
+        Beside::Read(rows)
+            if !rows.iter().all(own)
+                || also.search.as_ref().is_none_or(|s| s.tenant_id != tenant) =>
+        {
+            Beside::NotRead
+        }
         matches => matches,
     };
     KeyRead {
@@ -131,7 +140,7 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
                 .await?
                 .map(|(application, settings)| KeyRead::alone(application, settings)),
         };
-        Ok(found.map(|read| confined(read, now)))
+        Ok(found.map(|read| confined(read, also, now)))
     }
 
     async fn get(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {
@@ -227,7 +236,7 @@ mod tests {
     use time::Duration;
     use tokenvault_domain::application::Application;
     use tokenvault_domain::permission::ApplicationType;
-    use tokenvault_domain::ports::{Beside, KeyRead};
+    use tokenvault_domain::ports::{AlsoRead, Beside, KeyRead, SearchAhead, SearchCondition};
     use tokenvault_domain::tenant::TenantSettings;
     use uuid::Uuid;
 
@@ -257,27 +266,105 @@ mod tests {
             token: Beside::Read(Some(token)),
             ..KeyRead::alone(app(app_type), TenantSettings::default())
         };
+        let asked = |id: &str| AlsoRead {
+            token: Some(id.into()),
+            ..AlsoRead::default()
+        };
         let own = sample("t");
-        let kept = confined(with(ApplicationType::Private, own.clone()), now);
+        let kept = confined(
+            with(ApplicationType::Private, own.clone()),
+            &asked("t"),
+            now,
+        );
         assert_eq!(kept.token, Beside::Read(Some(own.clone())));
+
+        let read = confined(
+            with(ApplicationType::Private, own.clone()),
+            &asked("u"),
+            now,
+        );
+        assert_eq!(
+            read.token,
+            Beside::NotRead,
+            "another token than the one asked for"
+        );
 
         let mut theirs = own.clone();
         theirs.tenant_id = Uuid::from_u128(2);
-        let read = confined(with(ApplicationType::Private, theirs.clone()), now);
+        let read = confined(
+            with(ApplicationType::Private, theirs.clone()),
+            &asked("t"),
+            now,
+        );
         assert_eq!(read.token, Beside::NotRead, "another tenant's token");
 
         let mut expired = own.clone();
         expired.expires_at = Some(now);
-        let read = confined(with(ApplicationType::Private, expired), now);
+        let read = confined(with(ApplicationType::Private, expired), &asked("t"), now);
         assert_eq!(read.token, Beside::NotRead, "an expired token");
 
-        let read = confined(with(ApplicationType::Public, own.clone()), now);
+        let read = confined(with(ApplicationType::Public, own.clone()), &asked("t"), now);
         assert_eq!(read.token, Beside::NotRead, "a public key's read");
 
-        let matches = KeyRead {
-            matches: Beside::Read(vec![own, theirs]),
+        let search = |tenant_id| AlsoRead {
+            search: Some(SearchAhead {
+                tenant_id,
+                condition: SearchCondition::Term("x".into()),
+                limit: 10,
+            }),
+            ..AlsoRead::default()
+        };
+        let matches = |rows| KeyRead {
+            matches: Beside::Read(rows),
             ..KeyRead::alone(app(ApplicationType::Private), TenantSettings::default())
         };
-        assert_eq!(confined(matches, now).matches, Beside::NotRead);
+        let tenant = own.tenant_id;
+        assert_eq!(
+            confined(matches(vec![own.clone()]), &search(tenant), now).matches,
+            Beside::Read(vec![own.clone()])
+        );
+        assert_eq!(
+            confined(matches(vec![own.clone()]), &search(Uuid::from_u128(2)), now).matches,
+            Beside::NotRead,
+            "a search hashed for another tenant"
+        );
+        assert_eq!(
+            confined(matches(vec![own, theirs]), &search(tenant), now).matches,
+            Beside::NotRead
+        );
+    }
+
+    #[test]
+    fn a_reactor_is_kept_only_when_it_is_the_one_asked_for() {
+        let now = time::OffsetDateTime::UNIX_EPOCH + Duration::days(1);
+        let tenant = Uuid::from_u128(1);
+        let reactor = tokenvault_domain::reactor::Reactor {
+            id: Uuid::from_u128(5),
+            tenant_id: tenant,
+            name: "r".into(),
+            formula_id: Uuid::from_u128(6),
+            configuration: serde_json::Map::new(),
+            application_id: None,
+            created_by: None,
+            created_at: time::OffsetDateTime::UNIX_EPOCH,
+            modified_by: None,
+            modified_at: None,
+        };
+        let read = || KeyRead {
+            reactor: Beside::Read(Some((reactor.clone(), None))),
+            ..KeyRead::alone(app(ApplicationType::Private), TenantSettings::default())
+        };
+        let asked = |id| AlsoRead {
+            reactor: Some(id),
+            ..AlsoRead::default()
+        };
+        assert!(matches!(
+            confined(read(), &asked(reactor.id), now).reactor,
+            Beside::Read(Some((ref r, None))) if r.id == reactor.id
+        ));
+        assert!(matches!(
+            confined(read(), &asked(Uuid::from_u128(99)), now).reactor,
+            Beside::NotRead
+        ));
     }
 }

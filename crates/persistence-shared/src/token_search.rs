@@ -43,10 +43,13 @@ pub fn search_query(
     // PostgreSQL, matches found through a term: the tenant is tested on the rows the term index
     // found, never looked up in an index of its own. A generic plan takes `tenant_id = $1` for
     // selective and combines an index of the tenant's every token with the term's (5 ms against
-    // 0.1 ms for one match in a tenant of 200,000 tokens; attack review of e57d89c).
+    // 0.1 ms for one match in a tenant of 200,000 tokens; attack review of e57d89c). Not when
+    // the condition names an id: the only index holding ids is the primary key, which leads
+    // with the tenant, and without `tenant_id = $1` an `id:` search read every tenant's keys
+    // (attack review of 940c02f).
     let tenant = if backend == DatabaseBackend::Postgres
         && !distributed
-        && condition.is_some_and(SearchCondition::found_through_terms)
+        && condition.is_some_and(|c| c.found_through_terms() && !names_an_id(c))
     {
         Expr::cust_with_values("(\"tokens\".\"tenant_id\" = $1) IS TRUE", [tenant_id])
     } else {
@@ -60,6 +63,16 @@ pub fn search_query(
         all = all.add(search_condition(backend, tenant_id, c));
     }
     Some(token::Entity::find().filter(all))
+}
+
+/// Whether `condition` looks a token up by its id anywhere.
+fn names_an_id(condition: &SearchCondition) -> bool {
+    match condition {
+        SearchCondition::Id(_) => true,
+        SearchCondition::All(items) | SearchCondition::Any(items) => items.iter().any(names_an_id),
+        SearchCondition::Not(item) => names_an_id(item),
+        _ => false,
+    }
 }
 
 /// The total a page tells by itself: a page that is not full is the last, so the matches are

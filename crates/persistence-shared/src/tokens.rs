@@ -353,21 +353,18 @@ impl TokenRepository for SeaOrmTokenRepository {
             Some(_) => None,
         };
         let rows = search_page(backend, query.clone(), by_term, page.size, page.offset());
-        // Found through a term, a page is a few index lookups: PostgreSQL's point-read
-        // connections (`reads.rs`, no ping per statement) take it; anything that may scan
-        // stays on the pool.
-        let items = if by_term {
-            rows.all(&self.reads).await
-        } else {
-            rows.all(&self.db).await
-        }
-        .map_err(repo_err)?
-        .into_iter()
-        .map(to_domain)
-        .collect::<Result<Vec<_>, _>>()?;
+        // On the pool, never on the point-read connections every key read needs (`reads.rs`):
+        // a term many tokens hold makes a page that sorts all of them, and a count that reads
+        // them all (attack review of 940c02f). A search the key read ahead is answered above.
+        let items = rows
+            .all(&self.db)
+            .await
+            .map_err(repo_err)?
+            .into_iter()
+            .map(to_domain)
+            .collect::<Result<Vec<_>, _>>()?;
         let total_items = match kept.or_else(|| total_from_page(page, items.len())) {
             Some(n) => n,
-            None if by_term => query.count(&self.reads).await.map_err(repo_err)?,
             None => query.count(&self.db).await.map_err(repo_err)?,
         };
         Ok(Page {

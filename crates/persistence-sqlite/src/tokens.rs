@@ -23,7 +23,7 @@ use tokenvault_persistence_shared::entity::token;
 use tokenvault_persistence_shared::repo_error::repo_err;
 use tokenvault_persistence_shared::rows::token::to_domain;
 use tokenvault_persistence_shared::token_queries::{live_token, live_tokens};
-use tokenvault_persistence_shared::token_search::{search_page, total_from_page};
+use tokenvault_persistence_shared::token_search::search_page;
 
 /// A SQLite file's token engine.
 #[derive(Debug)]
@@ -104,19 +104,28 @@ impl TokenEngine for SqliteTokens {
     }
 }
 
+/// The most matches a search page reads on the calling thread.
+const DIRECT_MATCHES: u64 = 1_000;
+
 /// A search page whose matches are found through a term ([`SearchCondition::found_through_terms`]), run on SQLite's
 /// direct connections on the calling thread (`sqlite/direct.rs`): the count and the page are two
 /// index lookups of a few rows each, which the driver's worker thread would hand over twice
-/// each. `None` when the database was locked (the caller runs them on the pool instead).
+/// each. `None` when the database was locked, or when more than [`DIRECT_MATCHES`] tokens match
+/// (the caller runs them on the pool instead, off the calling thread).
 pub(crate) fn direct_page(
     direct: &DirectReads,
     query: &sea_orm::Select<token::Entity>,
     page: PageRequest,
 ) -> Option<Result<Page<StoredToken>, RepoError>> {
-    use sea_orm::QueryTrait as _;
+    use sea_orm::{QuerySelect as _, QueryTrait as _};
+    // Counted up to one past the bound: a term many tokens hold is neither sorted nor counted
+    // here (attack review of 940c02f).
     let count = Query::select()
         .expr(Expr::cust("COUNT(*)"))
-        .from_subquery(query.clone().into_query(), Alias::new("matched"))
+        .from_subquery(
+            query.clone().limit(DIRECT_MATCHES + 1).into_query(),
+            Alias::new("matched"),
+        )
         .to_owned()
         .build(SqliteQueryBuilder);
     let rows = search_page(
@@ -139,16 +148,14 @@ pub(crate) fn direct_page(
         (Ok(c), Ok(r)) => (c, r),
         (Err(e), _) | (_, Err(e)) => return Some(Err(e)),
     };
+    let total_items = match direct.count_where(&count.0, &count_values)? {
+        Ok(n) if n > DIRECT_MATCHES => return None,
+        Ok(n) => n,
+        Err(e) => return Some(Err(e)),
+    };
     let models = match direct.tokens_where(&rows.0, &row_values)? {
         Ok(models) => models,
         Err(e) => return Some(Err(e)),
-    };
-    let total_items = match total_from_page(page, models.len()) {
-        Some(n) => n,
-        None => match direct.count_where(&count.0, &count_values)? {
-            Ok(n) => n,
-            Err(e) => return Some(Err(e)),
-        },
     };
     Some(
         models

@@ -139,6 +139,16 @@ async fn terms_are_written_with_the_row_and_found_through_an_index() {
                 .collect();
             assert_eq!(tokens.insert_all(&filler).await.unwrap(), TokenWrite::Done);
         }
+        // A term 3,000 tokens hold and one a single token holds: the same page either way
+        // (SQLite reads more than a thousand matches off the calling thread).
+        let (common_page, common_total) =
+            found(&tokens, tenant_id, Some(term("COMMON")), &all).await;
+        assert_eq!(common_total, 3000);
+        assert_eq!(common_page.len(), usize::try_from(PAGE.size).unwrap());
+        assert_eq!(
+            found(&tokens, tenant_id, Some(term("F2-999")), &all).await,
+            (vec!["f-2-999".to_string()], 1)
+        );
         let plan =
             tokenvault_persistence::explain_search_page(&db.db, tenant_id, &term("T2"), now())
                 .await
@@ -153,6 +163,35 @@ async fn terms_are_written_with_the_row_and_found_through_an_index() {
                 "{plan}"
             ),
             Backend::Postgres => assert!(plan.contains("idx_tokens_search_terms"), "{plan}"),
+        }
+        // An id is looked up under the tenant, in the primary key: never through every
+        // tenant's ids, alone or beside a term.
+        for condition in [
+            SearchCondition::Id("f-1-5".into()),
+            SearchCondition::Any(vec![SearchCondition::Id("f-1-5".into()), term("T2")]),
+        ] {
+            let plan =
+                tokenvault_persistence::explain_search_page(&db.db, tenant_id, &condition, now())
+                    .await
+                    .unwrap();
+            common::on_one_shard(&plan);
+            let plan = plan.join("\n");
+            // SQLite: each read of `tokens` by an index of the tenant's; PostgreSQL: each
+            // index condition on an id with the tenant beside it.
+            let under_the_tenant = match backend {
+                Backend::Sqlite => plan
+                    .lines()
+                    .filter(|l| l.contains(" tokens "))
+                    .all(|l| l.starts_with("SEARCH tokens USING") && l.contains("(tenant_id=?")),
+                Backend::Postgres => {
+                    let on_ids: Vec<&str> = plan
+                        .lines()
+                        .filter(|l| l.contains("Index Cond") && l.contains("(id)::text ="))
+                        .collect();
+                    !on_ids.is_empty() && on_ids.iter().all(|l| l.contains("tenant_id ="))
+                }
+            };
+            assert!(under_the_tenant, "{condition:?}: {plan}");
         }
         db.destroy().await;
     }

@@ -369,6 +369,11 @@ fn field(name: &str, at: usize) -> Result<Field, QueryError> {
 
 fn term(field: Field, value: String, at: usize) -> Result<Term, QueryError> {
     let uuid = |v: &str| Uuid::parse_str(v).or_else(|_| err(at, "not a UUID"));
+    // Compared as they are written, never hashed: no stored id or fingerprint holds a control
+    // character, and PostgreSQL refuses a NUL in text (a 500 before; attack review of 940c02f).
+    if matches!(field, Field::Id | Field::Fingerprint) && value.chars().any(char::is_control) {
+        return err(at, "a control character in an id or fingerprint");
+    }
     Ok(match field {
         Field::Id => Term::Id(value),
         Field::Data => Term::Data(value),

@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 
 use crate::dto::Paginated;
 use crate::extract::keyed_caller;
+use crate::idempotency::NeverReplayed;
 use crate::json_body::{is_json_content_type, json_of};
 use crate::problem::{ApiError, Problem};
 use crate::routes::tokens::TokenResponse;
@@ -113,6 +114,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         resource!("/tokens/search")
             .guard(guard::Post())
+            // An answer of the tokens as they are now, each read in the log: never replayed.
+            .app_data(NeverReplayed)
             .route(web::post().to(search)),
     );
 }
