@@ -390,9 +390,7 @@ fn term_strategy() -> impl Strategy<Value = Term> {
             }
         });
     // An id or fingerprint never holds a control character (the parser refuses one).
-    let plain = value
-        .clone()
-        .prop_filter("no control character", |v| !v.chars().any(char::is_control));
+    let plain = value.prop_filter("no control character", |v| !v.chars().any(char::is_control));
     prop_oneof![
         plain.clone().prop_map(Term::Id),
         prop::sample::select(TokenType::ALL.to_vec()).prop_map(Term::Type),
