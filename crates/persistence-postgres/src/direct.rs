@@ -102,9 +102,8 @@ impl PgDirect {
     /// # Errors
     /// A thread could not start.
     pub(crate) fn open(pool: &PgPool, citus: bool) -> std::io::Result<Arc<Self>> {
-        let options = (*pool.connect_options()).clone();
+        let options = generic_plans((*pool.connect_options()).clone(), citus);
         let max = usize::try_from(pool.options().get_max_connections()).unwrap_or(1);
-        let options = generic_plans(options, citus);
         Ok(Arc::new(Self {
             writer: PgWriter::start(options.clone(), citus)?,
             audit: AuditWriter::start(options.clone(), citus)?,
@@ -252,7 +251,7 @@ fn generic_plans(options: PgConnectOptions, citus: bool) -> PgConnectOptions {
     // 1.7 ms of planning for 0.2 ms of reading, and ran at half its rate at a thousand
     // tokens (docs/performance-journal.md, "Token search"). The writer's group insert
     // (`UNNEST` of its arrays, a sublink per row) was planned on each group too: ~7 % of
-    // its backend's CPU under the tokenize load, which ran 12 % faster without it.
+    // its backend's CPU under the tokenize load (median +8.7 % without it).
     // Not on Citus: a generic plan leaves the tenant's value unknown when Citus plans,
     // and it cannot route a statement with a subquery then (a search's count failed:
     // "could not create distributed plan").

@@ -355,7 +355,8 @@ impl TokenRepository for SeaOrmTokenRepository {
         let rows = search_page(backend, query.clone(), by_term, page.size, page.offset());
         // On the pool, never on the point-read connections every key read needs (`reads.rs`):
         // a term many tokens hold makes a page that sorts all of them, and a count that reads
-        // them all (attack review of 940c02f). A search the key read ahead is answered above.
+        // them all (attack review of 940c02f). A search the key read ahead is answered above;
+        // one here pays the pool's per-call planning, the price of a path that may be large.
         let items = rows
             .all(&self.db)
             .await
