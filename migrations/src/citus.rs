@@ -55,6 +55,13 @@ const STATEMENT_TRIGGERS_DROPPED: [&str; 4] = [
     "DROP TRIGGER IF EXISTS tokens_month_created ON tokens",
 ];
 
+/// The key-change notices of migration 19, dropped before `applications` and `tenants` become
+/// reference tables: on Citus no server keeps keys in memory, and nothing listens.
+const KEY_NOTICES_DROPPED: [&str; 2] = [
+    "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
+    "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
+];
+
 /// The row trigger that keeps `token_counts` and `token_months` on Citus (see the module
 /// documentation): the same sums as the statement triggers of migrations 12 and 16, counter
 /// row by counter row. The counter row of a change is the writing backend's (`shard` from
@@ -226,6 +233,14 @@ pub async fn distribute(db: &DatabaseConnection) -> Result<Distribution, DbErr> 
     .await?
     {
         run(&txn, &drop).await?;
+    }
+    if pending
+        .iter()
+        .any(|t| t == "applications" || t == "tenants")
+    {
+        for drop in KEY_NOTICES_DROPPED {
+            run(&txn, drop).await?;
+        }
     }
     let anchored = pending.iter().any(|t| t == ANCHOR);
     if anchored {

@@ -23,6 +23,7 @@ mod m20261205_000015_tenant_tombstones;
 mod m20261206_000016_token_months;
 mod m20261207_000017_formula_status;
 mod m20261208_000018_search_indexes;
+mod m20261209_000019_key_change_notices;
 
 /// Every migration in order.
 pub struct Migrator;
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000016_token_months::Migration),
             Box::new(m20261207_000017_formula_status::Migration),
             Box::new(m20261208_000018_search_indexes::Migration),
+            Box::new(m20261209_000019_key_change_notices::Migration),
         ]
     }
 }

@@ -1,9 +1,11 @@
-//! PostgreSQL's application reads (`applications.rs`): on the adapter's own connections, with
+//! PostgreSQL's application reads (`applications.rs`): a key read alone from memory when it was
+//! read before and nothing changed since (`key_cache.rs`); on the adapter's own connections, with
 //! what the request reads next joined to the key — a token in the grouped reads of
 //! `key_group.rs`, a reactor (`keyed_reactor.rs`), a search (`keyed_search.rs`) — except on
 //! Citus, whose statements reach a tenant's rows only by naming the tenant.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use time::OffsetDateTime;
@@ -14,6 +16,7 @@ use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
 use crate::direct::PgDirect;
+use crate::key_cache::KeyCache;
 use crate::key_group::KeyGroup;
 use crate::{keyed_reactor, keyed_read, keyed_search};
 use tokenvault_persistence_shared::applications::by_id;
@@ -28,20 +31,24 @@ pub(crate) struct PgApplications {
     pg: Arc<PgDirect>,
     /// Key-and-token reads answered together; `None` on Citus.
     key_group: Option<Arc<KeyGroup>>,
+    /// The applications of the keys seen (`key_cache.rs`); `None` on Citus.
+    keys: Option<Arc<KeyCache>>,
 }
 
 impl PgApplications {
     /// The reads through `reads` and on `pg`, the database's own connections, with its
-    /// grouped key-and-token reads (`None` on Citus).
+    /// grouped key-and-token reads and its keys in memory (both `None` on Citus).
     pub(crate) fn new(
         reads: tokenvault_persistence_shared::reads::Reads,
         pg: Arc<PgDirect>,
         key_group: Option<Arc<KeyGroup>>,
+        keys: Option<Arc<KeyCache>>,
     ) -> Self {
         Self {
             reads,
             pg,
             key_group,
+            keys,
         }
     }
 }
@@ -52,7 +59,19 @@ impl ApplicationReads for PgApplications {
         &self,
         key_hash: String,
     ) -> Result<Option<(Application, TenantSettings)>, RepoError> {
-        keyed_read::key_postgres(&self.pg, key_hash).await
+        let Some(keys) = &self.keys else {
+            return keyed_read::key_postgres(&self.pg, key_hash).await;
+        };
+        let now = Instant::now();
+        if let Some(kept) = keys.get(&key_hash, now) {
+            return Ok(Some(kept));
+        }
+        let seen = keys.generation();
+        let found = keyed_read::key_postgres(&self.pg, key_hash.clone()).await?;
+        if let (Some(seen), Some(found)) = (seen, &found) {
+            keys.put(key_hash, seen, now, found.clone());
+        }
+        Ok(found)
     }
 
     async fn by_key_also(

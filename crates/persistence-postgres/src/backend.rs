@@ -18,6 +18,7 @@ use crate::activity::PgActivity;
 use crate::appender::PgAppender;
 use crate::applications::PgApplications;
 use crate::direct::PgDirect;
+use crate::key_cache::KeyMemory;
 use crate::key_group::KeyGroup;
 use crate::proxies::PgProxies;
 use crate::reactors::PgReactors;
@@ -39,16 +40,19 @@ pub(crate) struct PgBackend {
     pg: Arc<PgDirect>,
     /// Key-and-token reads answered together; `None` on Citus.
     key_group: Option<Arc<KeyGroup>>,
+    /// The applications of the keys seen, kept in memory (`key_cache.rs`); `None` on Citus.
+    keys: Option<KeyMemory>,
     /// A Citus database.
     distributed: bool,
 }
 
 impl PgBackend {
-    /// The backend of the database whose own connections and threads are `pg`; `citus`: its
-    /// tables are distributed by tenant.
-    pub(crate) fn new(pg: Arc<PgDirect>, citus: bool) -> Self {
+    /// The backend of the database whose own connections and threads are `pg`, keeping the
+    /// keys it reads in `keys`; `citus`: its tables are distributed by tenant.
+    pub(crate) fn new(pg: Arc<PgDirect>, keys: Option<KeyMemory>, citus: bool) -> Self {
         Self {
             key_group: (!citus).then(|| Arc::new(KeyGroup::new(pg.clone()))),
+            keys,
             pg,
             distributed: citus,
         }
@@ -66,6 +70,7 @@ impl Backend for PgBackend {
             self.reads(db),
             self.pg.clone(),
             self.key_group.clone(),
+            self.keys.as_ref().map(|keys| keys.cache().clone()),
         ))
     }
 
@@ -100,7 +105,16 @@ impl Backend for PgBackend {
         crate::citus::fanning_out(db, self.distributed).await
     }
 
+    fn keys_changed(&self) {
+        if let Some(keys) = &self.keys {
+            keys.cache().forget();
+        }
+    }
+
     async fn stop(&self, until: tokio::time::Instant) {
+        if let Some(keys) = &self.keys {
+            keys.stop(until).await;
+        }
         self.pg.stop(until).await;
     }
 }

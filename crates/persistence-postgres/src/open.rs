@@ -11,6 +11,7 @@ use tokenvault_persistence_shared::options::{ConnectError, DbOptions};
 
 use crate::backend::PgBackend;
 use crate::direct as pg_direct;
+use crate::key_cache::KeyMemory;
 
 /// Opens a pool on `url` (`postgres://…`).
 pub async fn open(url: &str, options: DbOptions) -> Result<Database, ConnectError> {
@@ -30,11 +31,17 @@ pub async fn open(url: &str, options: DbOptions) -> Result<Database, ConnectErro
     .fetch_one(&pool)
     .await
     .map_err(|e| ConnectError::Connect(e.to_string()))?;
-    let pg = pg_direct::PgDirect::open(&pool, citus).map_err(|e| {
+    let started = |e: std::io::Error| {
         ConnectError::Connect(format!("cannot start the PostgreSQL writer threads: {e}"))
-    })?;
+    };
+    let pg = pg_direct::PgDirect::open(&pool, citus).map_err(started)?;
+    // Keys in memory, but on Citus (`key_cache.rs`).
+    let keys = (!citus)
+        .then(|| KeyMemory::start((*pool.connect_options()).clone()))
+        .transpose()
+        .map_err(started)?;
     Ok(Database::new(
         SqlxPostgresConnector::from_sqlx_postgres_pool(pool),
-        Arc::new(PgBackend::new(pg, citus)),
+        Arc::new(PgBackend::new(pg, keys, citus)),
     ))
 }

@@ -17,7 +17,7 @@ use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_domain::token::StoredToken;
 use uuid::Uuid;
 
-use crate::backend::ApplicationReads;
+use crate::backend::{ApplicationReads, Backend};
 use crate::engine::Database;
 use crate::entity::application::{Column, Entity};
 use crate::grants;
@@ -97,6 +97,8 @@ pub struct SeaOrmApplicationRepository {
     db: DatabaseConnection,
     /// The database's own reads.
     reads: Arc<dyn ApplicationReads>,
+    /// Told of every change (`Backend::keys_changed`).
+    backend: Arc<dyn Backend>,
 }
 
 impl SeaOrmApplicationRepository {
@@ -105,8 +107,18 @@ impl SeaOrmApplicationRepository {
         let reads = db.backend().applications(db.connection());
         Self {
             reads,
+            backend: db.backend().clone(),
             db: db.connection().clone(),
         }
+    }
+}
+
+impl SeaOrmApplicationRepository {
+    /// A write's `result`, once the backend has been told that a key may have changed:
+    /// committed or not (an error may come after the commit), it is told either way.
+    fn changed<T>(&self, result: Result<T, sea_orm::DbErr>) -> Result<T, RepoError> {
+        self.backend.keys_changed();
+        result.map_err(repo_err)
     }
 }
 
@@ -186,8 +198,8 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .filter(Column::TenantId.eq(application.tenant_id))
             .filter(Column::Id.eq(application.id))
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
+            .await;
+        let result = self.changed(result)?;
         Ok(result.rows_affected > 0)
     }
 
@@ -206,8 +218,8 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .filter(Column::TenantId.eq(application.tenant_id))
             .filter(Column::Id.eq(application.id))
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
+            .await;
+        let result = self.changed(result)?;
         Ok(result.rows_affected > 0)
     }
 
@@ -216,8 +228,8 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Id.eq(id))
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
+            .await;
+        let result = self.changed(result)?;
         Ok(result.rows_affected > 0)
     }
 
@@ -225,8 +237,8 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
         let result = Entity::delete_many()
             .filter(Column::ExpiresAt.lte(stamp(now)))
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
+            .await;
+        let result = self.changed(result)?;
         Ok(result.rows_affected)
     }
 }

@@ -52,6 +52,11 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         sea_orm::TransactionTrait::begin(db).await
     }
 
+    /// An application or a tenant was changed by this server (it committed): a database that
+    /// keeps the applications of keys in memory (`postgres/key_cache.rs`) forgets them before
+    /// the change is answered. Nothing elsewhere.
+    fn keys_changed(&self) {}
+
     /// Stops the threads, each once the work queued before is done, by `until` at the latest.
     async fn stop(&self, until: tokio::time::Instant);
     /// Tests only: on a SQLite file, every read on the calling thread answers as a locked

@@ -15,7 +15,7 @@ use tokenvault_domain::ports::{TenantKeys, TenantRepository};
 use tokenvault_domain::tenant::Tenant;
 use uuid::Uuid;
 
-use crate::backend::TenantReads;
+use crate::backend::{Backend, TenantReads};
 use crate::engine::Database;
 use crate::entity::{application, tenant};
 use crate::repo_error::repo_err;
@@ -40,6 +40,8 @@ pub struct SeaOrmTenantRepository {
     db: DatabaseConnection,
     /// The database's own reads.
     reads: Arc<dyn TenantReads>,
+    /// Told of every change of a tenant's settings or life (`Backend::keys_changed`).
+    backend: Arc<dyn Backend>,
 }
 
 impl SeaOrmTenantRepository {
@@ -48,6 +50,7 @@ impl SeaOrmTenantRepository {
         let reads = db.backend().tenants(db.connection());
         Self {
             reads,
+            backend: db.backend().clone(),
             db: db.connection().clone(),
         }
     }
@@ -123,13 +126,18 @@ impl TenantRepository for SeaOrmTenantRepository {
             .filter(tenant::Column::Id.eq(tenant.id))
             .filter(tenant::Column::DeletedAt.is_null())
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
-        Ok(result.rows_affected > 0)
+            .await;
+        // Committed or not (an error may come after the commit), the settings a key's read
+        // returns may have changed.
+        self.backend.keys_changed();
+        Ok(result.map_err(repo_err)?.rows_affected > 0)
     }
 
     async fn delete(&self, id: Uuid, at: OffsetDateTime) -> Result<bool, RepoError> {
-        crate::tenant_purge::retire(&self.db, id, at).await
+        let retired = crate::tenant_purge::retire(&self.db, id, at).await;
+        // The tenant's keys stop working: forgotten, whatever the answer.
+        self.backend.keys_changed();
+        retired
     }
 
     async fn purge_deleted(&self, batch: u64) -> Result<u64, RepoError> {

@@ -1,0 +1,342 @@
+//! The applications of the keys this server has seen, kept in memory on PostgreSQL, so that a
+//! request whose key is read alone (a tokenize, every management call) costs no round trip for
+//! it. A profile of tokenize put a fifth of the machine in that read (docs/performance.md).
+//!
+//! What keeps it true (docs/persistence.md, "Keys in memory"):
+//! - **Every change is heard**: a trigger on `applications` and `tenants` (migration 19) sends a
+//!   notice on [`CHANNEL`] when a transaction that updated, deleted or truncated either commits,
+//!   whoever made it; the listening thread here forgets everything on each notice. This
+//!   server's own changes forget at once as well ([`KeyCache::forget`] from
+//!   `Backend::keys_changed`), before their response is sent.
+//! - **Nothing is kept while not listening**: before the listener's `LISTEN` has run, after its
+//!   connection is lost and until it is back (everything is forgotten again then), and after the
+//!   thread ends, every read goes to the database.
+//! - **A read that raced a change is not kept**: a read records the [`generation`] before it
+//!   starts and its answer is kept only if no notice came in between.
+//! - **Bounded**: an entry is read again after [`KEPT_FOR`] even if no notice came (a notice
+//!   lost on the way, a pooler that does not pass notices on), at most [`MOST`] entries, and
+//!   only keys that exist: an unknown key is read from the database every time.
+//!
+//! Not on Citus (its reference tables are not watched): there every key is read.
+//!
+//! [`generation`]: KeyCache::generation
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sea_orm::sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use tokenvault_domain::application::Application;
+use tokenvault_domain::tenant::TenantSettings;
+use tokio::sync::Notify;
+
+use crate::supervise::{self, Supervised};
+
+/// The channel migration 19's trigger notifies.
+pub(crate) const CHANNEL: &str = "tokenvault_keys";
+
+/// The listener's `application_name`, by which an administrator (or a test) finds its session.
+pub(crate) const LISTENER_NAME: &str = "tokenvault-keys";
+
+/// The longest an entry is used without being read again.
+pub(crate) const KEPT_FOR: Duration = Duration::from_secs(10);
+
+/// The most entries kept; a full memory starts again empty.
+pub(crate) const MOST: usize = 10_000;
+
+/// How long the listener waits before connecting again after a failure.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// One key's application and its tenant's settings, as read at `read_at`.
+struct Held {
+    read_at: Instant,
+    application: Application,
+    settings: TenantSettings,
+}
+
+/// What the memory holds, and the count of notices (and other forgettings) so far.
+#[derive(Default)]
+struct Entries {
+    by_key: HashMap<String, Held>,
+    generation: u64,
+}
+
+/// The applications of the keys seen, by key hash (hex).
+#[derive(Default)]
+pub(crate) struct KeyCache {
+    entries: Mutex<Entries>,
+    /// The listener's `LISTEN` is in force.
+    listening: AtomicBool,
+}
+
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyCache")
+            .field("listening", &self.listening.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeyCache {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The application of `key_hash` if it was read less than [`KEPT_FOR`] before `now` and
+    /// nothing changed since.
+    pub(crate) fn get(
+        &self,
+        key_hash: &str,
+        now: Instant,
+    ) -> Option<(Application, TenantSettings)> {
+        if !self.listening.load(Ordering::Acquire) {
+            return None;
+        }
+        let entries = self.entries();
+        let held = entries.by_key.get(key_hash)?;
+        (now.saturating_duration_since(held.read_at) < KEPT_FOR)
+            .then(|| (held.application.clone(), held.settings))
+    }
+
+    /// Where the memory stands before a read: give it to [`Self::put`] with the answer.
+    /// `None` while not listening: then nothing read is kept.
+    pub(crate) fn generation(&self) -> Option<u64> {
+        let entries = self.entries();
+        self.listening
+            .load(Ordering::Acquire)
+            .then_some(entries.generation)
+    }
+
+    /// Keeps what a read that began at `generation`, at `read_at`, answered for `key_hash`,
+    /// unless something was forgotten since.
+    pub(crate) fn put(
+        &self,
+        key_hash: String,
+        generation: u64,
+        read_at: Instant,
+        (application, settings): (Application, TenantSettings),
+    ) {
+        let mut entries = self.entries();
+        if entries.generation != generation || !self.listening.load(Ordering::Acquire) {
+            return;
+        }
+        if entries.by_key.len() >= MOST {
+            entries.by_key.clear();
+        }
+        entries.by_key.insert(
+            key_hash,
+            Held {
+                read_at,
+                application,
+                settings,
+            },
+        );
+    }
+
+    /// Forgets every entry, and every read under way.
+    pub(crate) fn forget(&self) {
+        let mut entries = self.entries();
+        entries.by_key.clear();
+        entries.generation += 1;
+    }
+
+    /// The listener's `LISTEN` is in force, or no longer: either way what was kept may have
+    /// missed a notice, and is forgotten.
+    fn listening(&self, listening: bool) {
+        let mut entries = self.entries();
+        self.listening.store(listening, Ordering::Release);
+        entries.by_key.clear();
+        entries.generation += 1;
+    }
+}
+
+/// The memory and the thread that listens for its notices.
+#[derive(Debug)]
+pub(crate) struct KeyMemory {
+    cache: Arc<KeyCache>,
+    thread: Supervised,
+}
+
+impl KeyMemory {
+    /// Starts the listening thread, which connects with `options`; nothing is kept until its
+    /// `LISTEN` is in force.
+    pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
+        let cache = Arc::new(KeyCache::default());
+        let options = options.application_name(LISTENER_NAME);
+        let heard = cache.clone();
+        let thread = supervise::spawn("pg-keys", move |rt, stop| {
+            rt.block_on(listen(&options, &heard, stop));
+        })?;
+        Ok(Self { cache, thread })
+    }
+
+    /// The memory.
+    pub(crate) fn cache(&self) -> &Arc<KeyCache> {
+        &self.cache
+    }
+
+    /// Stops the thread; from then on every key is read from the database.
+    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
+        self.thread.stop(until).await;
+        self.cache.listening(false);
+    }
+}
+
+/// Marks the memory as not listening when the listening loop ends, however it ends (a panic,
+/// the runtime dropping it, a stop).
+struct Deaf<'a>(&'a KeyCache);
+
+impl Drop for Deaf<'_> {
+    fn drop(&mut self) {
+        self.0.listening(false);
+    }
+}
+
+/// A listener on [`CHANNEL`] over a connection of its own.
+async fn connect(options: &PgConnectOptions) -> Result<PgListener, sea_orm::sqlx::Error> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .test_before_acquire(false)
+        .connect_lazy_with(options.clone());
+    let mut listener = supervise::within(PgListener::connect_with(&pool)).await?;
+    supervise::within(listener.listen(CHANNEL)).await?;
+    Ok(listener)
+}
+
+/// Listens until `stop`: forgets everything on each notice, and connects again (after
+/// [`RETRY_AFTER`]) when the connection is lost.
+async fn listen(options: &PgConnectOptions, cache: &KeyCache, stop: &Notify) {
+    let _deaf = Deaf(cache);
+    loop {
+        let connected = tokio::select! {
+            biased;
+            () = stop.notified() => return,
+            connected = connect(options) => connected,
+        };
+        match connected {
+            Ok(mut listener) => {
+                cache.listening(true);
+                loop {
+                    let heard = tokio::select! {
+                        biased;
+                        () = stop.notified() => return,
+                        heard = listener.try_recv() => heard,
+                    };
+                    match heard {
+                        Ok(Some(_)) => cache.forget(),
+                        Ok(None) => {
+                            tracing::warn!(
+                                "the key-change listener lost its connection; keys are read from the database until it is back"
+                            );
+                            break;
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the key-change listener failed; keys are read from the database until it is back");
+                            break;
+                        }
+                    }
+                }
+                cache.listening(false);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the key-change listener cannot connect; keys are read from the database until it can");
+            }
+        }
+        tokio::select! {
+            biased;
+            () = stop.notified() => return,
+            () = tokio::time::sleep(RETRY_AFTER) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::OffsetDateTime;
+    use tokenvault_domain::permission::ApplicationType;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn app(name: &str) -> (Application, TenantSettings) {
+        let application = Application {
+            id: Uuid::nil(),
+            tenant_id: Uuid::nil(),
+            name: name.into(),
+            app_type: ApplicationType::Private,
+            permissions: Vec::new(),
+            rules: Vec::new(),
+            created_by: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            modified_by: None,
+            modified_at: None,
+            expires_at: None,
+        };
+        (application, TenantSettings::default())
+    }
+
+    fn listening() -> KeyCache {
+        let cache = KeyCache::default();
+        cache.listening(true);
+        cache
+    }
+
+    #[test]
+    fn nothing_is_kept_while_not_listening() {
+        let cache = KeyCache::default();
+        assert_eq!(cache.generation(), None);
+        let now = Instant::now();
+        cache.put("k".into(), 0, now, app("a"));
+        assert!(cache.get("k", now).is_none());
+        let cache = listening();
+        let seen = cache.generation().unwrap();
+        cache.put("k".into(), seen, now, app("a"));
+        assert_eq!(cache.get("k", now).unwrap().0.name, "a");
+        // The connection lost: what was kept is neither used nor kept again.
+        cache.listening(false);
+        assert!(cache.get("k", now).is_none());
+        cache.listening(true);
+        assert!(cache.get("k", now).is_none(), "forgotten on the way back");
+    }
+
+    #[test]
+    fn a_read_that_raced_a_notice_is_not_kept() {
+        let cache = listening();
+        let now = Instant::now();
+        let seen = cache.generation().unwrap();
+        cache.forget();
+        cache.put("k".into(), seen, now, app("old"));
+        assert!(cache.get("k", now).is_none());
+        let seen = cache.generation().unwrap();
+        cache.put("k".into(), seen, now, app("new"));
+        assert_eq!(cache.get("k", now).unwrap().0.name, "new");
+        cache.forget();
+        assert!(cache.get("k", now).is_none());
+    }
+
+    #[test]
+    fn an_entry_is_read_again_after_its_time_and_the_memory_is_bounded() {
+        let cache = listening();
+        let then = Instant::now();
+        let seen = cache.generation().unwrap();
+        cache.put("k".into(), seen, then, app("a"));
+        assert!(
+            cache
+                .get(
+                    "k",
+                    then + KEPT_FOR.saturating_sub(Duration::from_millis(1))
+                )
+                .is_some()
+        );
+        assert!(cache.get("k", then + KEPT_FOR).is_none());
+        for i in 0..MOST {
+            cache.put(format!("{i}"), seen, then, app("a"));
+        }
+        assert!(cache.entries().by_key.len() <= MOST);
+        assert!(cache.get("k", then).is_none(), "a full memory starts again");
+    }
+}

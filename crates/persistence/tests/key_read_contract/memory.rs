@@ -1,0 +1,234 @@
+//! A key read alone (`find_by_key_hash`) may be answered from memory on PostgreSQL
+//! (`postgres/key_cache.rs`); these say it never answers what was changed: not after this
+//! server's own change, nor after one made behind its back (another instance, an
+//! administrator), nor after its listener lost its connection.
+
+use std::time::{Duration, Instant};
+
+use tokenvault_domain::application::{Application, KeyHash};
+use tokenvault_domain::permission::{ApplicationType, Permission};
+use tokenvault_domain::ports::ApplicationRepository;
+use tokenvault_domain::tenant::TenantSettings;
+use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
+use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
+use uuid::Uuid;
+
+use crate::common::tenant_with;
+
+/// Shorter than the longest an entry is used without a notice (`key_cache::KEPT_FOR`, 10 s):
+/// a change seen within it was heard, not timed out.
+const HEARD_WITHIN: Duration = Duration::from_secs(5);
+
+/// The name of the application of `key`, as a key read answers it (`None`: no such key).
+async fn name_of(apps: &SeaOrmApplicationRepository, key: &KeyHash) -> Option<String> {
+    apps.find_by_key_hash(key)
+        .await
+        .unwrap()
+        .map(|(app, _)| app.name)
+}
+
+/// Waits until a key read of `key` answers `want`, at most [`HEARD_WITHIN`]; what it answered
+/// last otherwise.
+async fn answers_within(
+    apps: &SeaOrmApplicationRepository,
+    key: &KeyHash,
+    want: Option<&str>,
+) -> Result<(), Option<String>> {
+    let deadline = Instant::now() + HEARD_WITHIN;
+    loop {
+        let got = name_of(apps, key).await;
+        if got.as_deref() == want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(got);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until this database's key-change listener has its `LISTEN` in force (PostgreSQL).
+async fn listener_up(db: &TestDatabase) {
+    let deadline = Instant::now() + HEARD_WITHIN;
+    loop {
+        let up = db
+            .execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name = 'tokenvault-keys' AND query ILIKE 'LISTEN%'",
+            )
+            .await;
+        if up > 0 {
+            // Its flag is set once `LISTEN` has answered.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the key-change listener never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `id` as an SQL literal of `backend` (SQLite keeps ids as 16-byte blobs).
+fn id(backend: Backend, id: Uuid) -> String {
+    match backend {
+        Backend::Sqlite => format!("X'{}'", id.simple()),
+        Backend::Postgres => format!("'{id}'"),
+    }
+}
+
+/// A database with one tenant whose private application holds `key`.
+async fn one_key(backend: Backend, key: &KeyHash) -> (TestDatabase, Application) {
+    let db = TestDatabase::create(backend).await;
+    let tenants = SeaOrmTenantRepository::new(db.db.clone());
+    let (_, app) = tenant_with(
+        &tenants,
+        TenantSettings::default(),
+        (ApplicationType::Private, vec![Permission::TokenRead]),
+        key,
+    )
+    .await;
+    if backend == Backend::Postgres && db.citus_workers().is_empty() {
+        listener_up(&db).await;
+    }
+    (db, app)
+}
+
+#[tokio::test]
+async fn a_change_behind_the_servers_back_reaches_the_next_key_read() {
+    let key = KeyHash([41; 32]);
+    for backend in backends() {
+        let (db, app) = one_key(backend, &key).await;
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        assert_eq!(name_of(&apps, &key).await.as_deref(), Some("m"));
+        assert_eq!(
+            name_of(&apps, &key).await.as_deref(),
+            Some("m"),
+            "read again"
+        );
+
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE applications SET name = 'renamed' WHERE id = {}",
+                id(backend, app.id)
+            ))
+            .await
+        );
+        answers_within(&apps, &key, Some("renamed"))
+            .await
+            .unwrap_or_else(|got| panic!("{backend:?}: a renamed application still {got:?}"));
+
+        let deleted = if backend == Backend::Postgres {
+            "now()"
+        } else {
+            "'2026-01-01T00:00:00.000000Z'"
+        };
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE tenants SET deleted_at = {deleted} WHERE id = {}",
+                id(backend, app.tenant_id)
+            ))
+            .await
+        );
+        answers_within(&apps, &key, None)
+            .await
+            .unwrap_or_else(|got| panic!("{backend:?}: a deleted tenant's key still {got:?}"));
+        db.destroy().await;
+    }
+}
+
+#[tokio::test]
+async fn the_servers_own_change_is_answered_at_once_and_memory_is_used_until_then() {
+    let key = KeyHash([42; 32]);
+    for backend in backends() {
+        let (db, mut app) = one_key(backend, &key).await;
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let memory = backend == Backend::Postgres && db.citus_workers().is_empty();
+        if memory {
+            // No notice from here on: only the server's own forgetting can tell it.
+            db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
+                .await;
+        }
+        assert_eq!(name_of(&apps, &key).await.as_deref(), Some("m"));
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE applications SET name = 'unheard' WHERE id = {}",
+                id(backend, app.id)
+            ))
+            .await
+        );
+        let expected = if memory { "m" } else { "unheard" };
+        assert_eq!(
+            name_of(&apps, &key).await.as_deref(),
+            Some(expected),
+            "{backend:?}: a change no notice told of is seen only where nothing is kept"
+        );
+
+        app.name = "updated".into();
+        assert!(apps.update(&app).await.unwrap());
+        assert_eq!(
+            name_of(&apps, &key).await.as_deref(),
+            Some("updated"),
+            "{backend:?}: the server's own update, at once"
+        );
+        assert!(apps.delete(app.tenant_id, app.id).await.unwrap());
+        assert_eq!(
+            name_of(&apps, &key).await,
+            None,
+            "{backend:?}: the server's own delete, at once"
+        );
+        db.destroy().await;
+    }
+}
+
+#[tokio::test]
+async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
+    let key = KeyHash([43; 32]);
+    for backend in backends() {
+        let (db, app) = one_key(backend, &key).await;
+        if backend != Backend::Postgres || !db.citus_workers().is_empty() {
+            db.destroy().await;
+            continue;
+        }
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        assert_eq!(name_of(&apps, &key).await.as_deref(), Some("m"));
+        let cut = db
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND application_name = 'tokenvault-keys'",
+            )
+            .await;
+        assert_eq!(cut, 1, "one listener per database");
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE applications SET name = 'while cut off' WHERE id = {}",
+                id(backend, app.id)
+            ))
+            .await
+        );
+        answers_within(&apps, &key, Some("while cut off"))
+            .await
+            .unwrap_or_else(|got| panic!("a change while cut off still {got:?}"));
+
+        // It listens again, and hears.
+        listener_up(&db).await;
+        assert_eq!(name_of(&apps, &key).await.as_deref(), Some("while cut off"));
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE applications SET name = 'after' WHERE id = {}",
+                id(backend, app.id)
+            ))
+            .await
+        );
+        answers_within(&apps, &key, Some("after"))
+            .await
+            .unwrap_or_else(|got| panic!("a change after the way back still {got:?}"));
+        db.destroy().await;
+    }
+}
