@@ -55,11 +55,16 @@ const STATEMENT_TRIGGERS_DROPPED: [&str; 4] = [
     "DROP TRIGGER IF EXISTS tokens_month_created ON tokens",
 ];
 
-/// The key-change notices of migration 19, dropped before `applications` and `tenants` become
-/// reference tables: on Citus no server keeps keys in memory, and nothing listens.
-const KEY_NOTICES_DROPPED: [&str; 2] = [
+/// The tables migration 19 watches for changes.
+const KEY_NOTICES_ON: [&str; 4] = ["applications", "tenants", "reactors", "reactor_formulas"];
+
+/// Migration 19's change notices, dropped before the tables they watch are converted: on Citus
+/// no server keeps keys or reactors in memory, and nothing listens.
+const KEY_NOTICES_DROPPED: [&str; 4] = [
     "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
     "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
+    "DROP TRIGGER IF EXISTS reactors_keys_changed ON reactors",
+    "DROP TRIGGER IF EXISTS reactor_formulas_keys_changed ON reactor_formulas",
 ];
 
 /// The row trigger that keeps `token_counts` and `token_months` on Citus (see the module
@@ -234,10 +239,7 @@ pub async fn distribute(db: &DatabaseConnection) -> Result<Distribution, DbErr> 
     {
         run(&txn, &drop).await?;
     }
-    if pending
-        .iter()
-        .any(|t| t == "applications" || t == "tenants")
-    {
+    if pending.iter().any(|t| KEY_NOTICES_ON.contains(&t.as_str())) {
         for drop in KEY_NOTICES_DROPPED {
             run(&txn, drop).await?;
         }

@@ -1,15 +1,16 @@
-//! On PostgreSQL, a notice on channel `tokenvault_keys` whenever a row that an API key's read
+//! On PostgreSQL, a notice on channel `tokenvault_keys` whenever a row that a key's read
 //! returns may have changed: any update, delete or truncate of `applications` (permissions,
-//! rules, a regenerated or deleted key) or `tenants` (settings, a tenant's delete). Each server
-//! keeps the applications of the keys it has seen in memory
+//! rules, a regenerated or deleted key), `tenants` (settings, a tenant's delete), `reactors` or
+//! `reactor_formulas` (a reactor's configuration, its formula's code). Each server keeps the
+//! applications of the keys it has seen, and the reactors it has run, in memory
 //! (`crates/persistence-postgres/src/key_cache.rs`) and forgets them all on a notice, whoever
 //! made the change: another instance, a CLI command, an administrator's SQL. PostgreSQL sends
 //! a notice when the transaction that made it commits, never for one rolled back.
 //!
 //! One trigger per statement, not per row: a purge deleting a thousand applications sends one
-//! notice. Inserts send none: a new key cannot be in any memory yet. SQLite has one server per
-//! file and no such memory: nothing to do there. On Citus the two tables are reference tables,
-//! the memory is not kept, and `citus.rs` drops these triggers before converting them.
+//! notice. Inserts send none: a new row cannot be in any memory yet. SQLite has one server per
+//! file and no such memory: nothing to do there. On Citus the memory is not kept, and
+//! `citus.rs` drops these triggers before converting the tables.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::DatabaseBackend;
@@ -19,7 +20,7 @@ pub struct Migration;
 
 /// The statements that create the function and its triggers; `citus.rs` (`KEY_NOTICES_DROPPED`)
 /// undoes the triggers.
-const PG_UP: [&str; 3] = [
+const PG_UP: [&str; 5] = [
     "CREATE OR REPLACE FUNCTION tokenvault_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
   PERFORM pg_notify('tokenvault_keys', '');
@@ -30,11 +31,17 @@ $body$",
      FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
     "CREATE TRIGGER tenants_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON tenants \
      FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER reactors_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON reactors \
+     FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER reactor_formulas_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE \
+     ON reactor_formulas FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
 ];
 
-const PG_DOWN: [&str; 3] = [
+const PG_DOWN: [&str; 5] = [
     "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
     "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
+    "DROP TRIGGER IF EXISTS reactors_keys_changed ON reactors",
+    "DROP TRIGGER IF EXISTS reactor_formulas_keys_changed ON reactor_formulas",
     "DROP FUNCTION IF EXISTS tokenvault_keys_changed()",
 ];
 

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::application::Application;
-use tokenvault_domain::ports::{AlsoRead, KeyRead};
+use tokenvault_domain::permission::ApplicationType;
+use tokenvault_domain::ports::{AlsoRead, Beside, KeyRead};
 use tokenvault_domain::tenant::TenantSettings;
 use uuid::Uuid;
 
@@ -53,6 +54,59 @@ impl PgApplications {
     }
 }
 
+impl PgApplications {
+    /// The key, the reactor `reactor_id` with its formula and the token `token_id`: with the
+    /// reactor from memory (`key_cache.rs`), the key and token in the grouped reads of
+    /// `key_group.rs` (the key alone from memory when no token is asked for); else in one
+    /// five-table statement (`keyed_reactor.rs`), whose reactor is then kept. Whose reactor it
+    /// is, is checked by `confined` in the shared `applications.rs`, as for any read ahead.
+    async fn key_and_reactor(
+        &self,
+        key_hash: String,
+        reactor_id: Uuid,
+        token_id: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyRead>, RepoError> {
+        let (Some(keys), Some(group)) = (&self.keys, &self.key_group) else {
+            return keyed_reactor::key_and_reactor(&self.pg, key_hash, reactor_id, token_id, now)
+                .await;
+        };
+        let read_at = Instant::now();
+        if let Some(kept) = keys.reactor(reactor_id, read_at) {
+            let found = match token_id {
+                Some(token_id) => group.read(key_hash, token_id, now).await?,
+                None => self
+                    .by_key(key_hash)
+                    .await?
+                    .map(|(application, settings)| KeyRead::alone(application, settings)),
+            };
+            // As the statement joins it: a private application's reactor of its own tenant.
+            return Ok(found.map(|read| {
+                let own = read.application.app_type == ApplicationType::Private
+                    && read.application.tenant_id == kept.0.tenant_id;
+                KeyRead {
+                    reactor: Beside::Read(own.then_some(kept)),
+                    ..read
+                }
+            }));
+        }
+        let seen = keys.generation();
+        let found =
+            keyed_reactor::key_and_reactor(&self.pg, key_hash, reactor_id, token_id, now).await?;
+        if let (
+            Some(seen),
+            Some(KeyRead {
+                reactor: Beside::Read(Some(reactor)),
+                ..
+            }),
+        ) = (seen, &found)
+        {
+            keys.put_reactor(reactor_id, seen, read_at, reactor.clone());
+        }
+        Ok(found)
+    }
+}
+
 #[async_trait]
 impl ApplicationReads for PgApplications {
     async fn by_key(
@@ -90,7 +144,8 @@ impl ApplicationReads for PgApplications {
         let token_id = also.token.as_deref();
         if let Some(reactor_id) = also.reactor {
             return Some(
-                keyed_reactor::key_and_reactor(&self.pg, key_hash, reactor_id, token_id, now).await,
+                self.key_and_reactor(key_hash, reactor_id, token_id, now)
+                    .await,
             );
         }
         let group = self.key_group.as_ref()?;

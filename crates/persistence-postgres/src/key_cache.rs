@@ -1,10 +1,12 @@
-//! The applications of the keys this server has seen, kept in memory on PostgreSQL, so that a
-//! request whose key is read alone (a tokenize, every management call) costs no round trip for
-//! it. A profile of tokenize put a fifth of the machine in that read (docs/performance.md).
+//! The applications of the keys this server has seen, and the reactors (with their formulas)
+//! it has run, kept in memory on PostgreSQL: a request whose key is read alone (a tokenize,
+//! every management call) costs no round trip for it, and a react only its token's, in the
+//! grouped key-and-token reads of `key_group.rs`. Profiles put a fifth of the machine in the
+//! tokenize's key read and in the react's five-table statement (docs/performance.md).
 //!
 //! What keeps it true (docs/persistence.md, "Keys in memory"):
-//! - **Every change is heard**: a trigger on `applications` and `tenants` (migration 19) sends a
-//!   notice on [`CHANNEL`] when a transaction that updated, deleted or truncated either commits,
+//! - **Every change is heard**: a trigger on `applications`, `tenants`, `reactors` and
+//!   `reactor_formulas` (migration 19) sends a notice on [`CHANNEL`] when a transaction that updated, deleted or truncated either commits,
 //!   whoever made it; the listening thread here forgets everything on each notice. This
 //!   server's own changes forget at once as well ([`KeyCache::forget`] from
 //!   `Backend::keys_changed`), before their response is sent.
@@ -14,8 +16,11 @@
 //! - **A read that raced a change is not kept**: a read records the [`generation`] before it
 //!   starts and its answer is kept only if no notice came in between.
 //! - **Bounded**: an entry is read again after [`KEPT_FOR`] even if no notice came (a notice
-//!   lost on the way, a pooler that does not pass notices on), at most [`MOST`] entries, and
-//!   only keys that exist: an unknown key is read from the database every time.
+//!   lost on the way, a pooler that does not pass notices on), at most [`MOST`] entries of
+//!   each kind, and only what exists: an unknown key is read from the database every time.
+//! - **Nothing is trusted for its tenant**: a reactor is kept by its id alone, and whoever
+//!   reads it checks it is the key's tenant's (`confined` in the shared `applications.rs`), as
+//!   for any read ahead.
 //!
 //! Not on Citus (its reference tables are not watched): there every key is read.
 //!
@@ -28,8 +33,11 @@ use std::time::{Duration, Instant};
 
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokenvault_domain::application::Application;
+use tokenvault_domain::formula::Formula;
+use tokenvault_domain::reactor::Reactor;
 use tokenvault_domain::tenant::TenantSettings;
 use tokio::sync::Notify;
+use uuid::Uuid;
 
 use crate::supervise::{self, Supervised};
 
@@ -48,18 +56,58 @@ pub(crate) const MOST: usize = 10_000;
 /// How long the listener waits before connecting again after a failure.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
-/// One key's application and its tenant's settings, as read at `read_at`.
-struct Held {
+/// A key's application and its tenant's settings.
+pub(crate) type KeyEntry = (Application, TenantSettings);
+
+/// A reactor and its formula (`None`: missing).
+pub(crate) type ReactorEntry = (Reactor, Option<Formula>);
+
+/// What was read at `read_at`.
+struct Held<T> {
     read_at: Instant,
-    application: Application,
-    settings: TenantSettings,
+    value: T,
 }
 
 /// What the memory holds, and the count of notices (and other forgettings) so far.
 #[derive(Default)]
 struct Entries {
-    by_key: HashMap<String, Held>,
+    by_key: HashMap<String, Held<KeyEntry>>,
+    reactors: HashMap<Uuid, Held<ReactorEntry>>,
     generation: u64,
+}
+
+impl Entries {
+    fn clear(&mut self) {
+        self.by_key.clear();
+        self.reactors.clear();
+        self.generation += 1;
+    }
+}
+
+/// `map[id]` if it was read less than [`KEPT_FOR`] before `now`.
+fn fresh<K: std::hash::Hash + Eq + ?Sized, Q, T: Clone>(
+    map: &HashMap<Q, Held<T>>,
+    id: &K,
+    now: Instant,
+) -> Option<T>
+where
+    Q: std::borrow::Borrow<K> + std::hash::Hash + Eq,
+{
+    let held = map.get(id)?;
+    (now.saturating_duration_since(held.read_at) < KEPT_FOR).then(|| held.value.clone())
+}
+
+/// Keeps `value` under `id` in `map`, which starts again empty when full.
+fn keep<Q: std::hash::Hash + Eq, T>(
+    map: &mut HashMap<Q, Held<T>>,
+    id: Q,
+    read_at: Instant,
+    value: T,
+) {
+    if map.len() >= MOST {
+        map.clear();
+    }
+    map.insert(id, Held { read_at, value });
 }
 
 /// The applications of the keys seen, by key hash (hex).
@@ -85,18 +133,19 @@ impl KeyCache {
 
     /// The application of `key_hash` if it was read less than [`KEPT_FOR`] before `now` and
     /// nothing changed since.
-    pub(crate) fn get(
-        &self,
-        key_hash: &str,
-        now: Instant,
-    ) -> Option<(Application, TenantSettings)> {
+    pub(crate) fn get(&self, key_hash: &str, now: Instant) -> Option<KeyEntry> {
         if !self.listening.load(Ordering::Acquire) {
             return None;
         }
-        let entries = self.entries();
-        let held = entries.by_key.get(key_hash)?;
-        (now.saturating_duration_since(held.read_at) < KEPT_FOR)
-            .then(|| (held.application.clone(), held.settings))
+        fresh(&self.entries().by_key, key_hash, now)
+    }
+
+    /// The reactor `id` and its formula, as [`Self::get`] answers a key.
+    pub(crate) fn reactor(&self, id: Uuid, now: Instant) -> Option<ReactorEntry> {
+        if !self.listening.load(Ordering::Acquire) {
+            return None;
+        }
+        fresh(&self.entries().reactors, &id, now)
     }
 
     /// Where the memory stands before a read: give it to [`Self::put`] with the answer.
@@ -110,35 +159,30 @@ impl KeyCache {
 
     /// Keeps what a read that began at `generation`, at `read_at`, answered for `key_hash`,
     /// unless something was forgotten since.
-    pub(crate) fn put(
+    pub(crate) fn put(&self, key_hash: String, generation: u64, read_at: Instant, value: KeyEntry) {
+        let mut entries = self.entries();
+        if entries.generation == generation && self.listening.load(Ordering::Acquire) {
+            keep(&mut entries.by_key, key_hash, read_at, value);
+        }
+    }
+
+    /// Keeps a reactor as [`Self::put`] keeps a key.
+    pub(crate) fn put_reactor(
         &self,
-        key_hash: String,
+        id: Uuid,
         generation: u64,
         read_at: Instant,
-        (application, settings): (Application, TenantSettings),
+        value: ReactorEntry,
     ) {
         let mut entries = self.entries();
-        if entries.generation != generation || !self.listening.load(Ordering::Acquire) {
-            return;
+        if entries.generation == generation && self.listening.load(Ordering::Acquire) {
+            keep(&mut entries.reactors, id, read_at, value);
         }
-        if entries.by_key.len() >= MOST {
-            entries.by_key.clear();
-        }
-        entries.by_key.insert(
-            key_hash,
-            Held {
-                read_at,
-                application,
-                settings,
-            },
-        );
     }
 
     /// Forgets every entry, and every read under way.
     pub(crate) fn forget(&self) {
-        let mut entries = self.entries();
-        entries.by_key.clear();
-        entries.generation += 1;
+        self.entries().clear();
     }
 
     /// The listener's `LISTEN` is in force, or no longer: either way what was kept may have
@@ -146,8 +190,7 @@ impl KeyCache {
     fn listening(&self, listening: bool) {
         let mut entries = self.entries();
         self.listening.store(listening, Ordering::Release);
-        entries.by_key.clear();
-        entries.generation += 1;
+        entries.clear();
     }
 }
 

@@ -52,9 +52,10 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         sea_orm::TransactionTrait::begin(db).await
     }
 
-    /// An application or a tenant was changed by this server (it committed): a database that
-    /// keeps the applications of keys in memory (`postgres/key_cache.rs`) forgets them before
-    /// the change is answered. Nothing elsewhere.
+    /// An application, a tenant, a reactor or a formula was changed by this server (or may
+    /// have been: the write failed after its commit): a database that keeps what key reads
+    /// return in memory (`postgres/key_cache.rs`) forgets it before the change is answered.
+    /// Nothing elsewhere.
     fn keys_changed(&self) {}
 
     /// Stops the threads, each once the work queued before is done, by `until` at the latest.

@@ -16,7 +16,7 @@ use tokenvault_domain::ports::{FormulaDelete, FormulaRepository, ReactorReposito
 use tokenvault_domain::reactor::Reactor;
 use uuid::Uuid;
 
-use crate::backend::ReactorReads;
+use crate::backend::{Backend, ReactorReads};
 use crate::engine::Database;
 use crate::entity::{application, formula, reactor};
 use crate::one_of_tenant::one_of_tenant;
@@ -40,6 +40,8 @@ pub struct SeaOrmFormulaRepository {
     db: DatabaseConnection,
     /// The database's own reads.
     reads: Arc<dyn ReactorReads>,
+    /// Told of every change (`Backend::keys_changed`: a database may keep what a react reads).
+    backend: Arc<dyn Backend>,
 }
 
 impl SeaOrmFormulaRepository {
@@ -47,6 +49,7 @@ impl SeaOrmFormulaRepository {
     pub fn new(db: Database) -> Self {
         Self {
             reads: reads_of(&db),
+            backend: db.backend().clone(),
             db: db.connection().clone(),
         }
     }
@@ -58,6 +61,8 @@ pub struct SeaOrmReactorRepository {
     db: DatabaseConnection,
     /// The database's own reads.
     reads: Arc<dyn ReactorReads>,
+    /// Told of every change (`Backend::keys_changed`: a database may keep what a react reads).
+    backend: Arc<dyn Backend>,
 }
 
 impl SeaOrmReactorRepository {
@@ -65,6 +70,7 @@ impl SeaOrmReactorRepository {
     pub fn new(db: Database) -> Self {
         Self {
             reads: reads_of(&db),
+            backend: db.backend().clone(),
             db: db.connection().clone(),
         }
     }
@@ -200,8 +206,10 @@ impl FormulaRepository for SeaOrmFormulaRepository {
                     .add(sea_orm::sea_query::ExprTrait::not(Expr::exists(lent))),
             );
         }
-        let result = update.exec(&self.db).await.map_err(repo_err)?;
-        Ok(result.rows_affected > 0)
+        let result = update.exec(&self.db).await;
+        // Committed or not (an error may come after the commit), it may have changed.
+        self.backend.keys_changed();
+        Ok(result.map_err(repo_err)?.rows_affected > 0)
     }
 
     async fn lent(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
@@ -230,6 +238,7 @@ impl FormulaRepository for SeaOrmFormulaRepository {
             .filter(formula::Column::Id.eq(id))
             .exec(&self.db)
             .await;
+        self.backend.keys_changed();
         match result {
             Ok(r) if r.rows_affected > 0 => Ok(FormulaDelete::Deleted),
             Ok(_) => Ok(FormulaDelete::Missing),
@@ -304,9 +313,9 @@ impl ReactorRepository for SeaOrmReactorRepository {
             .filter(reactor::Column::TenantId.eq(reactor.tenant_id))
             .filter(reactor::Column::Id.eq(reactor.id))
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
-        Ok(result.rows_affected > 0)
+            .await;
+        self.backend.keys_changed();
+        Ok(result.map_err(repo_err)?.rows_affected > 0)
     }
 
     async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
@@ -314,9 +323,9 @@ impl ReactorRepository for SeaOrmReactorRepository {
             .filter(reactor::Column::TenantId.eq(tenant_id))
             .filter(reactor::Column::Id.eq(id))
             .exec(&self.db)
-            .await
-            .map_err(repo_err)?;
-        Ok(result.rows_affected > 0)
+            .await;
+        self.backend.keys_changed();
+        Ok(result.map_err(repo_err)?.rows_affected > 0)
     }
 }
 

@@ -1,19 +1,25 @@
-//! A key read alone (`find_by_key_hash`) may be answered from memory on PostgreSQL
-//! (`postgres/key_cache.rs`); these say it never answers what was changed: not after this
-//! server's own change, nor after one made behind its back (another instance, an
-//! administrator), nor after its listener lost its connection.
+//! A key read alone (`find_by_key_hash`), and the reactor of a key-and-reactor read, may be
+//! answered from memory on PostgreSQL (`postgres/key_cache.rs`); these say it never answers
+//! what was changed: not after this server's own change, nor after one made behind its back
+//! (another instance, an administrator), nor after its listener lost its connection.
 
 use std::time::{Duration, Instant};
 
 use tokenvault_domain::application::{Application, KeyHash};
 use tokenvault_domain::permission::{ApplicationType, Permission};
-use tokenvault_domain::ports::ApplicationRepository;
+use tokenvault_domain::ports::{
+    ApplicationRepository, Beside, FormulaRepository, ReactorRepository, TokenRepository,
+};
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
-use tokenvault_persistence::{SeaOrmApplicationRepository, SeaOrmTenantRepository};
+use tokenvault_persistence::{
+    SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
+    SeaOrmTenantRepository, SeaOrmTokenRepository,
+};
 use uuid::Uuid;
 
-use crate::common::tenant_with;
+use crate::common::{now, tenant_with, token};
+use crate::reactor::{formula, key_and_reactor, reactor};
 
 /// Shorter than the longest an entry is used without a notice (`key_cache::KEPT_FOR`, 10 s):
 /// a change seen within it was heard, not timed out.
@@ -229,6 +235,105 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
         answers_within(&apps, &key, Some("after"))
             .await
             .unwrap_or_else(|got| panic!("a change after the way back still {got:?}"));
+        db.destroy().await;
+    }
+}
+
+/// The code of the formula a key-and-reactor read of `reactor_id` answers for `key`, and
+/// whether it read the token `token_id` with it.
+async fn code_of(
+    apps: &SeaOrmApplicationRepository,
+    key: &KeyHash,
+    reactor_id: Uuid,
+    token_id: &str,
+) -> Option<(String, bool)> {
+    let read = key_and_reactor(apps, key, reactor_id, Some(token_id.into()), now()).await?;
+    let token = matches!(read.token, Beside::Read(Some(ref t)) if t.id == token_id);
+    match read.reactor {
+        Beside::Read(Some((_, Some(formula)))) => Some((formula.code, token)),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_reactor_or_formula_changed_anywhere_is_read_anew() {
+    let key = KeyHash([44; 32]);
+    for backend in backends() {
+        let (db, app) = one_key(backend, &key).await;
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let formulas = SeaOrmFormulaRepository::new(db.db.clone());
+        let reactors = SeaOrmReactorRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let mut f = formula(app.tenant_id, "first");
+        formulas.insert(&f).await.unwrap();
+        let r = reactor(app.tenant_id, f.id);
+        reactors.insert(&r).await.unwrap();
+        let card = token(app.tenant_id, "card", "/", now());
+        tokens.insert(&card).await.unwrap();
+        let memory = backend == Backend::Postgres && db.citus_workers().is_empty();
+        let read = |want: &str| (want.to_owned(), memory || backend == Backend::Sqlite);
+        assert_eq!(
+            code_of(&apps, &key, r.id, "card").await,
+            Some(read("first"))
+        );
+        assert_eq!(
+            code_of(&apps, &key, r.id, "card").await,
+            Some(read("first")),
+            "{backend:?}: read again, its token with it"
+        );
+
+        // Behind the server's back: heard.
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE reactor_formulas SET code = 'second' WHERE id = {}",
+                id(backend, f.id)
+            ))
+            .await
+        );
+        let deadline = Instant::now() + HEARD_WITHIN;
+        while code_of(&apps, &key, r.id, "card").await != Some(read("second")) {
+            assert!(
+                Instant::now() < deadline,
+                "{backend:?}: a changed formula never heard"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // No notice from here on: the memory answers until the server's own change.
+        if memory {
+            db.execute(
+                "ALTER TABLE reactor_formulas DISABLE TRIGGER reactor_formulas_keys_changed",
+            )
+            .await;
+        }
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE reactor_formulas SET code = 'unheard' WHERE id = {}",
+                id(backend, f.id)
+            ))
+            .await
+        );
+        let expected = if memory { "second" } else { "unheard" };
+        assert_eq!(
+            code_of(&apps, &key, r.id, "card").await,
+            Some(read(expected)),
+            "{backend:?}: the memory is what answers"
+        );
+        f.code = "third".into();
+        assert!(formulas.update(&f, false).await.unwrap());
+        assert_eq!(
+            code_of(&apps, &key, r.id, "card").await,
+            Some(read("third")),
+            "{backend:?}: the server's own change, at once"
+        );
+        assert!(reactors.delete(app.tenant_id, r.id).await.unwrap());
+        assert_eq!(
+            code_of(&apps, &key, r.id, "card").await,
+            None,
+            "{backend:?}: deleted"
+        );
         db.destroy().await;
     }
 }

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use crate::common::{beside, now, tenant_with, token};
 
 /// The key `hash` read asking for reactor `reactor` and, given one, token `token`.
-async fn key_and_reactor(
+pub(crate) async fn key_and_reactor(
     apps: &SeaOrmApplicationRepository,
     hash: &KeyHash,
     reactor: Uuid,
@@ -38,7 +38,7 @@ async fn key_and_reactor(
     apps.find_by_key_hash_also(hash, &also, at).await.unwrap()
 }
 
-fn formula(tenant_id: Uuid, code: &str) -> Formula {
+pub(crate) fn formula(tenant_id: Uuid, code: &str) -> Formula {
     Formula {
         id: Uuid::now_v7(),
         tenant_id,
@@ -61,7 +61,7 @@ fn formula(tenant_id: Uuid, code: &str) -> Formula {
     }
 }
 
-fn reactor(tenant_id: Uuid, formula_id: Uuid) -> Reactor {
+pub(crate) fn reactor(tenant_id: Uuid, formula_id: Uuid) -> Reactor {
     Reactor {
         id: Uuid::now_v7(),
         tenant_id,
