@@ -60,11 +60,15 @@ const KEY_NOTICES_ON: [&str; 4] = ["applications", "tenants", "reactors", "react
 
 /// Migration 19's change notices, dropped before the tables they watch are converted: on Citus
 /// no server keeps keys or reactors in memory, and nothing listens.
-const KEY_NOTICES_DROPPED: [&str; 4] = [
+const KEY_NOTICES_DROPPED: [&str; 8] = [
     "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
+    "DROP TRIGGER IF EXISTS applications_keys_truncated ON applications",
     "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
+    "DROP TRIGGER IF EXISTS tenants_keys_truncated ON tenants",
     "DROP TRIGGER IF EXISTS reactors_keys_changed ON reactors",
+    "DROP TRIGGER IF EXISTS reactors_keys_truncated ON reactors",
     "DROP TRIGGER IF EXISTS reactor_formulas_keys_changed ON reactor_formulas",
+    "DROP TRIGGER IF EXISTS reactor_formulas_keys_truncated ON reactor_formulas",
 ];
 
 /// The row trigger that keeps `token_counts` and `token_months` on Citus (see the module

@@ -7,49 +7,77 @@
 //! made the change: another instance, a CLI command, an administrator's SQL. PostgreSQL sends
 //! a notice when the transaction that made it commits, never for one rolled back.
 //!
-//! One trigger per statement, not per row: a purge deleting a thousand applications sends one
-//! notice. Inserts send none: a new row cannot be in any memory yet. SQLite has one server per
-//! file and no such memory: nothing to do there. On Citus the memory is not kept, and
+//! Row triggers (and one per statement for a truncate): a statement that changes no row — the
+//! expiry sweep every instance runs, a purge's empty steps — sends nothing, where a statement
+//! trigger would have emptied every instance's memory each time; PostgreSQL delivers the
+//! identical notices of one transaction once. Inserts send none: a new row cannot be in any
+//! memory yet. SQLite has one server per
+//! file and no such memory: nothing to do there. On Citus the memory is not kept and nothing is
+//! created (a distributed table may refuse the trigger); on a database that gains Citus later,
 //! `citus.rs` drops these triggers before converting the tables.
 
 use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::DatabaseBackend;
+use sea_orm_migration::sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
 /// The statements that create the function and its triggers; `citus.rs` (`KEY_NOTICES_DROPPED`)
 /// undoes the triggers.
-const PG_UP: [&str; 5] = [
+const PG_UP: [&str; 9] = [
     "CREATE OR REPLACE FUNCTION tokenvault_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
   PERFORM pg_notify('tokenvault_keys', '');
   RETURN NULL;
 END
 $body$",
-    "CREATE TRIGGER applications_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON applications \
+    "CREATE TRIGGER applications_keys_changed AFTER UPDATE OR DELETE ON applications \
+     FOR EACH ROW EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER applications_keys_truncated AFTER TRUNCATE ON applications \
      FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
-    "CREATE TRIGGER tenants_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON tenants \
+    "CREATE TRIGGER tenants_keys_changed AFTER UPDATE OR DELETE ON tenants \
+     FOR EACH ROW EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER tenants_keys_truncated AFTER TRUNCATE ON tenants \
      FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
-    "CREATE TRIGGER reactors_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE ON reactors \
+    "CREATE TRIGGER reactors_keys_changed AFTER UPDATE OR DELETE ON reactors \
+     FOR EACH ROW EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER reactors_keys_truncated AFTER TRUNCATE ON reactors \
      FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
-    "CREATE TRIGGER reactor_formulas_keys_changed AFTER UPDATE OR DELETE OR TRUNCATE \
-     ON reactor_formulas FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER reactor_formulas_keys_changed AFTER UPDATE OR DELETE ON reactor_formulas \
+     FOR EACH ROW EXECUTE FUNCTION tokenvault_keys_changed()",
+    "CREATE TRIGGER reactor_formulas_keys_truncated AFTER TRUNCATE ON reactor_formulas \
+     FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
 ];
 
-const PG_DOWN: [&str; 5] = [
+const PG_DOWN: [&str; 9] = [
     "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
+    "DROP TRIGGER IF EXISTS applications_keys_truncated ON applications",
     "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
+    "DROP TRIGGER IF EXISTS tenants_keys_truncated ON tenants",
     "DROP TRIGGER IF EXISTS reactors_keys_changed ON reactors",
+    "DROP TRIGGER IF EXISTS reactors_keys_truncated ON reactors",
     "DROP TRIGGER IF EXISTS reactor_formulas_keys_changed ON reactor_formulas",
+    "DROP TRIGGER IF EXISTS reactor_formulas_keys_truncated ON reactor_formulas",
     "DROP FUNCTION IF EXISTS tokenvault_keys_changed()",
 ];
+
+/// Whether the database has Citus: its tables may be distributed already (where a trigger is
+/// refused), and no server keeps anything in memory there.
+async fn on_citus(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
+    let found = db
+        .query_one_raw(Statement::from_string(
+            DatabaseBackend::Postgres,
+            "SELECT 1 FROM pg_extension WHERE extname = 'citus'",
+        ))
+        .await?;
+    Ok(found.is_some())
+}
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
-        if db.get_database_backend() != DatabaseBackend::Postgres {
+        if db.get_database_backend() != DatabaseBackend::Postgres || on_citus(db).await? {
             return Ok(());
         }
         for sql in PG_DOWN.iter().chain(PG_UP.iter()) {

@@ -74,21 +74,31 @@ impl PgApplications {
         let read_at = Instant::now();
         if let Some(kept) = keys.reactor(reactor_id, read_at) {
             let found = match token_id {
-                Some(token_id) => group.read(key_hash, token_id, now).await?,
+                Some(token_id) => group.read(key_hash.clone(), token_id, now).await?,
                 None => self
-                    .by_key(key_hash)
+                    .by_key(key_hash.clone())
                     .await?
                     .map(|(application, settings)| KeyRead::alone(application, settings)),
             };
             // As the statement joins it: a private application's reactor of its own tenant.
-            return Ok(found.map(|read| {
-                let own = read.application.app_type == ApplicationType::Private
-                    && read.application.tenant_id == kept.0.tenant_id;
-                KeyRead {
-                    reactor: Beside::Read(own.then_some(kept)),
-                    ..read
+            match found {
+                None => return Ok(None),
+                Some(read) if read.application.app_type != ApplicationType::Private => {
+                    return Ok(Some(KeyRead {
+                        reactor: Beside::Read(None),
+                        ..read
+                    }));
                 }
-            }));
+                Some(read) if read.application.tenant_id == kept.0.tenant_id => {
+                    return Ok(Some(KeyRead {
+                        reactor: Beside::Read(Some(kept)),
+                        ..read
+                    }));
+                }
+                // Another tenant's reactor by this id (only rows written behind the server,
+                // whose ids are its own): the statement says what the key's tenant has.
+                Some(_) => {}
+            }
         }
         let seen = keys.generation();
         let found =

@@ -53,6 +53,12 @@ pub(crate) const KEPT_FOR: Duration = Duration::from_secs(10);
 /// The most entries kept; a full memory starts again empty.
 pub(crate) const MOST: usize = 10_000;
 
+/// The most bytes of formula code and reactor configuration kept, all reactors together: a
+/// tenant's many reactors over large formulas must not grow every instance's memory (attack
+/// review). A full memory of reactors starts again empty; a reactor larger than a tenth of it
+/// is never kept.
+pub(crate) const MOST_REACTOR_BYTES: usize = 32 << 20;
+
 /// How long the listener waits before connecting again after a failure.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -73,6 +79,8 @@ struct Held<T> {
 struct Entries {
     by_key: HashMap<String, Held<KeyEntry>>,
     reactors: HashMap<Uuid, Held<ReactorEntry>>,
+    /// What the kept reactors weigh ([`weight`]).
+    reactor_bytes: usize,
     generation: u64,
 }
 
@@ -80,8 +88,19 @@ impl Entries {
     fn clear(&mut self) {
         self.by_key.clear();
         self.reactors.clear();
+        self.reactor_bytes = 0;
         self.generation += 1;
     }
+}
+
+/// What a reactor weighs in memory, roughly: its formula's code and its configuration.
+fn weight((reactor, formula): &ReactorEntry) -> usize {
+    let configuration: usize = reactor
+        .configuration
+        .iter()
+        .map(|(name, value)| name.len() + value.to_string().len())
+        .sum();
+    configuration + formula.as_ref().map_or(0, |f| f.code.len()) + 512
 }
 
 /// `map[id]` if it was read less than [`KEPT_FOR`] before `now`.
@@ -174,10 +193,24 @@ impl KeyCache {
         read_at: Instant,
         value: ReactorEntry,
     ) {
-        let mut entries = self.entries();
-        if entries.generation == generation && self.listening.load(Ordering::Acquire) {
-            keep(&mut entries.reactors, id, read_at, value);
+        let size = weight(&value);
+        if size > MOST_REACTOR_BYTES / 10 {
+            return;
         }
+        let mut guard = self.entries();
+        let entries = &mut *guard;
+        if entries.generation != generation || !self.listening.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(old) = entries.reactors.remove(&id) {
+            entries.reactor_bytes = entries.reactor_bytes.saturating_sub(weight(&old.value));
+        }
+        if entries.reactors.len() >= MOST || entries.reactor_bytes + size > MOST_REACTOR_BYTES {
+            entries.reactors.clear();
+            entries.reactor_bytes = 0;
+        }
+        entries.reactor_bytes += size;
+        entries.reactors.insert(id, Held { read_at, value });
     }
 
     /// Forgets every entry, and every read under way.
@@ -359,6 +392,60 @@ mod tests {
         assert_eq!(cache.get("k", now).unwrap().0.name, "new");
         cache.forget();
         assert!(cache.get("k", now).is_none());
+    }
+
+    fn reactor_with_code(code_len: usize) -> ReactorEntry {
+        let (app, _) = app("a");
+        let reactor = Reactor {
+            id: Uuid::now_v7(),
+            tenant_id: app.tenant_id,
+            name: "r".into(),
+            formula_id: Uuid::nil(),
+            configuration: serde_json::Map::new(),
+            application_id: None,
+            created_by: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            modified_by: None,
+            modified_at: None,
+        };
+        let formula = Formula {
+            id: Uuid::nil(),
+            tenant_id: app.tenant_id,
+            name: "f".into(),
+            description: None,
+            formula_type: "private".into(),
+            code: "x".repeat(code_len),
+            configuration: vec![],
+            request_parameters: vec![],
+            created_by: None,
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            modified_by: None,
+            modified_at: None,
+            status: None,
+        };
+        (reactor, Some(formula))
+    }
+
+    #[test]
+    fn reactors_are_bounded_by_what_they_weigh() {
+        let cache = listening();
+        let now = Instant::now();
+        let seen = cache.generation().unwrap();
+        let huge = reactor_with_code(MOST_REACTOR_BYTES / 10 + 1);
+        let id = huge.0.id;
+        cache.put_reactor(id, seen, now, huge);
+        assert!(cache.reactor(id, now).is_none(), "too large to keep");
+        let big = MOST_REACTOR_BYTES / 20;
+        for _ in 0..100 {
+            let entry = reactor_with_code(big);
+            let id = entry.0.id;
+            cache.put_reactor(id, seen, now, entry);
+            assert!(cache.reactor(id, now).is_some());
+            assert!(cache.entries().reactor_bytes <= MOST_REACTOR_BYTES);
+        }
+        assert!(cache.entries().reactors.len() <= 20);
+        cache.forget();
+        assert_eq!(cache.entries().reactor_bytes, 0);
     }
 
     #[test]

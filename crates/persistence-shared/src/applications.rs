@@ -114,10 +114,13 @@ impl SeaOrmApplicationRepository {
 }
 
 impl SeaOrmApplicationRepository {
-    /// A write's `result`, once the backend has been told that a key may have changed:
-    /// committed or not (an error may come after the commit), it is told either way.
-    fn changed<T>(&self, result: Result<T, sea_orm::DbErr>) -> Result<T, RepoError> {
-        self.backend.keys_changed();
+    /// How many rows a write changed, once the backend has been told that a key changed: when
+    /// one did, or on an error (which may come after the commit). A write that changed nothing
+    /// (the expiry sweep, most of the time) leaves the memory be.
+    fn changed(&self, result: Result<u64, sea_orm::DbErr>) -> Result<u64, RepoError> {
+        if result.as_ref().map_or(true, |rows| *rows > 0) {
+            self.backend.keys_changed();
+        }
         result.map_err(repo_err)
     }
 }
@@ -198,9 +201,10 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .filter(Column::TenantId.eq(application.tenant_id))
             .filter(Column::Id.eq(application.id))
             .exec(&self.db)
-            .await;
-        let result = self.changed(result)?;
-        Ok(result.rows_affected > 0)
+            .await
+            .map(|r| r.rows_affected);
+        let rows = self.changed(result)?;
+        Ok(rows > 0)
     }
 
     async fn replace_key(
@@ -218,9 +222,10 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .filter(Column::TenantId.eq(application.tenant_id))
             .filter(Column::Id.eq(application.id))
             .exec(&self.db)
-            .await;
-        let result = self.changed(result)?;
-        Ok(result.rows_affected > 0)
+            .await
+            .map(|r| r.rows_affected);
+        let rows = self.changed(result)?;
+        Ok(rows > 0)
     }
 
     async fn delete(&self, tenant_id: Uuid, id: Uuid) -> Result<bool, RepoError> {
@@ -228,18 +233,20 @@ impl ApplicationRepository for SeaOrmApplicationRepository {
             .filter(Column::TenantId.eq(tenant_id))
             .filter(Column::Id.eq(id))
             .exec(&self.db)
-            .await;
-        let result = self.changed(result)?;
-        Ok(result.rows_affected > 0)
+            .await
+            .map(|r| r.rows_affected);
+        let rows = self.changed(result)?;
+        Ok(rows > 0)
     }
 
     async fn delete_expired(&self, now: OffsetDateTime) -> Result<u64, RepoError> {
         let result = Entity::delete_many()
             .filter(Column::ExpiresAt.lte(stamp(now)))
             .exec(&self.db)
-            .await;
-        let result = self.changed(result)?;
-        Ok(result.rows_affected)
+            .await
+            .map(|r| r.rows_affected);
+        let rows = self.changed(result)?;
+        Ok(rows)
     }
 }
 
