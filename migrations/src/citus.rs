@@ -25,6 +25,7 @@
 //! Running it again on a distributed schema changes nothing; new tables of later migrations are
 //! distributed by the next run.
 
+use crate::m20261209_000019_key_change_notices as notices;
 use sea_orm_migration::sea_orm::{
     ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, Statement, TransactionTrait,
 };
@@ -53,22 +54,6 @@ const STATEMENT_TRIGGERS_DROPPED: [&str; 4] = [
     "DROP TRIGGER IF EXISTS tokens_counted_delete ON tokens",
     "DROP TRIGGER IF EXISTS tokens_counted_update ON tokens",
     "DROP TRIGGER IF EXISTS tokens_month_created ON tokens",
-];
-
-/// The tables migration 19 watches for changes.
-const KEY_NOTICES_ON: [&str; 4] = ["applications", "tenants", "reactors", "reactor_formulas"];
-
-/// Migration 19's change notices, dropped before the tables they watch are converted: on Citus
-/// no server keeps keys or reactors in memory, and nothing listens.
-const KEY_NOTICES_DROPPED: [&str; 8] = [
-    "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
-    "DROP TRIGGER IF EXISTS applications_keys_truncated ON applications",
-    "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
-    "DROP TRIGGER IF EXISTS tenants_keys_truncated ON tenants",
-    "DROP TRIGGER IF EXISTS reactors_keys_changed ON reactors",
-    "DROP TRIGGER IF EXISTS reactors_keys_truncated ON reactors",
-    "DROP TRIGGER IF EXISTS reactor_formulas_keys_changed ON reactor_formulas",
-    "DROP TRIGGER IF EXISTS reactor_formulas_keys_truncated ON reactor_formulas",
 ];
 
 /// The row trigger that keeps `token_counts` and `token_months` on Citus (see the module
@@ -243,8 +228,12 @@ pub async fn distribute(db: &DatabaseConnection) -> Result<Distribution, DbErr> 
     {
         run(&txn, &drop).await?;
     }
-    if pending.iter().any(|t| KEY_NOTICES_ON.contains(&t.as_str())) {
-        for drop in KEY_NOTICES_DROPPED {
+    if pending
+        .iter()
+        .any(|t| notices::WATCHED.contains(&t.as_str()))
+    {
+        // Migration 19's change notices: on Citus nothing is kept in memory, nothing listens.
+        for drop in notices::TRIGGERS_DROPPED {
             run(&txn, drop).await?;
         }
     }

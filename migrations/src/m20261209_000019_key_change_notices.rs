@@ -22,8 +22,7 @@ use sea_orm_migration::sea_orm::{ConnectionTrait, DatabaseBackend, Statement};
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
-/// The statements that create the function and its triggers; `citus.rs` (`KEY_NOTICES_DROPPED`)
-/// undoes the triggers.
+/// The statements that create the function and its triggers.
 const PG_UP: [&str; 9] = [
     "CREATE OR REPLACE FUNCTION tokenvault_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
@@ -49,7 +48,12 @@ $body$",
      FOR EACH STATEMENT EXECUTE FUNCTION tokenvault_keys_changed()",
 ];
 
-const PG_DOWN: [&str; 9] = [
+/// The tables whose changes are announced; `citus.rs` drops [`TRIGGERS_DROPPED`] before it
+/// converts any of them.
+pub(crate) const WATCHED: [&str; 4] = ["applications", "tenants", "reactors", "reactor_formulas"];
+
+/// The statements that drop the triggers of [`PG_UP`], here at `down` and in `citus.rs`.
+pub(crate) const TRIGGERS_DROPPED: [&str; 8] = [
     "DROP TRIGGER IF EXISTS applications_keys_changed ON applications",
     "DROP TRIGGER IF EXISTS applications_keys_truncated ON applications",
     "DROP TRIGGER IF EXISTS tenants_keys_changed ON tenants",
@@ -58,8 +62,14 @@ const PG_DOWN: [&str; 9] = [
     "DROP TRIGGER IF EXISTS reactors_keys_truncated ON reactors",
     "DROP TRIGGER IF EXISTS reactor_formulas_keys_changed ON reactor_formulas",
     "DROP TRIGGER IF EXISTS reactor_formulas_keys_truncated ON reactor_formulas",
-    "DROP FUNCTION IF EXISTS tokenvault_keys_changed()",
 ];
+
+/// Everything [`PG_UP`] made, undone: the triggers, then their function.
+fn pg_down() -> impl Iterator<Item = &'static str> {
+    TRIGGERS_DROPPED
+        .into_iter()
+        .chain(["DROP FUNCTION IF EXISTS tokenvault_keys_changed()"])
+}
 
 /// Whether the database has Citus: its tables may be distributed already (where a trigger is
 /// refused), and no server keeps anything in memory there.
@@ -80,7 +90,7 @@ impl MigrationTrait for Migration {
         if db.get_database_backend() != DatabaseBackend::Postgres || on_citus(db).await? {
             return Ok(());
         }
-        for sql in PG_DOWN.iter().chain(PG_UP.iter()) {
+        for sql in pg_down().chain(PG_UP) {
             db.execute_unprepared(sql).await?;
         }
         Ok(())
@@ -91,7 +101,7 @@ impl MigrationTrait for Migration {
         if db.get_database_backend() != DatabaseBackend::Postgres {
             return Ok(());
         }
-        for sql in PG_DOWN {
+        for sql in pg_down() {
             db.execute_unprepared(sql).await?;
         }
         Ok(())
