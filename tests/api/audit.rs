@@ -380,3 +380,49 @@ async fn verify_names_a_row_beyond_the_head_that_stops_the_log() {
     })
     .await;
 }
+
+/// `GET /logs/verify`: the caller's tenant's chain, walked as the command line walks it; an
+/// edited entry named; another tenant's walk sees its own chain only; `log:read` needed.
+#[tokio::test]
+async fn the_tenants_own_chain_is_verified_over_http() {
+    on_each_backend(async |app| {
+        activity(app).await;
+        let walk = async |key: &str| {
+            app.request_as(Some(key), Method::GET, "/logs/verify")
+                .send()
+                .await
+                .unwrap()
+        };
+        let res = walk(&app.key).await;
+        assert_eq!(res.status(), 200);
+        let report: Value = res.json().await.unwrap();
+        assert_eq!(report["ok"], true, "{report}");
+        assert!(report["entries"].as_u64().unwrap() >= 4, "{report}");
+        assert_eq!(
+            report["head_sequence"].as_u64(),
+            report["entries"].as_u64(),
+            "{report}"
+        );
+        assert!(report.get("hash").is_none() && report["first_broken"].is_null());
+        let changed = app
+            .execute_sql("UPDATE audit_log SET entity_id = 'forged' WHERE seq = 2")
+            .await;
+        assert_eq!(changed, 1);
+        let report: Value = walk(&app.key).await.json().await.unwrap();
+        assert_eq!(report["ok"], false, "{report}");
+        assert_eq!(report["first_broken"]["sequence"], 2, "{report}");
+        let (tenant, other) = app.new_tenant("verified apart").await;
+        let res = walk(&other).await;
+        assert_eq!(res.status(), 200);
+        let theirs: Value = res.json().await.unwrap();
+        assert_eq!(theirs["tenant_id"], tenant["id"], "{theirs}");
+        assert_eq!(
+            theirs["ok"], true,
+            "another tenant's broken chain is not theirs"
+        );
+        let reader = full_private(app).await;
+        assert_problem(walk(&reader).await, 403).await;
+        assert_problem(walk("key_00000000000000000000000000000000").await, 401).await;
+    })
+    .await;
+}

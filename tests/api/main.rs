@@ -13,6 +13,7 @@ mod backup;
 mod client_surface;
 mod code_modules;
 mod config_at_rest;
+mod console;
 mod detokenize_bounds;
 mod errors;
 mod idempotency;

@@ -17,6 +17,7 @@ use sea_orm_migration::MigratorTrait;
 use sea_orm_migration::sea_orm::Database;
 use tokenvault_migrations::Migrator;
 
+mod apt;
 mod bench;
 mod bench_db;
 mod citus_db;
@@ -48,6 +49,7 @@ fn ci() -> anyhow::Result<()> {
         ],
         &[],
     )?;
+    apt::ensure_browser()?;
     cargo(
         &["test", "--workspace", "--locked", "--no-fail-fast"],
         &[("TOKENVAULT_TEST_DATABASE_URL", pg.as_str())],

@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::process::Command;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde_json::Value;
 
 /// One path to drive: method, path, key, extra headers and JSON body.
@@ -23,26 +23,7 @@ pub(crate) fn ensure_wrk() -> anyhow::Result<()> {
     if Command::new("wrk").arg("--version").output().is_ok() {
         return Ok(());
     }
-    eprintln!("xtask: installing wrk");
-    let sudo = Command::new("sudo")
-        .args(["-n", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    let mut apt = if sudo {
-        let mut c = Command::new("sudo");
-        c.args(["-n", "apt-get"]);
-        c
-    } else {
-        Command::new("apt-get")
-    };
-    let status = apt
-        .args(["install", "-y", "wrk"])
-        .status()
-        .context("apt-get")?;
-    if !status.success() {
-        bail!("cannot install wrk (apt-get install -y wrk)");
-    }
-    Ok(())
+    crate::apt::install(&["wrk"])
 }
 
 /// What `wrk` reported for one target.

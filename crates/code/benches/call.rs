@@ -40,6 +40,7 @@ fn call() -> CodeCall {
         trace_id: None,
         svc: None,
         fetch: None,
+        console: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn call(tenant: Uuid, code: &str) -> CodeCall {
         trace_id: None,
         svc: None,
         fetch: None,
+        console: None,
     }
 }
 

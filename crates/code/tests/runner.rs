@@ -28,6 +28,7 @@ fn call(code: &str, request: Value) -> CodeCall {
         trace_id: Some("test".into()),
         svc: None,
         fetch: None,
+        console: None,
     }
 }
 

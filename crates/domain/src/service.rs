@@ -192,6 +192,7 @@ impl Areas {
                 tenants: p.tenants.clone(),
                 cipher: p.cipher.clone(),
                 shared: shared.clone(),
+                verifying: Arc::default(),
             },
             usage: Usage {
                 store: p.usage.clone(),
@@ -248,7 +249,9 @@ pub use authenticate::prefetched::{
 pub use idempotency::{Idempotent, Replay, UNREPLAYABLE};
 pub use operator::TenantSummary;
 pub use proxies::{ProxyCall, ProxyReply, RawProxy, RawTransform};
-pub use reactors::{RawReactor, ReactResult, ReactorView};
+pub use reactors::{
+    ConsoleLine, DryRunOutcome, DryRunRequest, RawReactor, ReactResult, ReactorView,
+};
 pub use sessions::StartedSession;
 use shared::Shared;
 pub use tokens::{TokenView, Tokenized};

@@ -9,7 +9,7 @@ use tokenvault_domain::Vault;
 
 use crate::cors::BrowserCors;
 use crate::settings::{BodyLimit, HttpSettings};
-use crate::{complete, metrics, openapi, ready, routes, trace};
+use crate::{complete, console, metrics, openapi, ready, routes, trace};
 
 /// Builds the server on `listener`. It does not handle signals: the caller stops it through
 /// its handle (graceful: in-flight requests finish), after draining `settings.detached`
@@ -26,6 +26,7 @@ pub fn server(
     let ready = web::Data::new(settings.ready.clone());
     let browser = BrowserCors::new(&settings.cors_origins);
     let body_limit = settings.body_limit;
+    let with_console = settings.console;
     let included = web::Data::new(routes::tenants::IncludedTokens(
         settings.included_monthly_active_tokens,
     ));
@@ -54,6 +55,11 @@ pub fn server(
             .service(resource!("/openapi.json").route(web::get().to(openapi::openapi)))
             .service(resource!("/metrics").route(web::get().to(metrics::metrics)))
             .service(resource!("/ready").route(web::get().to(ready::ready)))
+            .configure(|cfg| {
+                if with_console {
+                    console::configure(cfg);
+                }
+            })
             .default_service(web::to(routes::meta::not_found))
     })
     .disable_signals()

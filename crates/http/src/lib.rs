@@ -28,6 +28,7 @@ macro_rules! resource {
 mod app;
 mod area_problem;
 pub mod complete;
+pub mod console;
 mod cors;
 pub mod dto;
 pub mod extract;

@@ -145,8 +145,8 @@ impl From<Error> for ApiError {
                     retry_after: Some(1),
                     ..Self::new(
                         StatusCode::SERVICE_UNAVAILABLE,
-                        "The vault is behind on writing this tenant's audit log; retry after the \
-                         Retry-After seconds.",
+                        "The vault is busy with this tenant's audit log (behind on writing it, or \
+                         verifying it); retry after the Retry-After seconds.",
                     )
                 }
             }

@@ -31,6 +31,8 @@ pub struct HttpSettings {
     pub ready: crate::ready::ReadyChecks,
     /// TLS, when the server terminates it itself (`tls::server_config`); plain HTTP else.
     pub tls: Option<rustls::ServerConfig>,
+    /// Whether `/console` is served (`console.rs`); off, it is a 404 like any unknown path.
+    pub console: bool,
 }
 
 impl Default for HttpSettings {
@@ -46,6 +48,7 @@ impl Default for HttpSettings {
             detached: std::sync::Arc::default(),
             ready: crate::ready::ReadyChecks::default(),
             tls: None,
+            console: true,
         }
     }
 }

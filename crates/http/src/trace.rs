@@ -82,6 +82,14 @@ pub async fn trace_requests(
         res.headers_mut()
             .insert(HeaderName::from_static(TRACE_HEADER), value);
     }
+    if res
+        .response()
+        .extensions()
+        .get::<TenantResponse>()
+        .is_some()
+    {
+        confine(res.headers_mut());
+    }
     span.in_scope(|| {
         tracing::info!(
             route = %route_label(res.request()),
@@ -91,4 +99,17 @@ pub async fn trace_requests(
         );
     });
     Ok(res)
+}
+
+/// A response whose headers and body a tenant chose (a proxy's destination or transform, a
+/// `CustomHttpResponseError`), served on the console's origin: a browser that opens one as a
+/// page runs it in a sandbox of its own origin (`Content-Security-Policy: sandbox`, added to
+/// whatever policy it carries), so it reaches neither the console's storage nor its requests,
+/// and it may not widen a service worker's scope (`Service-Worker-Allowed` dropped).
+pub(crate) fn confine(headers: &mut actix_web::http::header::HeaderMap) {
+    headers.remove(HeaderName::from_static("service-worker-allowed"));
+    headers.append(
+        actix_web::http::header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox"),
+    );
 }

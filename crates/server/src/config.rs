@@ -52,6 +52,8 @@ pub struct Http {
     /// Requests a second per application, bursts of twice that, per instance; 0 for none
     /// (`TOKENVAULT_RATE_LIMIT_PER_SECOND`).
     pub rate_limit_per_second: u32,
+    /// Whether `/console` is served (`TOKENVAULT_CONSOLE`, `on` or `off`; on by default).
+    pub console: bool,
 }
 
 /// The server's certificate and key (PEM files; HTTP/2 and HTTP/1.1).
@@ -333,6 +335,7 @@ impl Config {
             "rate_limit_per_second": self.http.rate_limit_per_second,
             "audit_high_water": self.audit_high_water,
             "cors_origins": self.http.cors_origins.as_slice().join(","),
+            "console": if self.http.console { "on" } else { "off" },
         })
     }
 

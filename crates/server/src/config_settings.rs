@@ -54,6 +54,7 @@ pub(crate) struct Settings {
     rate_limit_per_second: u32,
     audit_high_water: usize,
     cors_origins: String,
+    console: String,
 }
 
 /// The defaults of the keys that have one.
@@ -81,6 +82,7 @@ pub(crate) struct Defaults {
     pub(crate) rate_limit_per_second: u32,
     pub(crate) audit_high_water: usize,
     pub(crate) cors_origins: &'static str,
+    pub(crate) console: &'static str,
 }
 
 pub(crate) const DEFAULTS: Defaults = Defaults {
@@ -106,6 +108,7 @@ pub(crate) const DEFAULTS: Defaults = Defaults {
     rate_limit_per_second: 0,
     audit_high_water: tokenvault_domain::service::AUDIT_HIGH_WATER,
     cors_origins: "",
+    console: "on",
 };
 
 /// One of two words, in any case.
@@ -193,6 +196,7 @@ impl TryFrom<Settings> for Config {
                 workers: s.workers,
                 cors_origins: CorsOrigins::parse(&s.cors_origins)?,
                 rate_limit_per_second: s.rate_limit_per_second,
+                console: either("CONSOLE", &s.console, "on", "off")?,
             },
             database: Database {
                 url: database_url,
@@ -283,6 +287,7 @@ impl Config {
                 workers: Some(1),
                 cors_origins: CorsOrigins::default(),
                 rate_limit_per_second: 0,
+                console: true,
             },
             database: Database {
                 url: Some(database_url),
@@ -374,6 +379,7 @@ mod tests {
             ("audit_high_water = 0", "TOKENVAULT_AUDIT_HIGH_WATER"),
             ("audit_high_water = 50001", "TOKENVAULT_AUDIT_HIGH_WATER"),
             ("listen = 'nowhere'", "TOKENVAULT_LISTEN"),
+            ("console = 'maybe'", "TOKENVAULT_CONSOLE"),
             ("cors_origins = 'shop.example'", "TOKENVAULT_CORS_ORIGINS"),
             (
                 "cors_origins = '*,https://a.example'",

@@ -174,6 +174,7 @@ pub async fn run(
         included_monthly_active_tokens: config.included_monthly_active_tokens,
         rate_limit: shared.limit.clone(),
         cors_origins: config.http.cors_origins.as_slice().to_vec(),
+        console: config.http.console,
         tls: config.tls()?,
         metrics: shared.metrics.clone(),
         ready: ReadyChecks::new(vec![

@@ -2,6 +2,7 @@
 
 mod applications;
 mod callers;
+mod dry_run;
 mod manage;
 mod rules;
 

@@ -130,6 +130,9 @@ impl QuickJsRunner {
                         let text: String = text.chars().take(MAX_LOG_LINE).collect();
                         let console = console_method(&level);
                         tracing::debug!(trace_id, console, "code: {text:?}");
+                        if let Some(sink) = &call.console {
+                            sink.line(console, &text);
+                        }
                     }
                 }
                 FromWorker::Svc { method, args, key } => {
@@ -261,6 +264,7 @@ impl CodeRunner for QuickJsRunner {
             trace_id: None,
             svc: None,
             fetch: None,
+            console: None,
         };
         match self.call(call, true).await {
             Ok(_) => Ok(true),

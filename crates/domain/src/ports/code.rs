@@ -28,6 +28,16 @@ pub struct CodeCall {
     /// `fetch` and the modules built on it: the vault's guarded outbound client (`None`: every
     /// request is refused).
     pub fetch: Option<Arc<dyn CodeFetch>>,
+    /// Where the call's `console.*` lines go besides the server's log (`None`: the log only;
+    /// a dry run shows them to its caller).
+    pub console: Option<Arc<dyn CodeConsole>>,
+}
+
+/// Receives a call's `console.*` lines, each already bounded by the runner (the most lines one
+/// call keeps, the longest line).
+pub trait CodeConsole: Send + Sync {
+    /// One line: `level` is the `console` method (`log`, `info`, `warn`, `error`, `debug`).
+    fn line(&self, level: &str, text: &str);
 }
 
 impl std::fmt::Debug for CodeCall {
@@ -39,6 +49,7 @@ impl std::fmt::Debug for CodeCall {
             .field("trace_id", &self.trace_id)
             .field("svc", &self.svc.is_some())
             .field("fetch", &self.fetch.is_some())
+            .field("console", &self.console.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +85,22 @@ pub enum CodeError {
     Busy,
     /// The runtime itself failed (500; the cause is for the log).
     Internal(String),
+}
+
+impl CodeError {
+    /// The line of the code a compile error names (its message's last `line <n>`, counted
+    /// from 1); `None` for any other error.
+    pub fn line(&self) -> Option<u64> {
+        let Self::Compile(message) = self else {
+            return None;
+        };
+        let at = message.rfind("line ")?;
+        let digits: String = message[at + 5..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    }
 }
 
 /// Runs tenant code in the sandbox.
@@ -113,4 +140,24 @@ pub trait Svc: Send + Sync {
 pub trait CodeFetch: Send + Sync {
     /// Sends `request`; the whole answer.
     async fn fetch(&self, request: OutboundRequest) -> Result<OutboundResponse, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CodeError;
+
+    #[test]
+    fn a_compile_errors_line_is_read_from_its_message() {
+        let compile = |m: &str| CodeError::Compile(m.into());
+        assert_eq!(
+            compile("SyntaxError: unexpected token in expression: ')' (line 3)").line(),
+            Some(3)
+        );
+        assert_eq!(
+            compile("SyntaxError: expecting '}' (formula.js, line 12)").line(),
+            Some(12)
+        );
+        assert_eq!(compile("SyntaxError: something").line(), None);
+        assert_eq!(CodeError::Limit("line 4".into()).line(), None);
+    }
 }

@@ -109,6 +109,8 @@ pub struct AuditLog {
     pub(super) tenants: Arc<dyn TenantKeys>,
     pub(super) cipher: Arc<dyn Cipher>,
     pub(super) shared: Shared,
+    /// The tenants whose chain `GET /logs/verify` is walking: one walk per tenant at a time.
+    pub(super) verifying: Arc<std::sync::Mutex<std::collections::HashSet<uuid::Uuid>>>,
 }
 
 /// Monthly activity (the [`crate::ports::ActivityTrail`] every area records into) and the

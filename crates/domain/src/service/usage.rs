@@ -46,6 +46,42 @@ impl Usage {
             monthly_active_tokens,
         })
     }
+
+    /// `GET /tenants/self/reports/usage?months=N`: the monthly active tokens of the last
+    /// `months` UTC months (this one included, 1 to 24: `MOST_MONTHS`), oldest first, as
+    /// `("YYYY-MM", count)` (`report:read`).
+    pub async fn usage_history(
+        &self,
+        caller: &Principal,
+        months: u32,
+    ) -> Result<Vec<(String, u64)>, Error> {
+        caller.require(Permission::ReportRead)?;
+        if !(1..=MOST_MONTHS).contains(&months) {
+            return Err(Error::invalid("months", "must be between 1 and 24"));
+        }
+        let mut out = Vec::new();
+        for month in months_back(self.clock.now(), months) {
+            let count = self.store.count_active(caller.tenant_id, &month).await?;
+            out.push((month, count));
+        }
+        Ok(out)
+    }
+}
+
+/// The most months one usage history reaches back.
+pub const MOST_MONTHS: u32 = 24;
+
+/// The last `n` UTC months up to the one of `now`, oldest first, as `YYYY-MM`.
+fn months_back(now: time::OffsetDateTime, n: u32) -> Vec<String> {
+    let current = now.to_offset(time::UtcOffset::UTC);
+    let index = i64::from(current.year()) * 12 + i64::from(u8::from(current.month())) - 1;
+    (0..i64::from(n))
+        .rev()
+        .map(|back| {
+            let at = index - back;
+            format!("{:04}-{:02}", at.div_euclid(12), at.rem_euclid(12) + 1)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -54,6 +90,20 @@ mod tests {
     use time::macros::datetime;
 
     use super::*;
+
+    #[test]
+    fn a_history_reaches_back_across_years() {
+        let now = datetime!(2027-02-10 12:00 UTC);
+        assert_eq!(
+            months_back(now, 4),
+            ["2026-11", "2026-12", "2027-01", "2027-02"]
+        );
+        assert_eq!(months_back(now, 1), ["2027-02"]);
+        assert_eq!(
+            months_back(datetime!(2026-12-01 00:30 +01:00), 2),
+            ["2026-10", "2026-11"]
+        );
+    }
 
     #[test]
     pub(super) fn months_are_utc_calendar_months() {

@@ -27,7 +27,8 @@ pub struct LogEntryResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor_id: Option<String>,
     /// `create`, `update`, `delete`, `regenerate`, `read`, `use`, `invoke`, `authorize`,
-    /// `associate`, `dissociate` or `search` (of the token collection, entity id `*`).
+    /// `associate`, `dissociate`, `dry_run` (of code, entity `formula` id `*`) or `search` (of
+    /// the token collection, entity id `*`).
     pub operation: String,
     /// `application`, `tenant`, `token`, `proxy`, `reactor`, `formula` or `session`.
     pub entity_type: String,
@@ -123,8 +124,60 @@ pub async fn entity_types(vault: web::Data<Vault>, Caller(caller): Caller) -> Re
     Ok(HttpResponse::Ok().json(body))
 }
 
+/// Where a chain stops holding.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BrokenAt {
+    /// The first sequence number at which the chain does not hold.
+    pub sequence: i64,
+    /// The entry found there, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_id: Option<String>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The caller's tenant's audit chain, walked: as `tokenvault audit verify --tenant` reports it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VerificationResponse {
+    /// The tenant.
+    pub tenant_id: String,
+    /// Whether the whole chain holds.
+    pub ok: bool,
+    /// Entries checked.
+    pub entries: u64,
+    /// The sequence number of the chain's head as the walk ended on it (its hash stays with
+    /// the operator's `tokenvault audit verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head_sequence: Option<i64>,
+    /// The first entry at which the chain does not hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_broken: Option<BrokenAt>,
+}
+
+/// Verify the tenant's audit log: walks its hash chain (`log:read`); one walk per tenant at a
+/// time (503 while one runs).
+#[utoipa::path(get, path = "/logs/verify", tag = "logs",
+    responses((status = 200, body = VerificationResponse), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 503, body = Problem)),
+    security(("api_key" = [])))]
+pub async fn verify(vault: web::Data<Vault>, Caller(caller): Caller) -> Result<HttpResponse> {
+    let v = vault.audit.verify_own_audit(&caller).await?;
+    Ok(HttpResponse::Ok().json(VerificationResponse {
+        tenant_id: v.tenant_id.to_string(),
+        ok: v.broken.is_none(),
+        entries: v.entries,
+        head_sequence: v.head.map(|h| h.seq),
+        first_broken: v.broken.map(|b| BrokenAt {
+            sequence: b.seq,
+            entry_id: b.entry_id.map(|id| id.to_string()),
+            reason: b.reason,
+        }),
+    }))
+}
+
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(resource!("/logs").route(web::get().to(list)))
-        .service(resource!("/logs/entity-types").route(web::get().to(entity_types)));
+        .service(resource!("/logs/entity-types").route(web::get().to(entity_types)))
+        .service(resource!("/logs/verify").route(web::get().to(verify)));
 }

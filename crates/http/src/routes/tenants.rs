@@ -2,11 +2,13 @@
 
 use actix_web::{HttpResponse, web};
 use tokenvault_domain::Vault;
+use tokenvault_domain::error::Error;
 
 use crate::dto::{TenantResponse, UpdateTenantRequest};
 use crate::extract::Caller;
 use crate::json_body::Json;
 use crate::problem::{ApiError, Problem};
+use crate::query::QueryParams;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
@@ -83,19 +85,56 @@ pub struct TokenReport {
 pub struct UsageReport {
     /// The token report.
     pub token_report: TokenReport,
+    /// With `months`: the monthly active tokens of the last `months` UTC months, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monthly_active_tokens_by_month: Option<Vec<MonthActivity>>,
+}
+
+/// One month's active tokens.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct MonthActivity {
+    /// `YYYY-MM` (UTC).
+    pub month: String,
+    /// Distinct tokens created, read or updated in it.
+    pub monthly_active_tokens: u64,
 }
 
 /// The tenant's usage report.
 #[utoipa::path(get, path = "/tenants/self/reports/usage", tag = "tenants",
-    responses((status = 200, body = UsageReport), (status = 401, body = Problem), (status = 403, body = Problem)),
+    params(("months" = Option<u32>, Query, description = "1 to 24: adds the monthly active tokens of that many months")),
+    responses((status = 200, body = UsageReport), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem)),
     security(("api_key" = [])))]
 pub async fn usage(
     vault: web::Data<Vault>,
     included: web::Data<IncludedTokens>,
     Caller(caller): Caller,
+    query: QueryParams,
 ) -> Result<HttpResponse> {
+    let months = match query.first("months") {
+        None => None,
+        Some(raw) => Some(raw.parse::<u32>().map_err(|_| {
+            ApiError::from(Error::invalid(
+                "months",
+                "must be a number between 1 and 24",
+            ))
+        })?),
+    };
     let report = vault.usage.usage_report(&caller).await?;
+    let history = match months {
+        Some(months) => Some(vault.usage.usage_history(&caller, months).await?),
+        None => None,
+    };
     Ok(HttpResponse::Ok().json(UsageReport {
+        monthly_active_tokens_by_month: history.map(|months| {
+            months
+                .into_iter()
+                .map(|(month, monthly_active_tokens)| MonthActivity {
+                    month,
+                    monthly_active_tokens,
+                })
+                .collect()
+        }),
         token_report: TokenReport {
             metrics_by_type: report
                 .by_type

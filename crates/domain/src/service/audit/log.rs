@@ -1,6 +1,9 @@
 //! Reading the audit log: `GET /logs` and `tokenvault audit verify`, which walks each chain
 //! and reads past its head.
 
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+
 use uuid::Uuid;
 
 use crate::audit::{AuditBreak, AuditEntry, AuditFilter, AuditHead, AuditVerification};
@@ -9,6 +12,37 @@ use crate::error::Error;
 use crate::page::{Page, PageRequest};
 use crate::permission::Permission;
 use crate::service::AuditLog;
+
+/// The most `GET /logs/verify` walks one instance runs at a time (each reads a whole log).
+const MOST_WALKS: usize = 2;
+
+/// A tenant's walk in progress: its mark in the set, taken away when the walk ends however
+/// it ends (its request dropped included).
+struct Walking<'a> {
+    set: &'a Mutex<HashSet<Uuid>>,
+    tenant: Uuid,
+}
+
+impl<'a> Walking<'a> {
+    /// `None` when `tenant` is walked already, or [`MOST_WALKS`] tenants are.
+    fn start(set: &'a Mutex<HashSet<Uuid>>, tenant: Uuid) -> Option<Self> {
+        let fresh = {
+            let mut walking = set.lock().unwrap_or_else(PoisonError::into_inner);
+            walking.len() < MOST_WALKS && walking.insert(tenant)
+        };
+        // Made only when marked: a `Walking` dropped unmarked would take another walk's mark.
+        fresh.then(|| Self { set, tenant })
+    }
+}
+
+impl Drop for Walking<'_> {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.tenant);
+    }
+}
 
 /// Entries read per query while verifying.
 const VERIFY_BATCH: u64 = 1_000;
@@ -41,6 +75,25 @@ impl AuditLog {
     ) -> Result<&'static [(&'static str, &'static str)], Error> {
         caller.require(Permission::LogRead)?;
         Ok(&crate::audit::ENTITY_TYPES)
+    }
+
+    /// `GET /logs/verify`: the caller's tenant's chain, walked as `tokenvault audit verify
+    /// --tenant` walks it (`log:read`). One walk per tenant and two in all (`MOST_WALKS`) at a
+    /// time: another meanwhile is a 503, to be retried (a walk reads the whole log).
+    pub async fn verify_own_audit(&self, caller: &Principal) -> Result<AuditVerification, Error> {
+        caller.require(Permission::LogRead)?;
+        let tenant = caller.tenant_id;
+        let Some(_walking) = Walking::start(&self.verifying, tenant) else {
+            return Err(Error::Overloaded(
+                "a verification of this tenant's audit log is running",
+            ));
+        };
+        // Another tenant's log that cannot be written must not hide this one's state (as for
+        // `GET /logs`): what is written is walked.
+        if let Err(e) = self.flush_audit().await {
+            tracing::warn!(error = %e, "audit flush before verifying the log failed");
+        }
+        self.verify_tenant(tenant).await
     }
 
     /// `tokenvault audit verify`: walks each tenant's chain (or one tenant's) and reports the
@@ -229,5 +282,37 @@ fn verification(
         entries,
         head: head.cloned(),
         broken,
+    }
+}
+
+#[cfg(test)]
+mod walking_tests {
+    use super::*;
+
+    #[test]
+    fn one_walk_per_tenant_and_its_mark_goes_with_it() {
+        let set = Mutex::new(HashSet::new());
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let first = Walking::start(&set, a).expect("the first walk");
+        assert!(
+            Walking::start(&set, a).is_none(),
+            "a second walk of the same tenant waits"
+        );
+        assert!(
+            set.lock().unwrap().contains(&a),
+            "the refused walk left the first one's mark"
+        );
+        let other = Walking::start(&set, b).expect("another tenant walks meanwhile");
+        assert!(
+            Walking::start(&set, Uuid::new_v4()).is_none(),
+            "at most MOST_WALKS at once"
+        );
+        drop(first);
+        assert!(
+            Walking::start(&set, a).is_some(),
+            "a walk that ended, by return or by drop, leaves no mark"
+        );
+        drop(other);
+        assert!(set.lock().unwrap().is_empty());
     }
 }

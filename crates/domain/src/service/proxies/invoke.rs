@@ -465,6 +465,7 @@ impl Proxies {
                 fetch: Some(std::sync::Arc::new(crate::code_fetch::GuardedFetch::new(
                     self.forwarder.clone(),
                 ))),
+                console: None,
             })
             .await
             .map_err(code_error::<ProxyError>)?;

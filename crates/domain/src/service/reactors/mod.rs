@@ -1,5 +1,6 @@
 //! Reactor formulas, reactors and their invocation (docs/decisions.md §9).
 
+mod dry_run;
 mod formulas;
 mod manage;
 mod react;
@@ -14,6 +15,7 @@ use crate::mask::json_len;
 use crate::ports::code::CodeError;
 use crate::reactor::Reactor;
 
+pub use dry_run::{ConsoleLine, DryRunOutcome, DryRunRequest};
 pub use react::ReactResult;
 
 /// A reactor as responses show it: with its whole formula and its application (never a key).

@@ -96,6 +96,7 @@ impl Reactors {
                 fetch: Some(std::sync::Arc::new(crate::code_fetch::GuardedFetch::new(
                     self.forwarder.clone(),
                 ))),
+                console: None,
             })
             .await;
         // The code has seen the data unless it never started (every worker busy): recorded

@@ -6,10 +6,12 @@ use actix_web::web;
 use crate::idempotency::NeverReplayed;
 use crate::problem::ApiError;
 
+pub(crate) mod dry_run;
 pub(crate) mod formulas;
 pub(crate) mod manage;
 pub(crate) mod react;
 
+pub use dry_run::{ConsoleLineResponse, DryRunBody, DryRunError, DryRunResponse, dry_run};
 pub use formulas::{
     Declaration, FormulaRequest, FormulaResponse, create_formula, delete_formula, get_formula,
     list_formulas, update_formula,
@@ -27,6 +29,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 resource!("/reactor-formulas", "")
                     .route(web::post().to(create_formula))
                     .route(web::get().to(list_formulas)),
+            )
+            .service(
+                resource!("/reactor-formulas", "/dry-run")
+                    .app_data(NeverReplayed)
+                    .route(web::post().to(dry_run)),
             )
             .service(
                 resource!("/reactor-formulas", "/{id}")
