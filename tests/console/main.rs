@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod browser;
+mod reading;
 
 use browser::Browser;
 use reqwest::Method;
@@ -18,9 +19,20 @@ const MARKUP: &str = "<script>window.pwned=1</script><img src=x onerror=\"window
 
 const CODE: &str = "module.exports = async (req) => {\n  console.log('fee is', req.configuration.fee);\n  return { raw: { total: req.args.amount + req.configuration.fee } };\n};";
 
-async fn nav(b: &Browser, page: &str) {
+pub(crate) async fn nav(b: &Browser, page: &str) {
     b.click(&format!("nav a[href=\"#/{page}\"]")).await;
     b.element(&format!("#page-{page}")).await;
+}
+
+/// Opens the console and logs in with `key`; the tenant page (or its refusal) is shown.
+pub(crate) async fn log_in_with(b: &Browser, app: &TestApp, key: &str) {
+    b.client
+        .goto(&format!("{}/console", app.base))
+        .await
+        .unwrap();
+    b.type_into("#key", key).await;
+    b.click("#login-submit").await;
+    b.element("#page-tenant").await;
 }
 
 async fn log_in(b: &Browser, app: &TestApp) {
