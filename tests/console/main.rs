@@ -177,6 +177,20 @@ async fn write_and_dry_run(b: &Browser, app: &TestApp) {
         error.contains("compile") && error.contains("line 2"),
         "{error}"
     );
+    // A thrown error shows the line it was made on too.
+    b.type_into(
+        "#formula-code",
+        "module.exports = async () => {\n  const small = 1;\n  throw new BadRequestError('too small');\n};",
+    )
+    .await;
+    b.click("#dry-run").await;
+    let error = b
+        .text_until("#dry-run-output", |t| t.contains("too small"))
+        .await;
+    assert!(
+        error.contains("thrown") && error.contains("answer 400") && error.contains("line 3"),
+        "{error}"
+    );
 }
 
 async fn audit_log(b: &Browser) {

@@ -100,8 +100,8 @@ pub enum FromWorker {
 pub enum Outcome {
     /// The JSON the code returned.
     Ok(Value),
-    /// The code threw: status, message, `errors`.
-    Thrown(u16, String, Option<Value>),
+    /// The code threw: status, message, `errors`, the line of the code it was made on.
+    Thrown(u16, String, Option<Value>, Option<u64>),
     /// `CustomHttpResponseError`: status, headers, body.
     Custom(u16, Value, Value),
     /// The code does not compile: the error and its line.

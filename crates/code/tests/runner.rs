@@ -219,14 +219,20 @@ async fn errors_map_to_their_status() {
         ("ServiceUnavailableError", 503),
     ];
     for (class, status) in cases {
-        let code =
-            format!("module.exports = async () => {{ throw new {class}({{ field: ['bad'] }}); }};");
+        // Made on the module's second line: the line passes the prelude's constructor by.
+        let code = format!(
+            "module.exports = async () => {{\n  throw new {class}({{ field: ['bad'] }});\n}};"
+        );
         match run(&r, &code).await {
             Err(CodeError::Thrown {
-                status: s, errors, ..
+                status: s,
+                errors,
+                line,
+                ..
             }) => {
                 assert_eq!(s, status, "{class}");
                 assert_eq!(errors, Some(json!({"field": ["bad"]})), "{class}");
+                assert_eq!(line, Some(2), "{class}");
             }
             other => panic!("{class}: {other:?}"),
         }
@@ -237,9 +243,29 @@ async fn errors_map_to_their_status() {
         Err(CodeError::Thrown {
             status: 500,
             message: "my own words".into(),
-            errors: None
+            errors: None,
+            line: Some(1),
         })
     );
+    // The line is the module's: where a helper of its own made the error, where it called the
+    // engine's function that threw; none for a thrown value that is no `Error`.
+    for (code, line) in [
+        (
+            "function check(n) {\n  if (n < 0) throw new TypeError('negative');\n}\n\
+             module.exports = () => {\n  check(-1);\n};",
+            Some(2),
+        ),
+        (
+            "module.exports = () => {\n\n  return JSON.parse('{');\n};",
+            Some(3),
+        ),
+        ("module.exports = () => { throw 'words'; };", None),
+    ] {
+        match run(&r, code).await {
+            Err(e @ CodeError::Thrown { .. }) => assert_eq!(e.line(), line, "{code}"),
+            other => panic!("{code}: {other:?}"),
+        }
+    }
     let custom = r"module.exports = () => {
         throw new CustomHttpResponseError({ status: 418, headers: { 'x-a': 'b' }, body: { t: 1 } });
     };";

@@ -304,6 +304,26 @@ fn parse_declarations(
     out
 }
 
+/// A formula's `code` (also a dry run's): present, not blank, at most [`MAX_CODE_LEN`]
+/// characters; `None` after adding why not to `errors`.
+pub fn check_code(code: Option<String>, errors: &mut ValidationErrors) -> Option<String> {
+    match code {
+        None => {
+            errors.add("code", "is required");
+            None
+        }
+        Some(c) if c.trim().is_empty() => {
+            errors.add("code", "must not be empty");
+            None
+        }
+        Some(c) if c.chars().count() > MAX_CODE_LEN => {
+            errors.add("code", "must be at most 50000 characters");
+            None
+        }
+        Some(c) => Some(c),
+    }
+}
+
 impl FormulaSpec {
     /// Validates a formula body.
     pub fn parse(raw: RawFormula) -> Result<Self, ValidationErrors> {
@@ -317,21 +337,7 @@ impl FormulaSpec {
                 String::new()
             }
         };
-        let code = match raw.code {
-            None => {
-                errors.add("code", "is required");
-                None
-            }
-            Some(c) if c.trim().is_empty() => {
-                errors.add("code", "must not be empty");
-                None
-            }
-            Some(c) if c.chars().count() > MAX_CODE_LEN => {
-                errors.add("code", "must be at most 50000 characters");
-                None
-            }
-            Some(c) => Some(c),
-        };
+        let code = check_code(raw.code, &mut errors);
         let configuration =
             parse_declarations(raw.configuration, "configuration", false, &mut errors)
                 .into_iter()

@@ -92,12 +92,12 @@ async fn a_dry_run_shows_how_the_code_failed_and_where() {
         assert!(error["message"].as_str().unwrap().contains("SyntaxError"), "{out}");
         let out = shown(
             app,
-            &json!({"code": "module.exports = async () => { console.warn('before'); throw new BadRequestError('no good'); };"}),
+            &json!({"code": "module.exports = async () => {\n  console.warn('before');\n  throw new BadRequestError('no good');\n};"}),
         )
         .await;
         assert_eq!(
             out["error"],
-            json!({"kind": "thrown", "status": 400, "message": "no good", "errors": "no good"}),
+            json!({"kind": "thrown", "status": 400, "message": "no good", "errors": "no good", "line": 3}),
             "{out}"
         );
         assert_eq!(out["console"], json!([{"level": "warn", "message": "before"}]), "the lines before the throw are shown");

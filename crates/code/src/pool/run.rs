@@ -21,10 +21,11 @@ const MAX_LOG_LINE: usize = 4096;
 fn outcome(o: Outcome) -> Result<Value, CodeError> {
     match o {
         Outcome::Ok(v) => Ok(v),
-        Outcome::Thrown(status, message, errors) => Err(CodeError::Thrown {
+        Outcome::Thrown(status, message, errors, line) => Err(CodeError::Thrown {
             status,
             message,
             errors,
+            line,
         }),
         Outcome::Custom(status, headers, body) => Err(CodeError::Custom {
             status,

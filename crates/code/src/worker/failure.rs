@@ -8,6 +8,8 @@ use rquickjs::{CaughtError, Ctx, Object, Value};
 use serde_json::Value as Json;
 use tokenvault_domain::ports::code::CodeError;
 
+use super::script::module_line;
+
 /// What ended a call that did not return.
 pub(crate) enum Stop {
     Time,
@@ -36,13 +38,25 @@ pub(crate) fn failure<'js>(
     if serde_json::to_string(&message).map_or(usize::MAX, |m| m.len()) > MAX_THROWN {
         return Ok(thrown_too_large());
     }
+    let line = made_on(caught);
     Ok(value
-        .and_then(|v| thrown(ctx, &v, &message))
+        .and_then(|v| thrown(ctx, &v, &message, line))
         .unwrap_or(CodeError::Thrown {
             status: 500,
             message,
             errors: None,
+            line,
         }))
+}
+
+/// The line of the tenant's module an `Error` was made on, from its `stack` (read as the
+/// message is, within the call's deadline); `None` for any other thrown value.
+fn made_on(caught: &CaughtError<'_>) -> Option<u64> {
+    let CaughtError::Exception(e) = caught else {
+        return None;
+    };
+    let stack: String = e.as_object().get("stack").ok()?;
+    module_line(&stack)
 }
 
 /// Whether `caught` is the engine's own out-of-memory error: an `InternalError` whose message is
@@ -74,7 +88,12 @@ fn thrown_too_large() -> CodeError {
 }
 
 /// Maps a thrown object of one of the prelude's classes to its status and `errors`.
-fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<CodeError> {
+fn thrown<'js>(
+    ctx: &Ctx<'js>,
+    value: &Value<'js>,
+    message: &str,
+    line: Option<u64>,
+) -> Option<CodeError> {
     let object: &Object = value.as_object()?;
     if let Ok(custom) = object.get::<_, Object>("__tokenvault_custom") {
         let status: f64 = custom.get("status").unwrap_or(500.0);
@@ -101,6 +120,7 @@ fn thrown<'js>(ctx: &Ctx<'js>, value: &Value<'js>, message: &str) -> Option<Code
         status: status_code(status),
         message: message.to_string(),
         errors,
+        line,
     })
 }
 

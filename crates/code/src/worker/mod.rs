@@ -102,7 +102,8 @@ fn outcome(result: Result<Value, CodeError>) -> Outcome {
             status,
             message,
             errors,
-        }) => Outcome::Thrown(status, message, errors),
+            line,
+        }) => Outcome::Thrown(status, message, errors, line),
         Err(CodeError::Custom {
             status,
             headers,

@@ -35,12 +35,32 @@ pub(crate) fn compile(ctx: &Ctx<'_>, name: &str, source: &str) -> Result<Vec<u8>
 /// `toString` — as bytecode; `Err` is the message `new Function` would have thrown, as
 /// `<name>: <message> (line <n>)` with the line counted from the module's first.
 pub(crate) fn compile_module(ctx: &Ctx<'_>, source: &str) -> Result<Vec<u8>, String> {
-    // What QuickJS's `Function` constructor evaluates (two lines before the source).
+    // What QuickJS's `Function` constructor evaluates (`MODULE_WRAPPER_LINES` before the
+    // source).
     let wrapped = format!(
         "(function anonymous(exports,require,module,__filename,__dirname\n) {{\n{source}\n}})"
     );
     compile_script(ctx, wrapped, c"<input>", qjs::JS_WRITE_OBJ_BYTECODE)
         .map_err(|()| module_message(ctx))
+}
+
+/// The lines `compile_module`'s wrapper puts before the tenant's source.
+const MODULE_WRAPPER_LINES: u64 = 2;
+
+/// The line of the tenant's module (counted from its first) that an error's `stack` names
+/// first: where it was made, or the module's call into whatever made it (a package, the
+/// prelude); `None` when no frame is in the module.
+pub(crate) fn module_line(stack: &str) -> Option<u64> {
+    stack
+        .split("(<input>:")
+        .skip(1)
+        .find_map(|frame| {
+            let (line, column) = frame.split_once(':')?;
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            let column = column.split(')').next()?;
+            (digits(line) && digits(column)).then(|| line.parse::<u64>().ok())?
+        })
+        .map(|line| line.saturating_sub(MODULE_WRAPPER_LINES).max(1))
 }
 
 /// `text` compiled as a global script and written as bytecode with `flags`; `Err` leaves the
@@ -160,9 +180,12 @@ fn module_message(ctx: &Ctx<'_>) -> String {
     } else {
         text
     };
-    // The first `:<line>:<column>` of the stack; the wrapper puts two lines before the source.
+    // The first `:<line>:<column>` of the stack, less the wrapper's lines.
     match first_line_number(&stack) {
-        Some(line) => format!("{kind}: {text} (line {})", line.saturating_sub(2).max(1)),
+        Some(line) => format!(
+            "{kind}: {text} (line {})",
+            line.saturating_sub(MODULE_WRAPPER_LINES).max(1)
+        ),
         None => format!("{kind}: {text}"),
     }
 }
@@ -183,4 +206,23 @@ fn first_line_number(stack: &str) -> Option<u64> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::module_line;
+
+    #[test]
+    fn the_module_line_is_its_first_frame_in_the_module() {
+        let stack = "    at BadRequestError (prelude.js:12:5)\n    at check (<input>:4:11)\n    \
+                     at <anonymous> (<input>:9:3)\n";
+        assert_eq!(module_line(stack), Some(2));
+        // A frame without a line is passed over; a stack that never enters the module has none.
+        assert_eq!(
+            module_line("    at f (<input>)\n    at g (<input>:1:1)"),
+            Some(1)
+        );
+        assert_eq!(module_line("    at parse (native)\n"), None);
+        assert_eq!(module_line("    at x (<input>:a:1)"), None);
+    }
 }

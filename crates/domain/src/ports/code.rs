@@ -36,8 +36,10 @@ pub struct CodeCall {
 /// Receives a call's `console.*` lines, each already bounded by the runner (the most lines one
 /// call keeps, the longest line).
 pub trait CodeConsole: Send + Sync {
-    /// One line: `level` is the `console` method (`log`, `info`, `warn`, `error`, `debug`).
-    fn line(&self, level: &str, text: &str);
+    /// One line: `level` is the runner's name for its `console` method, one of `info`
+    /// (`console.log`, `console.info`), `warn`, `error`, `debug` (`console.debug`,
+    /// `console.trace`) or `log` (anything else).
+    fn line(&self, level: &'static str, text: &str);
 }
 
 impl std::fmt::Debug for CodeCall {
@@ -69,6 +71,10 @@ pub enum CodeError {
         message: String,
         /// The constructor argument, when one was given.
         errors: Option<Value>,
+        /// The line of the code the error was made on (its stack's first frame in the code,
+        /// counted from 1); `None` for a thrown value that is not an `Error`, or one made
+        /// outside the code. Shown by a dry run, not by an invocation.
+        line: Option<u64>,
     },
     /// `CustomHttpResponseError({status, headers, body})`: returned as given.
     Custom {
@@ -88,11 +94,13 @@ pub enum CodeError {
 }
 
 impl CodeError {
-    /// The line of the code a compile error names (its message's last `line <n>`, counted
-    /// from 1); `None` for any other error.
+    /// The line of the code a compile error names (its message's last `line <n>`) or a thrown
+    /// error was made on, counted from 1; `None` for any other error.
     pub fn line(&self) -> Option<u64> {
-        let Self::Compile(message) = self else {
-            return None;
+        let message = match self {
+            Self::Compile(message) => message,
+            Self::Thrown { line, .. } => return *line,
+            _ => return None,
         };
         let at = message.rfind("line ")?;
         let digits: String = message[at + 5..]

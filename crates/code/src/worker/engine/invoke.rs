@@ -132,6 +132,7 @@ impl Engine {
                 status: 500,
                 message: "the promise the code returned never settles".into(),
                 errors: None,
+                line: None,
             }));
         };
         if at > deadline {

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
+use super::raw_and_tokenize;
 use crate::area_error::{CodeFailure, ReactorError};
 use crate::auth::Principal;
 use crate::error::{Error, ValidationErrors};
-use crate::formula::MAX_CODE_LEN;
+use crate::formula::check_code;
 use crate::permission::Permission;
 use crate::ports::code::{CodeCall, CodeConsole, CodeError};
 use crate::service::Reactors;
@@ -29,8 +30,7 @@ pub struct DryRunRequest {
 /// One `console.*` line of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsoleLine {
-    /// `info` (`console.log` and `console.info`), `warn`, `error` or `debug` (`console.debug`
-    /// and `console.trace`).
+    /// As the runner names it ([`CodeConsole::line`]).
     pub level: &'static str,
     /// The text, bounded by the runner.
     pub text: String,
@@ -52,14 +52,7 @@ pub struct DryRunOutcome {
 struct Lines(Mutex<Vec<ConsoleLine>>);
 
 impl CodeConsole for Lines {
-    fn line(&self, level: &str, text: &str) {
-        let level = match level {
-            "error" => "error",
-            "warn" => "warn",
-            "info" => "info",
-            "debug" => "debug",
-            _ => "log",
-        };
+    fn line(&self, level: &'static str, text: &str) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -107,9 +100,7 @@ impl Reactors {
             self.shared.audit(caller, "dry_run", "formula", ["*"]);
         }
         let returned = match returned {
-            Ok(Value::Object(mut map)) => Ok((map.remove("raw"), map.remove("tokenize"))),
-            Ok(Value::Null) => Ok((None, None)),
-            Ok(other) => Ok((Some(other), None)),
+            Ok(value) => Ok(raw_and_tokenize(value)),
             Err(CodeError::Busy) => return Err(CodeFailure::Busy.into()),
             Err(CodeError::Internal(why)) => {
                 return Err(Error::internal(format!("code runtime: {why}")).into());
@@ -121,24 +112,13 @@ impl Reactors {
     }
 }
 
-/// The code (a non-empty string of at most [`MAX_CODE_LEN`] characters), the arguments and the
+/// The code (as a formula's: [`check_code`]), the arguments and the
 /// configuration (objects; absent or null: empty), or a 400 naming each field that is not.
 fn parse(request: DryRunRequest) -> Result<(String, Value, Value), Error> {
     let mut errors = ValidationErrors::default();
     let code = match request.code {
-        Some(Value::String(code)) if code.trim().is_empty() => {
-            errors.add("code", "must not be empty");
-            None
-        }
-        Some(Value::String(code)) if code.chars().count() > MAX_CODE_LEN => {
-            errors.add("code", "must be at most 50000 characters");
-            None
-        }
-        Some(Value::String(code)) => Some(code),
-        None | Some(Value::Null) => {
-            errors.add("code", "is required");
-            None
-        }
+        Some(Value::String(code)) => check_code(Some(code), &mut errors),
+        None | Some(Value::Null) => check_code(None, &mut errors),
         Some(_) => {
             errors.add("code", "must be a string");
             None
@@ -163,6 +143,7 @@ fn parse(request: DryRunRequest) -> Result<(String, Value, Value), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formula::MAX_CODE_LEN;
 
     #[test]
     fn bad_fields_are_named_together() {

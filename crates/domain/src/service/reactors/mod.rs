@@ -62,6 +62,7 @@ pub(super) fn code_error<E: From<Error> + From<CodeFailure>>(e: CodeError) -> E 
             status,
             message,
             errors,
+            ..
         } => {
             if message.len() + errors.as_ref().map_or(0, json_len) > MAX_CODE_ERROR {
                 return too_large().into();
@@ -91,6 +92,17 @@ pub(super) fn code_error<E: From<Error> + From<CodeFailure>>(e: CodeError) -> E 
         CodeError::Limit(why) => CodeFailure::Limit(why).into(),
         CodeError::Busy => CodeFailure::Busy.into(),
         CodeError::Internal(why) => Error::internal(format!("code runtime: {why}")).into(),
+    }
+}
+
+/// `raw` and `tokenize` of what code returned: an object's two fields; anything else it
+/// returns (a string, a number, an array) is the `raw` of the answer, as Basis Theory's
+/// runtime answers it.
+fn raw_and_tokenize(returned: Value) -> (Option<Value>, Option<Value>) {
+    match returned {
+        Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
+        Value::Null => (None, None),
+        other => (Some(other), None),
     }
 }
 

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::code_error;
+use super::{code_error, raw_and_tokenize};
 use crate::area_error::ReactorError;
 use crate::auth::Principal;
 use crate::error::Error;
@@ -107,13 +107,7 @@ impl Reactors {
                 .audit(caller, "use", "token", used.keys().map(String::as_str));
         }
         let returned = returned.map_err(code_error::<ReactorError>)?;
-        // An object's `raw` and `tokenize`; anything else the code returns (a string, a number,
-        // an array) is the `raw` of the answer, as Basis Theory's runtime answers it.
-        let (raw, tokenize) = match returned {
-            Value::Object(mut map) => (map.remove("raw"), map.remove("tokenize")),
-            Value::Null => (None, None),
-            other => (Some(other), None),
-        };
+        let (raw, tokenize) = raw_and_tokenize(returned);
         let tokens = match (tokenize.filter(|t| !t.is_null()), acting) {
             (None, _) => None,
             (Some(block), Some(acting)) => Some(self.tokens.tokenize(&acting, block).await?),

@@ -38,7 +38,8 @@ pub struct DryRunError {
     /// The error's message (absent for a custom response).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
-    /// The line of the code the compiler names, counted from 1.
+    /// The line of the code the compiler names, or the first of the code in a thrown
+    /// `Error`'s stack; counted from 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// A thrown error class's constructor argument.
@@ -102,6 +103,7 @@ impl From<CodeError> for DryRunError {
                 status,
                 message,
                 errors,
+                ..
             } => Self {
                 errors,
                 ..plain("thrown", status, message)
