@@ -38,7 +38,11 @@ pub(crate) fn failure<'js>(
     if serde_json::to_string(&message).map_or(usize::MAX, |m| m.len()) > MAX_THROWN {
         return Ok(thrown_too_large());
     }
+    // Reading the stack may run the code's own getter: past the deadline, that is the limit.
     let line = made_on(caught);
+    if Instant::now() >= deadline {
+        return Err(Stop::Time);
+    }
     Ok(value
         .and_then(|v| thrown(ctx, &v, &message, line))
         .unwrap_or(CodeError::Thrown {

@@ -26,6 +26,45 @@ const make = (function (host) {
     },
     writable: true, configurable: true,
   });
+  // V8's `Error.prepareStackTrace`, which packages (`depd`, `callsites`) set to read a stack's
+  // frames: passed on, with call sites that name no function and no `this`, as V8 gives for
+  // strict code. QuickJS's own call sites hand out each frame's function — the prelude's,
+  // the built-in modules' and the host's among them — so they never reach tenant code. Read
+  // through what is captured here: by the time a stack is made, code may have replaced any
+  // prototype's method.
+  const native = Object.getOwnPropertyDescriptor(Error, 'prepareStackTrace');
+  const apply = Reflect.apply;
+  const freeze = Object.freeze;
+  let prepare;
+  const none = () => undefined;
+  const site = (raw) => {
+    const file = raw.getFileName();
+    const line = raw.getLineNumber();
+    const column = raw.getColumnNumber();
+    const name = raw.getFunctionName();
+    const isNative = raw.isNative();
+    const isConstructor = raw.isConstructor();
+    return freeze({
+      getFileName: () => file, getLineNumber: () => line, getColumnNumber: () => column,
+      getFunctionName: () => name, isNative: () => isNative, isConstructor: () => isConstructor,
+      getFunction: none, getThis: none, getTypeName: () => null, getMethodName: () => null,
+      isToplevel: () => false, isEval: () => false,
+      toString: () => `${name || '<anonymous>'} (${isNative ? 'native' : `${file}:${line}:${column}`})`,
+    });
+  };
+  const prepared = function (error, raw) {
+    const sites = [];
+    for (let i = 0; i < raw.length; i += 1) sites[sites.length] = site(raw[i]);
+    return apply(prepare, Error, [error, freeze(sites)]);
+  };
+  Object.defineProperty(Error, 'prepareStackTrace', {
+    get() { return prepare; },
+    set(value) {
+      prepare = value;
+      apply(native.set, Error, [typeof value === 'function' ? prepared : undefined]);
+    },
+    configurable: true,
+  });
   return make;
 })(host);
 delete globalThis.__functions;

@@ -144,3 +144,38 @@ fn host_functions_inherit_from_their_own_context() {
         assert!(raw.get_prototype() != Some(Function::prototype(ctx.clone())));
     });
 }
+
+/// `Error.prepareStackTrace` (V8's, which packages such as `depd` set to read a stack's frames)
+/// works, but its call sites name no function and no `this`: QuickJS's own hand out each
+/// frame's function, the prelude's and the host's among them (attack review of 7d18301). Code
+/// that replaced `Array.prototype` methods to catch the raw list still gets no function.
+#[test]
+fn call_sites_hand_out_no_function() {
+    let mut engine = engine();
+    let (outcome, _) = engine.run(&call(
+        "module.exports = () => {
+           let leaked = [];
+           Array.prototype.map = function () { leaked.push(this); return []; };
+           Error.prepareStackTrace = (error, sites) => sites;
+           const set = Error.prepareStackTrace;
+           const sites = [].concat.call([], ...[1].flatMap(() => [new Error('x').stack]));
+           const found = [];
+           for (const site of sites) {
+             found.push(typeof site.getFunction(), typeof site.getThis());
+           }
+           for (const list of leaked) for (const site of list) found.push(typeof site.getFunction());
+           const first = sites.find((s) => s.getFileName() === '<input>');
+           Error.prepareStackTrace = undefined;
+           return { found: [...new Set(found)], some: sites.length > 1, line: first.getLineNumber(),
+                    named: typeof first.getFunctionName(), kept: set !== undefined,
+                    plain: typeof new Error('y').stack, native: typeof sites[0].isNative(),
+                    shown: String(first).startsWith('<anonymous> (<input>:8:') };
+         };",
+    ));
+    let value = outcome.unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        value,
+        serde_json::json!({"found": ["undefined"], "some": true, "line": 8, "named": "object",
+                           "kept": true, "plain": "string", "native": "boolean", "shown": true})
+    );
+}
