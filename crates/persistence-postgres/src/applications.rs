@@ -1,7 +1,7 @@
 //! PostgreSQL's application reads (`applications.rs`): a key read alone from memory when it was
 //! read before and nothing changed since (`key_cache.rs`); on the adapter's own connections, with
 //! what the request reads next joined to the key — a token in the grouped reads of
-//! `key_group.rs`, a reactor (`keyed_reactor.rs`), a search (`keyed_search.rs`) — except on
+//! `key_group.rs` (the token alone when the key is in memory), a reactor (`keyed_reactor.rs`), a search (`keyed_search.rs`) — except on
 //! Citus, whose statements reach a tenant's rows only by naming the tenant.
 
 use std::sync::Arc;
@@ -74,7 +74,10 @@ impl PgApplications {
         let read_at = Instant::now();
         if let Some(kept) = keys.reactor(reactor_id, read_at) {
             let found = match token_id {
-                Some(token_id) => group.read(key_hash.clone(), token_id, now).await?,
+                Some(token_id) => {
+                    self.key_and_token(group, key_hash.clone(), token_id, now)
+                        .await?
+                }
                 None => self
                     .by_key(key_hash.clone())
                     .await?
@@ -112,6 +115,43 @@ impl PgApplications {
         ) = (seen, &found)
         {
             keys.put_reactor(reactor_id, seen, read_at, reactor.clone());
+        }
+        Ok(found)
+    }
+}
+
+impl PgApplications {
+    /// The key and its tenant's live token `token_id`, in the grouped reads of `key_group.rs`:
+    /// the token alone when the key's application is in memory (`key_cache.rs`) — none for a
+    /// key that is not a private application's, as the statement joins none — else both, and
+    /// the key is kept.
+    async fn key_and_token(
+        &self,
+        group: &Arc<KeyGroup>,
+        key_hash: String,
+        token_id: &str,
+        now: OffsetDateTime,
+    ) -> Result<Option<KeyRead>, RepoError> {
+        let Some(keys) = &self.keys else {
+            return group.read(key_hash, token_id, now).await;
+        };
+        let read_at = Instant::now();
+        if let Some((application, settings)) = keys.get(&key_hash, read_at) {
+            let token = if application.app_type == ApplicationType::Private {
+                group.token(application.tenant_id, token_id, now).await?
+            } else {
+                None
+            };
+            return Ok(Some(KeyRead {
+                token: Beside::Read(token),
+                ..KeyRead::alone(application, settings)
+            }));
+        }
+        let seen = keys.generation();
+        let found = group.read(key_hash.clone(), token_id, now).await?;
+        if let (Some(seen), Some(read)) = (seen, &found) {
+            let kept = (read.application.clone(), read.settings);
+            keys.put(key_hash, seen, read_at, kept);
         }
         Ok(found)
     }
@@ -159,7 +199,7 @@ impl ApplicationReads for PgApplications {
             );
         }
         let group = self.key_group.as_ref()?;
-        Some(group.read(key_hash, token_id?, now).await)
+        Some(self.key_and_token(group, key_hash, token_id?, now).await)
     }
 
     async fn by_id(&self, tenant_id: Uuid, id: Uuid) -> Result<Option<Application>, RepoError> {

@@ -22,6 +22,12 @@
 //! private application only (`postgres/keyed_read.rs`); the rows are matched to their callers by the
 //! ordinal alone.
 //!
+//! A key this server keeps in memory (`key_cache.rs`) is not read again: its request asks the
+//! group for the token alone, by the kept application's tenant ([`KeyGroup::token`]); a batch
+//! holding both kinds runs one statement of each. A profile of the warm react put a fifth of
+//! the machine in PostgreSQL, most of it the key's joins to `applications` and `tenants`,
+//! answered again for every token though the server already held them.
+//!
 //! Only this read is grouped. The key read alone (every other request's authentication) was
 //! grouped too at first and cost the tokenize load a quarter of its rate (12,700 → 9,200 req/s):
 //! its requests then moved in step from the grouped reads to the group insert (`postgres/group.rs`)
@@ -34,7 +40,9 @@ use sea_orm::{FromQueryResult, QueryResult};
 use time::OffsetDateTime;
 use tokenvault_domain::RepoError;
 use tokenvault_domain::ports::{Beside, KeyRead};
+use tokenvault_domain::token::StoredToken;
 use tokio::sync::oneshot;
+use uuid::Uuid;
 
 use crate::direct::PgDirect;
 use crate::keyed_read::{application_and_settings, application_and_settings_of, prefixed};
@@ -69,7 +77,36 @@ static SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-type Answer = Result<Option<KeyRead>, RepoError>;
+/// One row per token read that found its live token: `q_n` its ordinal (from 1) and the token,
+/// of the tenant named with it (the kept key's).
+static TOKEN_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT q.n AS q_n, {} \
+         FROM UNNEST($1::uuid[], $2::varchar[], $3::timestamptz[]) \
+         WITH ORDINALITY AS q(tenant_id, token_id, at, n) \
+         JOIN tokens t ON t.tenant_id = q.tenant_id AND t.id = q.token_id \
+         AND (t.expires_at IS NULL OR t.expires_at > q.at)",
+        prefixed::<token::Column>("t"),
+    )
+});
+
+/// What a read of either kind found.
+enum Found {
+    /// The key's application, settings and token.
+    Keyed(Option<Box<KeyRead>>),
+    /// The token alone.
+    Token(Option<Box<StoredToken>>),
+}
+
+type Answer = Result<Found, RepoError>;
+
+/// What a read asks for beside its token.
+enum Ask {
+    /// The application holding this key (hex), whose tenant's token is read.
+    Key(String),
+    /// Nothing: the token of this tenant, whose key the caller already holds.
+    Token(Uuid),
+}
 
 /// The reads waiting for a statement, and how many statements run, of one database.
 pub(crate) struct KeyGroup {
@@ -90,7 +127,7 @@ struct State {
 }
 
 struct Pending {
-    key_hash: String,
+    ask: Ask,
     token_id: String,
     /// The time the token's expiry is judged at.
     at: OffsetDateTime,
@@ -117,12 +154,33 @@ impl KeyGroup {
         key_hash: String,
         token_id: &str,
         at: OffsetDateTime,
-    ) -> Answer {
+    ) -> Result<Option<KeyRead>, RepoError> {
+        match self.queue(Ask::Key(key_hash), token_id, at).await? {
+            Found::Keyed(read) => Ok(read.map(|read| *read)),
+            Found::Token(_) => Err(RepoError::Backend("a key read answered as a token".into())),
+        }
+    }
+
+    /// Tenant `tenant_id`'s token `token_id` if it is live at `at`: for a caller that holds
+    /// the key's application already (from memory), so nothing of the key is read again.
+    pub(crate) async fn token(
+        self: &Arc<Self>,
+        tenant_id: Uuid,
+        token_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<Option<StoredToken>, RepoError> {
+        match self.queue(Ask::Token(tenant_id), token_id, at).await? {
+            Found::Token(token) => Ok(token.map(|token| *token)),
+            Found::Keyed(_) => Err(RepoError::Backend("a token read answered as a key".into())),
+        }
+    }
+
+    async fn queue(self: &Arc<Self>, ask: Ask, token_id: &str, at: OffsetDateTime) -> Answer {
         let (reply, answer) = oneshot::channel();
         let lead = {
             let mut state = self.state();
             state.queue.push(Pending {
-                key_hash,
+                ask,
                 token_id: token_id.to_owned(),
                 at,
                 reply,
@@ -193,22 +251,74 @@ async fn drain(mut running: Running) {
     }
 }
 
-/// Runs one statement for `batch` and answers each of its callers.
+/// Runs one statement per kind of read in `batch` and answers each of its callers.
 async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
-    let keys: Vec<String> = batch.iter().map(|p| p.key_hash.clone()).collect();
-    let tokens: Vec<String> = batch.iter().map(|p| p.token_id.clone()).collect();
-    let ats: Vec<OffsetDateTime> = batch.iter().map(|p| stamp(p.at)).collect();
-    let rows = pg
-        .fetch_query(
-            || {
-                sqlx::query(sqlx::AssertSqlSafe(SQL.as_str()))
-                    .bind(keys.clone())
-                    .bind(tokens.clone())
-                    .bind(ats.clone())
-            },
-            true,
-        )
-        .await;
+    let (mut keys, mut keyed, mut tenants, mut tokens) = (vec![], vec![], vec![], vec![]);
+    for pending in batch {
+        match &pending.ask {
+            Ask::Key(key_hash) => {
+                keys.push(key_hash.clone());
+                keyed.push(pending);
+            }
+            Ask::Token(tenant_id) => {
+                tenants.push(*tenant_id);
+                tokens.push(pending);
+            }
+        }
+    }
+    if !keyed.is_empty() {
+        let (ids, ats) = tokens_and_times(&keyed);
+        let rows = pg
+            .fetch_query(
+                || {
+                    sqlx::query(sqlx::AssertSqlSafe(SQL.as_str()))
+                        .bind(keys.clone())
+                        .bind(ids.clone())
+                        .bind(ats.clone())
+                },
+                true,
+            )
+            .await;
+        let found =
+            |row: &QueryResult| keyed_row(row).map(|read| Found::Keyed(Some(Box::new(read))));
+        reply(keyed, rows, found, || Found::Keyed(None));
+    }
+    if !tokens.is_empty() {
+        let (ids, ats) = tokens_and_times(&tokens);
+        let rows = pg
+            .fetch_query(
+                || {
+                    sqlx::query(sqlx::AssertSqlSafe(TOKEN_SQL.as_str()))
+                        .bind(tenants.clone())
+                        .bind(ids.clone())
+                        .bind(ats.clone())
+                },
+                true,
+            )
+            .await;
+        reply(
+            tokens,
+            rows,
+            |row| token_of(row).map(|token| Found::Token(token.map(Box::new))),
+            || Found::Token(None),
+        );
+    }
+}
+
+fn tokens_and_times(batch: &[Pending]) -> (Vec<String>, Vec<OffsetDateTime>) {
+    batch
+        .iter()
+        .map(|p| (p.token_id.clone(), stamp(p.at)))
+        .unzip()
+}
+
+/// Answers each read of `batch` with its row of `rows` (matched by ordinal), or `missing`.
+fn reply(
+    batch: Vec<Pending>,
+    rows: Result<Vec<QueryResult>, sea_orm::DbErr>,
+    found: impl Fn(&QueryResult) -> Answer,
+    missing: impl Fn() -> Found,
+) {
     let rows = match rows {
         Ok(rows) => rows,
         Err(e) => {
@@ -217,7 +327,7 @@ async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
             return fail(batch, &message);
         }
     };
-    let mut answers: Vec<Answer> = batch.iter().map(|_| Ok(None)).collect();
+    let mut answers: Vec<Answer> = batch.iter().map(|_| Ok(missing())).collect();
     for row in &rows {
         let at = row
             .try_get::<i64>("", "q_n")
@@ -230,7 +340,7 @@ async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
             tracing::error!(reads = batch.len(), "a key read row without its ordinal");
             return fail(batch, "a key read row without its ordinal");
         };
-        answers[i] = keyed(row).map(Some);
+        answers[i] = found(row);
     }
     for (pending, answer) in batch.into_iter().zip(answers) {
         // A caller that left has dropped its receiver: nothing to do.
@@ -248,24 +358,28 @@ fn fail(batch: Vec<Pending>, message: &str) {
 }
 
 /// One row's application, settings and token (when found: else its columns are NULL).
-fn keyed(row: &QueryResult) -> Result<KeyRead, RepoError> {
+fn keyed_row(row: &QueryResult) -> Result<KeyRead, RepoError> {
     let (application, settings) = application_and_settings_of(row)?;
-    let found: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
-    let token = match found {
-        Some(_) => Some(tokenvault_persistence_shared::rows::token::to_domain(
-            token::Model::from_query_result(row, "t_").map_err(repo_err)?,
-        )?),
-        None => None,
-    };
     Ok(KeyRead {
-        token: Beside::Read(token),
+        token: Beside::Read(token_of(row)?),
         ..KeyRead::alone(application, settings)
     })
 }
 
+/// The row's token, under `t_` (`None` when its columns are NULL).
+fn token_of(row: &QueryResult) -> Result<Option<StoredToken>, RepoError> {
+    let found: Option<String> = row.try_get("t_", "id").map_err(repo_err)?;
+    match found {
+        Some(_) => Ok(Some(tokenvault_persistence_shared::rows::token::to_domain(
+            token::Model::from_query_result(row, "t_").map_err(repo_err)?,
+        )?)),
+        None => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::SQL;
+    use super::{SQL, TOKEN_SQL};
 
     #[test]
     fn each_read_sees_only_its_own_keys_tenant_and_live_token() {
@@ -284,5 +398,17 @@ mod tests {
             !sql.contains("data_key"),
             "never the tenant's wrapped key: {sql}"
         );
+    }
+
+    #[test]
+    fn a_token_read_sees_only_its_tenants_live_token() {
+        let sql = TOKEN_SQL.as_str();
+        for needed in [
+            "WITH ORDINALITY",
+            "t.tenant_id = q.tenant_id AND t.id = q.token_id",
+            "t.expires_at > q.at",
+        ] {
+            assert!(sql.contains(needed), "{needed} in {sql}");
+        }
     }
 }

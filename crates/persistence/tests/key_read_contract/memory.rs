@@ -18,7 +18,7 @@ use tokenvault_persistence::{
 };
 use uuid::Uuid;
 
-use crate::common::{now, tenant_with, token};
+use crate::common::{beside, key_and_token, now, tenant_with, token};
 use crate::reactor::{formula, key_and_reactor, reactor};
 
 /// Shorter than the longest an entry is used without a notice (`key_cache::KEPT_FOR`, 10 s):
@@ -235,6 +235,60 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
         answers_within(&apps, &key, Some("after"))
             .await
             .unwrap_or_else(|got| panic!("a change after the way back still {got:?}"));
+        db.destroy().await;
+    }
+}
+
+/// A key-and-token read keeps the key it read, and a kept key reads its token alone
+/// (`postgres/key_group.rs`): the key is what memory holds — never a change it was not told of,
+/// until it is told — and the token still its tenant's live one, read each time.
+#[tokio::test]
+async fn a_kept_key_reads_its_token_alone_and_is_forgotten_as_any() {
+    let key = KeyHash([45; 32]);
+    for backend in backends() {
+        let (db, app) = one_key(backend, &key).await;
+        let apps = SeaOrmApplicationRepository::new(db.db.clone());
+        let tokens = SeaOrmTokenRepository::new(db.db.clone());
+        let memory = backend == Backend::Postgres && db.citus_workers().is_empty();
+        let ahead = db.citus_workers().is_empty();
+        let mine = token(app.tenant_id, "kept-t", "/", now());
+        tokens.insert(&mine).await.unwrap();
+        // Read with its token first: nothing was kept before this.
+        let read = key_and_token(&apps, &key, "kept-t", now()).await.unwrap();
+        assert_eq!(read.application.name, "m");
+        assert_eq!(read.token, beside(ahead, Some(mine.clone())));
+        if memory {
+            db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
+                .await;
+        }
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE applications SET name = 'unheard' WHERE id = {}",
+                id(backend, app.id)
+            ))
+            .await
+        );
+        let read = key_and_token(&apps, &key, "kept-t", now()).await.unwrap();
+        let expected = if memory { "m" } else { "unheard" };
+        assert_eq!(
+            read.application.name, expected,
+            "{backend:?}: the key from memory where it is kept"
+        );
+        assert_eq!(
+            read.token,
+            beside(ahead, Some(mine.clone())),
+            "{backend:?}: and the token read"
+        );
+        // The token is read each time: gone from the database, gone from the answer.
+        assert!(tokens.delete(app.tenant_id, "kept-t").await.unwrap());
+        let read = key_and_token(&apps, &key, "kept-t", now()).await.unwrap();
+        assert_eq!(read.token, beside(ahead, None), "{backend:?}");
+        assert!(apps.delete(app.tenant_id, app.id).await.unwrap());
+        assert!(
+            key_and_token(&apps, &key, "kept-t", now()).await.is_none(),
+            "{backend:?}: the server's own delete, at once"
+        );
         db.destroy().await;
     }
 }
