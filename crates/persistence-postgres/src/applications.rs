@@ -136,16 +136,24 @@ impl PgApplications {
             return group.read(key_hash, token_id, now).await;
         };
         let read_at = Instant::now();
-        if let Some((application, settings)) = keys.get(&key_hash, read_at) {
+        if let Some((application, _)) = keys.get(&key_hash, read_at) {
             let token = if application.app_type == ApplicationType::Private {
                 group.token(application.tenant_id, token_id, now).await?
             } else {
                 None
             };
-            return Ok(Some(KeyRead {
-                token: Beside::Read(token),
-                ..KeyRead::alone(application, settings)
-            }));
+            // Still kept once the token is read (it may have waited in the queue): a change
+            // heard meanwhile, this server's own included, is not answered past. Else the key
+            // is read again with its token, as one not kept is.
+            let still = keys
+                .get(&key_hash, Instant::now())
+                .filter(|(again, _)| again.tenant_id == application.tenant_id);
+            if let Some((application, settings)) = still {
+                return Ok(Some(KeyRead {
+                    token: Beside::Read(token),
+                    ..KeyRead::alone(application, settings)
+                }));
+            }
         }
         let seen = keys.generation();
         let found = group.read(key_hash.clone(), token_id, now).await?;

@@ -1,18 +1,21 @@
 //! The applications of the keys this server has seen, and the reactors (with their formulas)
 //! it has run, kept in memory on PostgreSQL: a request whose key is read alone (a tokenize,
-//! every management call) costs no round trip for it, and a react only its token's, in the
-//! grouped key-and-token reads of `key_group.rs`. Profiles put a fifth of the machine in the
+//! every management call) costs no round trip for it, and a `GET /tokens/{id}` or a react
+//! only its token's, in the grouped reads of `key_group.rs`. Profiles put a fifth of the machine in the
 //! tokenize's key read and in the react's five-table statement (docs/performance.md).
 //!
 //! What keeps it true (docs/persistence.md, "Keys in memory"):
 //! - **Every change is heard**: a trigger on `applications`, `tenants`, `reactors` and
-//!   `reactor_formulas` (migration 19) sends a notice on [`CHANNEL`] when a transaction that updated, deleted or truncated either commits,
-//!   whoever made it; the listening thread here forgets everything on each notice. This
+//!   `reactor_formulas` (migration 19) sends a notice when a transaction that updated, deleted
+//!   or truncated a row of one commits, whoever made it; the listening thread
+//!   (`key_listener.rs`) forgets everything on each notice. This
 //!   server's own changes forget at once as well ([`KeyCache::forget`] from
 //!   `Backend::keys_changed`), before their response is sent.
-//! - **Nothing is kept while not listening**: before the listener's `LISTEN` has run, after its
-//!   connection is lost and until it is back (everything is forgotten again then), and after the
-//!   thread ends, every read goes to the database.
+//! - **Nothing is kept while not listening**: before the listener's `LISTEN` has run and a
+//!   probe (a notice sent from another session) has reached it — behind a pooler in
+//!   transaction mode, `LISTEN` answers and no notice comes — after its connection is lost and
+//!   until it is back (everything is forgotten again then), and after the thread ends, every
+//!   read goes to the database.
 //! - **A read that raced a change is not kept**: a read records the [`generation`] before it
 //!   starts and its answer is kept only if no notice came in between.
 //! - **Bounded**: an entry is read again after [`KEPT_FOR`] even if no notice came (a notice
@@ -28,24 +31,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use sea_orm::sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokenvault_domain::application::Application;
 use tokenvault_domain::formula::Formula;
 use tokenvault_domain::reactor::Reactor;
 use tokenvault_domain::tenant::TenantSettings;
-use tokio::sync::Notify;
 use uuid::Uuid;
-
-use crate::supervise::{self, Supervised};
-
-/// The channel migration 19's trigger notifies.
-pub(crate) const CHANNEL: &str = "tokenvault_keys";
-
-/// The listener's `application_name`, by which an administrator (or a test) finds its session.
-pub(crate) const LISTENER_NAME: &str = "tokenvault-keys";
 
 /// The longest an entry is used without being read again.
 pub(crate) const KEPT_FOR: Duration = Duration::from_secs(10);
@@ -58,9 +51,6 @@ pub(crate) const MOST: usize = 10_000;
 /// review). A full memory of reactors starts again empty; a reactor larger than a tenth of it
 /// is never kept.
 pub(crate) const MOST_REACTOR_BYTES: usize = 32 << 20;
-
-/// How long the listener waits before connecting again after a failure.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// A key's application and its tenant's settings.
 pub(crate) type KeyEntry = (Application, TenantSettings);
@@ -218,115 +208,12 @@ impl KeyCache {
         self.entries().clear();
     }
 
-    /// The listener's `LISTEN` is in force, or no longer: either way what was kept may have
+    /// The listener hears changes (`key_listener.rs`), or no longer: either way what was kept may have
     /// missed a notice, and is forgotten.
-    fn listening(&self, listening: bool) {
+    pub(crate) fn listening(&self, listening: bool) {
         let mut entries = self.entries();
         self.listening.store(listening, Ordering::Release);
         entries.clear();
-    }
-}
-
-/// The memory and the thread that listens for its notices.
-#[derive(Debug)]
-pub(crate) struct KeyMemory {
-    cache: Arc<KeyCache>,
-    thread: Supervised,
-}
-
-impl KeyMemory {
-    /// Starts the listening thread, which connects with `options`; nothing is kept until its
-    /// `LISTEN` is in force.
-    pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
-        let cache = Arc::new(KeyCache::default());
-        let options = options.application_name(LISTENER_NAME);
-        let heard = cache.clone();
-        let thread = supervise::spawn("pg-keys", move |rt, stop| {
-            rt.block_on(listen(&options, &heard, stop));
-        })?;
-        Ok(Self { cache, thread })
-    }
-
-    /// The memory.
-    pub(crate) fn cache(&self) -> &Arc<KeyCache> {
-        &self.cache
-    }
-
-    /// Stops the thread; from then on every key is read from the database.
-    pub(crate) async fn stop(&self, until: tokio::time::Instant) {
-        self.thread.stop(until).await;
-        self.cache.listening(false);
-    }
-}
-
-/// Marks the memory as not listening when the listening loop ends, however it ends (a panic,
-/// the runtime dropping it, a stop).
-struct Deaf<'a>(&'a KeyCache);
-
-impl Drop for Deaf<'_> {
-    fn drop(&mut self) {
-        self.0.listening(false);
-    }
-}
-
-/// A listener on [`CHANNEL`] over a connection of its own.
-async fn connect(options: &PgConnectOptions) -> Result<PgListener, sea_orm::sqlx::Error> {
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .min_connections(0)
-        .idle_timeout(None)
-        .max_lifetime(None)
-        .test_before_acquire(false)
-        .connect_lazy_with(options.clone());
-    let mut listener = supervise::within(PgListener::connect_with(&pool)).await?;
-    supervise::within(listener.listen(CHANNEL)).await?;
-    Ok(listener)
-}
-
-/// Listens until `stop`: forgets everything on each notice, and connects again (after
-/// [`RETRY_AFTER`]) when the connection is lost.
-async fn listen(options: &PgConnectOptions, cache: &KeyCache, stop: &Notify) {
-    let _deaf = Deaf(cache);
-    loop {
-        let connected = tokio::select! {
-            biased;
-            () = stop.notified() => return,
-            connected = connect(options) => connected,
-        };
-        match connected {
-            Ok(mut listener) => {
-                cache.listening(true);
-                loop {
-                    let heard = tokio::select! {
-                        biased;
-                        () = stop.notified() => return,
-                        heard = listener.try_recv() => heard,
-                    };
-                    match heard {
-                        Ok(Some(_)) => cache.forget(),
-                        Ok(None) => {
-                            tracing::warn!(
-                                "the key-change listener lost its connection; keys are read from the database until it is back"
-                            );
-                            break;
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "the key-change listener failed; keys are read from the database until it is back");
-                            break;
-                        }
-                    }
-                }
-                cache.listening(false);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "the key-change listener cannot connect; keys are read from the database until it can");
-            }
-        }
-        tokio::select! {
-            biased;
-            () = stop.notified() => return,
-            () = tokio::time::sleep(RETRY_AFTER) => {}
-        }
     }
 }
 

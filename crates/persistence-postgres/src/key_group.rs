@@ -279,9 +279,7 @@ async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
                 true,
             )
             .await;
-        let found =
-            |row: &QueryResult| keyed_row(row).map(|read| Found::Keyed(Some(Box::new(read))));
-        reply(keyed, rows, found, || Found::Keyed(None));
+        reply(keyed, rows, keyed_found, || Found::Keyed(None));
     }
     if !tokens.is_empty() {
         let (ids, ats) = tokens_and_times(&tokens);
@@ -296,12 +294,7 @@ async fn answer(pg: &PgDirect, batch: Vec<Pending>) {
                 true,
             )
             .await;
-        reply(
-            tokens,
-            rows,
-            |row| token_of(row).map(|token| Found::Token(token.map(Box::new))),
-            || Found::Token(None),
-        );
+        reply(tokens, rows, token_found, || Found::Token(None));
     }
 }
 
@@ -316,7 +309,7 @@ fn tokens_and_times(batch: &[Pending]) -> (Vec<String>, Vec<OffsetDateTime>) {
 fn reply(
     batch: Vec<Pending>,
     rows: Result<Vec<QueryResult>, sea_orm::DbErr>,
-    found: impl Fn(&QueryResult) -> Answer,
+    found: impl Fn(&Pending, &QueryResult) -> Answer,
     missing: impl Fn() -> Found,
 ) {
     let rows = match rows {
@@ -340,7 +333,7 @@ fn reply(
             tracing::error!(reads = batch.len(), "a key read row without its ordinal");
             return fail(batch, "a key read row without its ordinal");
         };
-        answers[i] = found(row);
+        answers[i] = found(&batch[i], row);
     }
     for (pending, answer) in batch.into_iter().zip(answers) {
         // A caller that left has dropped its receiver: nothing to do.
@@ -355,6 +348,33 @@ fn fail(batch: Vec<Pending>, message: &str) {
             .reply
             .send(Err(RepoError::Backend(message.to_owned().into())));
     }
+}
+
+/// A key read's row, once it is seen to be of the key asked for: the ordinals make it so, and a
+/// row that was not would be kept in memory as that key's (attack review of 3cfac8c).
+fn keyed_found(pending: &Pending, row: &QueryResult) -> Answer {
+    let key_hash: String = row.try_get("a_", "key_hash").map_err(repo_err)?;
+    if !matches!(&pending.ask, Ask::Key(asked) if *asked == key_hash) {
+        return Err(mismatch());
+    }
+    Ok(Found::Keyed(Some(Box::new(keyed_row(row)?))))
+}
+
+/// A token read's row, once it is seen to be of the tenant and id asked for.
+fn token_found(pending: &Pending, row: &QueryResult) -> Answer {
+    let token = token_of(row)?;
+    if let Some(token) = &token
+        && (!matches!(pending.ask, Ask::Token(tenant) if tenant == token.tenant_id)
+            || token.id != pending.token_id)
+    {
+        return Err(mismatch());
+    }
+    Ok(Found::Token(token.map(Box::new)))
+}
+
+fn mismatch() -> RepoError {
+    tracing::error!("a grouped key read answered a row of another read");
+    RepoError::Backend("a grouped key read answered a row of another read".into())
 }
 
 /// One row's application, settings and token (when found: else its columns are NULL).

@@ -16,6 +16,7 @@ mod direct;
 mod group;
 mod key_cache;
 mod key_group;
+mod key_listener;
 mod keyed_reactor;
 mod keyed_read;
 mod keyed_search;

@@ -11,7 +11,7 @@ use tokenvault_persistence_shared::options::{ConnectError, DbOptions};
 
 use crate::backend::PgBackend;
 use crate::direct as pg_direct;
-use crate::key_cache::KeyMemory;
+use crate::key_listener::KeyMemory;
 
 /// Opens a pool on `url` (`postgres://…`).
 pub async fn open(url: &str, options: DbOptions) -> Result<Database, ConnectError> {

@@ -53,18 +53,19 @@ async fn answers_within(
     }
 }
 
-/// Waits until this database's key-change listener has its `LISTEN` in force (PostgreSQL).
+/// Waits until this database's key-change listener uses its memory (PostgreSQL): its session
+/// takes its name once its `LISTEN` is in force and its probe has come.
 async fn listener_up(db: &TestDatabase) {
     let deadline = Instant::now() + HEARD_WITHIN;
     loop {
         let up = db
             .execute(
                 "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
-                 AND application_name = 'tokenvault-keys' AND query ILIKE 'LISTEN%'",
+                 AND application_name = 'tokenvault-keys'",
             )
             .await;
         if up > 0 {
-            // Its flag is set once `LISTEN` has answered.
+            // Its flag is set once the name has answered.
             tokio::time::sleep(Duration::from_millis(100)).await;
             return;
         }
