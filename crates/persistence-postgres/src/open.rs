@@ -35,8 +35,8 @@ pub async fn open(url: &str, options: DbOptions) -> Result<Database, ConnectErro
         ConnectError::Connect(format!("cannot start the PostgreSQL writer threads: {e}"))
     };
     let pg = pg_direct::PgDirect::open(&pool, citus).map_err(started)?;
-    // Keys in memory, but on Citus (`key_cache.rs`).
-    let keys = (!citus)
+    // Keys in memory where asked for, but on Citus (`key_cache.rs`).
+    let keys = (!citus && options.keys_in_memory)
         .then(|| KeyMemory::start((*pool.connect_options()).clone()))
         .transpose()
         .map_err(started)?;

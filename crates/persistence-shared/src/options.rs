@@ -23,14 +23,18 @@ pub struct DbOptions {
     /// SQLite only: `synchronous=NORMAL` instead of `FULL` (faster; an acknowledged commit can
     /// be lost on power loss).
     pub sqlite_synchronous_normal: bool,
+    /// PostgreSQL only: keep the keys seen in memory, with a thread and a connection that listen
+    /// for their changes (a server; a CLI command reads each key it needs).
+    pub keys_in_memory: bool,
 }
 
 impl DbOptions {
-    /// `max_connections` connections, durable SQLite (`synchronous=FULL`).
+    /// `max_connections` connections, durable SQLite (`synchronous=FULL`), keys in memory.
     pub fn new(max_connections: u32) -> Self {
         Self {
             max_connections,
             sqlite_synchronous_normal: false,
+            keys_in_memory: true,
         }
     }
 }

@@ -375,6 +375,7 @@ async fn sqlite_is_durable_unless_told_otherwise() {
         let options = DbOptions {
             max_connections: 1,
             sqlite_synchronous_normal: normal,
+            ..DbOptions::new(1)
         };
         let db = connect(&url, options).await.unwrap();
         let rows = db

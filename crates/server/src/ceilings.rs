@@ -123,6 +123,7 @@ pub async fn measure(
     let options = tokenvault_persistence::DbOptions {
         max_connections: config.database.max_connections,
         sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
+        keys_in_memory: false,
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let tokens = Arc::new(SeaOrmTokenRepository::new(db.clone()));
@@ -178,6 +179,7 @@ async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
     let options = tokenvault_persistence::DbOptions {
         max_connections: 1,
         sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
+        keys_in_memory: false,
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let tenants = SeaOrmTenantRepository::new(db.clone());
@@ -209,6 +211,7 @@ pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u
     let options = tokenvault_persistence::DbOptions {
         max_connections: config.database.max_connections,
         sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
+        keys_in_memory: false,
     };
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let wrapped = SeaOrmTenantRepository::new(db.clone())

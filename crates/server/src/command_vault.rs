@@ -11,7 +11,7 @@ use crate::wiring::{Opened, Shared, open_metered_vault};
 /// Opens (creating if needed) and migrates the database, and builds the use cases on it, for
 /// one command; [`CommandVault::close`] it when the command is done.
 pub async fn open_vault(config: &Config) -> anyhow::Result<CommandVault> {
-    let Opened { vault, db, .. } = open_metered_vault(config, &Shared::new(config)).await?;
+    let Opened { vault, db, .. } = open_metered_vault(config, &Shared::new(config), false).await?;
     Ok(CommandVault { vault, db })
 }
 

@@ -164,7 +164,7 @@ pub async fn run(
         db,
         code,
         startup,
-    } = open_metered_vault(&config, &shared).await?;
+    } = open_metered_vault(&config, &shared, true).await?;
     refuse_foreign_master_keys(&vault).await?;
     bootstrap(&vault, &config).await?;
     startup.release().await;
@@ -247,6 +247,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
     let options = tokenvault_persistence::DbOptions {
         max_connections: 1,
         sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
+        keys_in_memory: false,
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
     let startup = StartupLock::acquire(&db).await?;

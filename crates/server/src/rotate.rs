@@ -13,8 +13,13 @@ use crate::{CommandVault, Config, Opened, Shared, dev_key, open_vault_with};
 /// under the Transit key's newest version (rotate it in Transit first), and any tenant key still
 /// wrapped by a local master key (moving a vault to Transit).
 pub async fn rotate_in_transit(config: &Config) -> anyhow::Result<serde_json::Value> {
-    let Opened { vault, db, .. } =
-        open_vault_with(config, master_cipher(config).await?, &Shared::new(config)).await?;
+    let Opened { vault, db, .. } = open_vault_with(
+        config,
+        master_cipher(config).await?,
+        &Shared::new(config),
+        false,
+    )
+    .await?;
     let rewrapped = CommandVault { vault, db }
         .run(async |vault| {
             vault
@@ -61,6 +66,7 @@ pub async fn rotate_master_key(
         config,
         EnvelopeCipher::new(new.clone(), accepted),
         &Shared::new(config),
+        false,
     )
     .await?;
     let tenants = SeaOrmTenantRepository::new(db.clone());

@@ -50,15 +50,23 @@ pub(crate) struct Opened {
     pub(crate) startup: StartupLock,
 }
 
-/// [`open_vault`] with `shared`.
-pub(crate) async fn open_metered_vault(config: &Config, shared: &Shared) -> anyhow::Result<Opened> {
-    open_vault_with(config, master_cipher(config).await?, shared).await
+/// [`open_vault`] with `shared`; `serving`: for the server (keys kept in memory), or for one
+/// CLI command.
+pub(crate) async fn open_metered_vault(
+    config: &Config,
+    shared: &Shared,
+    serving: bool,
+) -> anyhow::Result<Opened> {
+    open_vault_with(config, master_cipher(config).await?, shared, serving).await
 }
 
+/// The use cases on the configured database, with `cipher`; `serving` as for
+/// [`open_metered_vault`].
 pub(crate) async fn open_vault_with(
     config: &Config,
     cipher: EnvelopeCipher,
     shared: &Shared,
+    serving: bool,
 ) -> anyhow::Result<Opened> {
     let url = config.effective_database_url();
     if config.default_database() {
@@ -67,6 +75,7 @@ pub(crate) async fn open_vault_with(
     let options = tokenvault_persistence::DbOptions {
         max_connections: config.database.max_connections,
         sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
+        keys_in_memory: serving,
     };
     let db = tokenvault_persistence::connect(&url, options).await?;
     // Held until this instance has bootstrapped ([`run`]): instances started together on one

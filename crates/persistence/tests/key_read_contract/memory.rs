@@ -12,6 +12,7 @@ use tokenvault_domain::ports::{
 };
 use tokenvault_domain::tenant::TenantSettings;
 use tokenvault_persistence::testing::{Backend, TestDatabase, backends};
+use tokenvault_persistence::{DbOptions, connect};
 use tokenvault_persistence::{
     SeaOrmApplicationRepository, SeaOrmFormulaRepository, SeaOrmReactorRepository,
     SeaOrmTenantRepository, SeaOrmTokenRepository,
@@ -236,6 +237,45 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
         answers_within(&apps, &key, Some("after"))
             .await
             .unwrap_or_else(|got| panic!("a change after the way back still {got:?}"));
+        db.destroy().await;
+    }
+}
+
+/// A database opened without keys in memory (a CLI command) starts no listener, where one
+/// opened with them (a server) does. PostgreSQL.
+#[tokio::test]
+async fn a_command_starts_no_listener() {
+    for backend in backends() {
+        let db = TestDatabase::create(backend).await;
+        if backend != Backend::Postgres || !db.citus_workers().is_empty() {
+            db.destroy().await;
+            continue;
+        }
+        let listeners = || {
+            db.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name LIKE 'tokenvault-keys%'",
+            )
+        };
+        let before = listeners().await;
+        let options = DbOptions {
+            keys_in_memory: false,
+            ..DbOptions::new(1)
+        };
+        let command = connect(&db.url, options).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(listeners().await, before, "a command's database listens");
+        let server = connect(&db.url, DbOptions::new(1)).await.unwrap();
+        let deadline = Instant::now() + HEARD_WITHIN;
+        while listeners().await == before {
+            assert!(
+                Instant::now() < deadline,
+                "a server's database never listened"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        command.close().await.unwrap();
+        server.close().await.unwrap();
         db.destroy().await;
     }
 }
