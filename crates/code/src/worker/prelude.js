@@ -36,32 +36,38 @@ const make = (function (host) {
   const apply = Reflect.apply;
   const freeze = Object.freeze;
   let prepare;
-  const none = () => undefined;
-  const site = (raw) => {
-    const file = raw.getFileName();
-    const line = raw.getLineNumber();
-    const column = raw.getColumnNumber();
-    const name = raw.getFunctionName();
-    const isNative = raw.isNative();
-    const isConstructor = raw.isConstructor();
-    return freeze({
-      getFileName: () => file, getLineNumber: () => line, getColumnNumber: () => column,
-      getFunctionName: () => name, isNative: () => isNative, isConstructor: () => isConstructor,
-      getFunction: none, getThis: none, getTypeName: () => null, getMethodName: () => null,
-      isToplevel: () => false, isEval: () => false,
-      toString: () => `${name || '<anonymous>'} (${isNative ? 'native' : `${file}:${line}:${column}`})`,
-    });
-  };
-  const prepared = function (error, raw) {
-    const sites = [];
-    for (let i = 0; i < raw.length; i += 1) sites[sites.length] = site(raw[i]);
-    return apply(prepare, Error, [error, freeze(sites)]);
+  // What the engine calls instead of `prepare`, made the first time code sets one (most calls
+  // never do: nothing of it is made in their context).
+  let prepared;
+  const wrapper = () => {
+    const none = () => undefined;
+    const site = (raw) => {
+      const file = raw.getFileName();
+      const line = raw.getLineNumber();
+      const column = raw.getColumnNumber();
+      const name = raw.getFunctionName();
+      const isNative = raw.isNative();
+      const isConstructor = raw.isConstructor();
+      return freeze({
+        getFileName: () => file, getLineNumber: () => line, getColumnNumber: () => column,
+        getFunctionName: () => name, isNative: () => isNative, isConstructor: () => isConstructor,
+        getFunction: none, getThis: none, getTypeName: () => null, getMethodName: () => null,
+        isToplevel: () => false, isEval: () => false,
+        toString: () => `${name || '<anonymous>'} (${isNative ? 'native' : `${file}:${line}:${column}`})`,
+      });
+    };
+    return function (error, raw) {
+      const sites = [];
+      for (let i = 0; i < raw.length; i += 1) sites[sites.length] = site(raw[i]);
+      return apply(prepare, Error, [error, freeze(sites)]);
+    };
   };
   Object.defineProperty(Error, 'prepareStackTrace', {
     get() { return prepare; },
     set(value) {
       prepare = value;
-      apply(native.set, Error, [typeof value === 'function' ? prepared : undefined]);
+      const calls = typeof value === 'function' ? (prepared || (prepared = wrapper())) : undefined;
+      apply(native.set, Error, [calls]);
     },
     configurable: true,
   });
