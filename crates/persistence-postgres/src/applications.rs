@@ -72,7 +72,7 @@ impl PgApplications {
                 .await;
         };
         let read_at = Instant::now();
-        if let Some(kept) = keys.reactor(reactor_id, read_at) {
+        if keys.reactor(reactor_id, read_at).is_some() {
             let found = match token_id {
                 Some(token_id) => {
                     self.key_and_token(group, key_hash.clone(), token_id, now)
@@ -83,24 +83,28 @@ impl PgApplications {
                     .await?
                     .map(|(application, settings)| KeyRead::alone(application, settings)),
             };
+            // Still kept once the key and token are read (a token read may wait in the queue):
+            // a change heard meanwhile is not answered past; else the statement reads it.
+            let still = keys.reactor(reactor_id, Instant::now());
             // As the statement joins it: a private application's reactor of its own tenant.
-            match found {
-                None => return Ok(None),
-                Some(read) if read.application.app_type != ApplicationType::Private => {
+            match (found, still) {
+                (None, _) => return Ok(None),
+                (Some(read), _) if read.application.app_type != ApplicationType::Private => {
                     return Ok(Some(KeyRead {
                         reactor: Beside::Read(None),
                         ..read
                     }));
                 }
-                Some(read) if read.application.tenant_id == kept.0.tenant_id => {
+                (Some(read), Some(kept)) if read.application.tenant_id == kept.0.tenant_id => {
                     return Ok(Some(KeyRead {
                         reactor: Beside::Read(Some(kept)),
                         ..read
                     }));
                 }
-                // Another tenant's reactor by this id (only rows written behind the server,
-                // whose ids are its own): the statement says what the key's tenant has.
-                Some(_) => {}
+                // Forgotten meanwhile, or another tenant's reactor by this id (only rows written
+                // behind the server, whose ids are its own): the statement says what the key's
+                // tenant has.
+                (Some(_), _) => {}
             }
         }
         let seen = keys.generation();

@@ -74,12 +74,23 @@ struct Entries {
     generation: u64,
 }
 
+/// What a forgetting took out of the memory: dropped once its lock is released, so that no
+/// read waits while up to [`MOST`] applications and [`MOST_REACTOR_BYTES`] of formulas are
+/// freed.
+type Forgotten = (
+    HashMap<String, Held<KeyEntry>>,
+    HashMap<Uuid, Held<ReactorEntry>>,
+);
+
 impl Entries {
-    fn clear(&mut self) {
-        self.by_key.clear();
-        self.reactors.clear();
+    #[must_use = "drop what was forgotten once the lock is released"]
+    fn clear(&mut self) -> Forgotten {
         self.reactor_bytes = 0;
         self.generation += 1;
+        (
+            std::mem::take(&mut self.by_key),
+            std::mem::take(&mut self.reactors),
+        )
     }
 }
 
@@ -205,15 +216,19 @@ impl KeyCache {
 
     /// Forgets every entry, and every read under way.
     pub(crate) fn forget(&self) {
-        self.entries().clear();
+        let forgotten = self.entries().clear();
+        drop(forgotten);
     }
 
-    /// The listener hears changes (`key_listener.rs`), or no longer: either way what was kept may have
-    /// missed a notice, and is forgotten.
+    /// The listener hears changes (`key_listener.rs`), or no longer: either way what was kept
+    /// may have missed a notice, and is forgotten.
     pub(crate) fn listening(&self, listening: bool) {
-        let mut entries = self.entries();
-        self.listening.store(listening, Ordering::Release);
-        entries.clear();
+        let forgotten = {
+            let mut entries = self.entries();
+            self.listening.store(listening, Ordering::Release);
+            entries.clear()
+        };
+        drop(forgotten);
     }
 }
 

@@ -357,7 +357,11 @@ fn keyed_found(pending: &Pending, row: &QueryResult) -> Answer {
     if !matches!(&pending.ask, Ask::Key(asked) if *asked == key_hash) {
         return Err(mismatch());
     }
-    Ok(Found::Keyed(Some(Box::new(keyed_row(row)?))))
+    let read = keyed_row(row)?;
+    if matches!(&read.token, Beside::Read(Some(token)) if token.id != pending.token_id) {
+        return Err(mismatch());
+    }
+    Ok(Found::Keyed(Some(Box::new(read))))
 }
 
 /// A token read's row, once it is seen to be of the tenant and id asked for.

@@ -2,7 +2,9 @@
 //! a connection of its own and forgets everything on each notice. The memory is used only
 //! while it listens, and only once a probe — a notice it sends itself from another session —
 //! has reached it: behind a pooler in transaction mode, `LISTEN` answers and no notice ever
-//! comes. Its session is named [`LISTENER_NAME`] from then on.
+//! comes. Its session is named [`LISTENER_NAME`] from then on, and it probes again every
+//! [`PROBE_EVERY`]: an idle connection dropped without a reset would otherwise leave it
+//! waiting for ever, the memory in use.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +33,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How long the listener waits for its probe (a notice of its own, sent from another session)
 /// before it concludes that notices do not reach it.
 const PROBE_WITHIN: Duration = Duration::from_secs(5);
+
+/// How often, once listening, it proves again that notices reach it.
+const PROBE_EVERY: Duration = Duration::from_secs(30);
 
 /// How long it waits before trying again when its probe never came: a pooler in transaction
 /// mode answers `LISTEN` and passes no notice on, and will not start to.
@@ -95,10 +100,18 @@ async fn connect(options: &PgConnectOptions) -> Result<PgListener, sea_orm::sqlx
     Ok(listener)
 }
 
+/// Why the listener is not to be trusted (yet).
+enum NotReady {
+    /// Its probe did not come within [`PROBE_WITHIN`]: notices do not reach it.
+    Missed(String),
+    /// Its connection, or the probe's, failed.
+    Failed(String),
+}
+
 /// Whether `listener`, whose `LISTEN` answered, hears changes: proven by a notice sent from
 /// another session, as another instance's change would be ([`probe`]); then its session takes
 /// the name [`LISTENER_NAME`].
-async fn ready(options: &PgConnectOptions, listener: &mut PgListener) -> Result<(), String> {
+async fn ready(options: &PgConnectOptions, listener: &mut PgListener) -> Result<(), NotReady> {
     probe(options, listener).await?;
     supervise::within(
         sea_orm::sqlx::query("SELECT set_config('application_name', $1, false)")
@@ -107,13 +120,11 @@ async fn ready(options: &PgConnectOptions, listener: &mut PgListener) -> Result<
     )
     .await
     .map(|_| ())
-    .map_err(|e| e.to_string())
+    .map_err(|e| NotReady::Failed(e.to_string()))
 }
 
-/// Sends a notice on [`CHANNEL`] from a session of its own and waits, at most
-/// [`PROBE_WITHIN`], until `listener` hears it; `Err` says why not.
-async fn probe(options: &PgConnectOptions, listener: &mut PgListener) -> Result<(), String> {
-    let nonce = Uuid::new_v4().to_string();
+/// Sends `nonce` on [`CHANNEL`] from a session of its own.
+async fn send_probe(options: &PgConnectOptions, nonce: &str) -> Result<(), String> {
     let options = options.clone().application_name(PROBE_NAME);
     let mut sender = supervise::within(PgConnection::connect_with(&options))
         .await
@@ -121,30 +132,105 @@ async fn probe(options: &PgConnectOptions, listener: &mut PgListener) -> Result<
     let sent = supervise::within(
         sea_orm::sqlx::query("SELECT pg_notify($1, $2)")
             .bind(CHANNEL)
-            .bind(&nonce)
+            .bind(nonce)
             .execute(&mut sender),
     )
     .await;
-    let _ = sender.close().await;
-    sent.map_err(|e| e.to_string())?;
+    // Closed politely within the deadline, or dropped (its socket closed) after it.
+    let _ = supervise::within(sender.close()).await;
+    sent.map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Sends a probe ([`send_probe`]) and waits, at most [`PROBE_WITHIN`], until `listener` hears
+/// it. Other notices are passed over: nothing is kept while it probes.
+async fn probe(options: &PgConnectOptions, listener: &mut PgListener) -> Result<(), NotReady> {
+    let nonce = Uuid::new_v4().to_string();
+    send_probe(options, &nonce)
+        .await
+        .map_err(NotReady::Failed)?;
     let heard = async {
         loop {
             match listener.try_recv().await {
                 Ok(Some(notice)) if notice.payload() == nonce => return Ok(()),
-                // Another notice (a change while probing): nothing is kept yet to forget.
                 Ok(Some(_)) => {}
-                Ok(None) => return Err("the connection was lost".to_string()),
-                Err(e) => return Err(e.to_string()),
+                Ok(None) => return Err(NotReady::Failed("the connection was lost".into())),
+                Err(e) => return Err(NotReady::Failed(e.to_string())),
             }
         }
     };
     tokio::time::timeout(PROBE_WITHIN, heard)
         .await
-        .unwrap_or_else(|_| Err(format!("no notice within {PROBE_WITHIN:?}")))
+        .unwrap_or_else(|_| {
+            Err(NotReady::Missed(format!(
+                "no notice within {PROBE_WITHIN:?}"
+            )))
+        })
 }
 
-/// Listens until `stop`: forgets everything on each notice, and connects again (after
-/// [`RETRY_AFTER`]) when the connection is lost.
+/// Hears `listener` until `stop` (`true`) or until it cannot be trusted (`false`): forgets
+/// everything on each notice, and proves again `every` ([`PROBE_EVERY`]) that notices reach it —
+/// an idle connection dropped without a reset (a NAT, a failover) would leave it waiting for
+/// ever with the memory in use.
+async fn hear(
+    options: &PgConnectOptions,
+    listener: &mut PgListener,
+    cache: &KeyCache,
+    stop: &Notify,
+    every: Duration,
+) -> bool {
+    let mut next_probe = tokio::time::Instant::now() + every;
+    let mut awaited: Option<(String, tokio::time::Instant)> = None;
+    loop {
+        let wake = awaited.as_ref().map_or(next_probe, |(_, by)| *by);
+        let heard = tokio::select! {
+            biased;
+            () = stop.notified() => return true,
+            () = tokio::time::sleep_until(wake) => None,
+            heard = listener.try_recv() => Some(heard),
+        };
+        match heard {
+            None if awaited.is_some() => {
+                tracing::warn!(
+                    "the key-change listener did not hear its probe; keys are read from the database until it does"
+                );
+                return false;
+            }
+            None => {
+                let nonce = Uuid::new_v4().to_string();
+                if let Err(e) = send_probe(options, &nonce).await {
+                    tracing::warn!(error = %e, "the key-change listener cannot probe; keys are read from the database until it can");
+                    return false;
+                }
+                let now = tokio::time::Instant::now();
+                awaited = Some((nonce, now + PROBE_WITHIN));
+                next_probe = now + every;
+            }
+            Some(Ok(Some(notice))) => {
+                if awaited
+                    .as_ref()
+                    .is_some_and(|(nonce, _)| notice.payload() == nonce)
+                {
+                    awaited = None;
+                } else {
+                    cache.forget();
+                }
+            }
+            Some(Ok(None)) => {
+                tracing::warn!(
+                    "the key-change listener lost its connection; keys are read from the database until it is back"
+                );
+                return false;
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "the key-change listener failed; keys are read from the database until it is back");
+                return false;
+            }
+        }
+    }
+}
+
+/// Listens until `stop`: uses the memory while [`hear`] can, and connects again (after
+/// [`RETRY_AFTER`], or [`PROBE_RETRY_AFTER`] when its probe never came) when it cannot.
 async fn listen(options: &PgConnectOptions, cache: &KeyCache, stop: &Notify) {
     let _deaf = Deaf(cache);
     loop {
@@ -153,6 +239,7 @@ async fn listen(options: &PgConnectOptions, cache: &KeyCache, stop: &Notify) {
             () = stop.notified() => return,
             connected = connect(options) => connected,
         };
+        let mut retry_after = RETRY_AFTER;
         match connected {
             Ok(mut listener) => {
                 let ready = tokio::select! {
@@ -160,37 +247,25 @@ async fn listen(options: &PgConnectOptions, cache: &KeyCache, stop: &Notify) {
                     () = stop.notified() => return,
                     ready = ready(options, &mut listener) => ready,
                 };
-                if let Err(why) = ready {
-                    tracing::warn!(error = %why, "the key-change listener is not sure to hear changes; keys are read from the database");
-                    tokio::select! {
-                        biased;
-                        () = stop.notified() => return,
-                        () = tokio::time::sleep(PROBE_RETRY_AFTER) => {}
-                    }
-                    continue;
-                }
-                cache.listening(true);
-                loop {
-                    let heard = tokio::select! {
-                        biased;
-                        () = stop.notified() => return,
-                        heard = listener.try_recv() => heard,
-                    };
-                    match heard {
-                        Ok(Some(_)) => cache.forget(),
-                        Ok(None) => {
-                            tracing::warn!(
-                                "the key-change listener lost its connection; keys are read from the database until it is back"
-                            );
-                            break;
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "the key-change listener failed; keys are read from the database until it is back");
-                            break;
+                match ready {
+                    Ok(()) => {
+                        cache.listening(true);
+                        let stopped = hear(options, &mut listener, cache, stop, PROBE_EVERY).await;
+                        cache.listening(false);
+                        if stopped {
+                            return;
                         }
                     }
+                    Err(NotReady::Missed(why)) => {
+                        tracing::warn!(error = %why, "the key-change listener does not hear its own notices (a pooler in transaction mode?); keys are read from the database");
+                        retry_after = PROBE_RETRY_AFTER;
+                    }
+                    Err(NotReady::Failed(why)) => {
+                        tracing::warn!(error = %why, "the key-change listener failed; keys are read from the database until it is back");
+                    }
                 }
-                cache.listening(false);
+                // Not held through the wait: no session idles, a connection slot taken.
+                drop(listener);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "the key-change listener cannot connect; keys are read from the database until it can");
@@ -199,7 +274,7 @@ async fn listen(options: &PgConnectOptions, cache: &KeyCache, stop: &Notify) {
         tokio::select! {
             biased;
             () = stop.notified() => return,
-            () = tokio::time::sleep(RETRY_AFTER) => {}
+            () = tokio::time::sleep(retry_after) => {}
         }
     }
 }
@@ -217,18 +292,39 @@ mod tests {
         };
         let options: PgConnectOptions = url.parse().unwrap();
         let mut listener = connect(&options).await.unwrap();
-        probe(&options, &mut listener).await.unwrap();
+        assert!(probe(&options, &mut listener).await.is_ok());
         let pool = PgPoolOptions::new()
             .max_connections(1)
             .connect_lazy_with(options.clone());
         let mut elsewhere = PgListener::connect_with(&pool).await.unwrap();
         elsewhere.listen("tokenvault_keys_elsewhere").await.unwrap();
         let missed = probe(&options, &mut elsewhere).await;
+        assert!(matches!(missed, Err(NotReady::Missed(_))));
+
+        // Once listening, it probes again: a listener that hears its probes goes on (and
+        // forgets on any other notice) until stopped; one that does not gives up.
+        let cache = KeyCache::default();
+        cache.listening(true);
+        let stop = Notify::new();
+        let every = Duration::from_millis(100);
+        let before = cache.generation();
+        let (stopped, ()) =
+            tokio::join!(hear(&options, &mut listener, &cache, &stop, every), async {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                send_probe(&options, "a change").await.unwrap();
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                stop.notify_one();
+            });
         assert!(
-            missed
-                .as_ref()
-                .is_err_and(|why| why.starts_with("no notice")),
-            "{missed:?}"
+            stopped,
+            "a listener that hears its probes is stopped, not given up"
+        );
+        assert_ne!(cache.generation(), before, "a notice forgot the memory");
+        let started = std::time::Instant::now();
+        assert!(!hear(&options, &mut elsewhere, &cache, &stop, every).await);
+        assert!(
+            started.elapsed() >= PROBE_WITHIN,
+            "gave up only once its probe was late"
         );
     }
 }
