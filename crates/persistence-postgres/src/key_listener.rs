@@ -53,7 +53,7 @@ pub(crate) struct KeyMemory {
 
 impl KeyMemory {
     /// Starts the listening thread, which connects with `options`; nothing is kept until its
-    /// `LISTEN` is in force.
+    /// `LISTEN` is in force and its probe has come.
     pub(crate) fn start(options: PgConnectOptions) -> std::io::Result<Self> {
         let cache = Arc::new(KeyCache::default());
         let options = options.application_name(STARTING_NAME);
@@ -197,7 +197,12 @@ async fn hear(
             }
             None => {
                 let nonce = Uuid::new_v4().to_string();
-                if let Err(e) = send_probe(options, &nonce).await {
+                let sent = tokio::select! {
+                    biased;
+                    () = stop.notified() => return true,
+                    sent = send_probe(options, &nonce) => sent,
+                };
+                if let Err(e) = sent {
                     tracing::warn!(error = %e, "the key-change listener cannot probe; keys are read from the database until it can");
                     return false;
                 }
