@@ -211,6 +211,19 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
             )
             .await;
         assert_eq!(cut, 1, "one listener per database");
+        // Gone before `listener_up` looks again (a new one takes a second to come).
+        let deadline = Instant::now() + HEARD_WITHIN;
+        while db
+            .execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+                 AND application_name = 'tokenvault-keys'",
+            )
+            .await
+            > 0
+        {
+            assert!(Instant::now() < deadline, "the cut listener lingers");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert_eq!(
             1,
             db.execute(&format!(
@@ -237,6 +250,23 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
         answers_within(&apps, &key, Some("after"))
             .await
             .unwrap_or_else(|got| panic!("a change after the way back still {got:?}"));
+        // And keeps again: once read, a change no notice tells of is not seen.
+        assert_eq!(name_of(&apps, &key).await.as_deref(), Some("after"));
+        db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
+            .await;
+        assert_eq!(
+            1,
+            db.execute(&format!(
+                "UPDATE applications SET name = 'unheard' WHERE id = {}",
+                id(backend, app.id)
+            ))
+            .await
+        );
+        assert_eq!(
+            name_of(&apps, &key).await.as_deref(),
+            Some("after"),
+            "the memory is in use again"
+        );
         db.destroy().await;
     }
 }
