@@ -112,7 +112,8 @@ enum NotReady {
 /// another session, as another instance's change would be ([`probe`]); then its session takes
 /// the name [`LISTENER_NAME`].
 async fn ready(options: &PgConnectOptions, listener: &mut PgListener) -> Result<(), NotReady> {
-    probe(options, listener).await?;
+    // Nothing is kept yet: another notice has nothing to forget.
+    probe(options, listener, &|| {}).await?;
     supervise::within(
         sea_orm::sqlx::query("SELECT set_config('application_name', $1, false)")
             .bind(LISTENER_NAME)
@@ -142,8 +143,12 @@ async fn send_probe(options: &PgConnectOptions, nonce: &str) -> Result<(), Strin
 }
 
 /// Sends a probe ([`send_probe`]) and waits, at most [`PROBE_WITHIN`], until `listener` hears
-/// it. Other notices are passed over: nothing is kept while it probes.
-async fn probe(options: &PgConnectOptions, listener: &mut PgListener) -> Result<(), NotReady> {
+/// it; `on_other` is called for every other notice meanwhile (a change: forget).
+async fn probe(
+    options: &PgConnectOptions,
+    listener: &mut PgListener,
+    on_other: &dyn Fn(),
+) -> Result<(), NotReady> {
     let nonce = Uuid::new_v4().to_string();
     send_probe(options, &nonce)
         .await
@@ -152,7 +157,7 @@ async fn probe(options: &PgConnectOptions, listener: &mut PgListener) -> Result<
         loop {
             match listener.try_recv().await {
                 Ok(Some(notice)) if notice.payload() == nonce => return Ok(()),
-                Ok(Some(_)) => {}
+                Ok(Some(_)) => on_other(),
                 Ok(None) => return Err(NotReady::Failed("the connection was lost".into())),
                 Err(e) => return Err(NotReady::Failed(e.to_string())),
             }
@@ -178,59 +183,37 @@ async fn hear(
     stop: &Notify,
     every: Duration,
 ) -> bool {
+    let forget = || cache.forget();
     let mut next_probe = tokio::time::Instant::now() + every;
-    let mut awaited: Option<(String, tokio::time::Instant)> = None;
     loop {
-        let wake = awaited.as_ref().map_or(next_probe, |(_, by)| *by);
         let heard = tokio::select! {
             biased;
             () = stop.notified() => return true,
-            () = tokio::time::sleep_until(wake) => None,
+            () = tokio::time::sleep_until(next_probe) => None,
             heard = listener.try_recv() => Some(heard),
         };
-        match heard {
-            None if awaited.is_some() => {
-                tracing::warn!(
-                    "the key-change listener did not hear its probe; keys are read from the database until it does"
-                );
-                return false;
-            }
+        let failed = match heard {
             None => {
-                let nonce = Uuid::new_v4().to_string();
-                let sent = tokio::select! {
+                let probed = tokio::select! {
                     biased;
                     () = stop.notified() => return true,
-                    sent = send_probe(options, &nonce) => sent,
+                    probed = probe(options, listener, &forget) => probed,
                 };
-                if let Err(e) = sent {
-                    tracing::warn!(error = %e, "the key-change listener cannot probe; keys are read from the database until it can");
-                    return false;
-                }
-                let now = tokio::time::Instant::now();
-                awaited = Some((nonce, now + PROBE_WITHIN));
-                next_probe = now + every;
-            }
-            Some(Ok(Some(notice))) => {
-                if awaited
-                    .as_ref()
-                    .is_some_and(|(nonce, _)| notice.payload() == nonce)
-                {
-                    awaited = None;
-                } else {
-                    cache.forget();
+                next_probe = tokio::time::Instant::now() + every;
+                match probed {
+                    Ok(()) => continue,
+                    Err(NotReady::Missed(why) | NotReady::Failed(why)) => why,
                 }
             }
-            Some(Ok(None)) => {
-                tracing::warn!(
-                    "the key-change listener lost its connection; keys are read from the database until it is back"
-                );
-                return false;
+            Some(Ok(Some(_))) => {
+                forget();
+                continue;
             }
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "the key-change listener failed; keys are read from the database until it is back");
-                return false;
-            }
-        }
+            Some(Ok(None)) => "the connection was lost".to_string(),
+            Some(Err(e)) => e.to_string(),
+        };
+        tracing::warn!(error = %failed, "the key-change listener cannot be trusted; keys are read from the database until it is back");
+        return false;
     }
 }
 
@@ -297,13 +280,13 @@ mod tests {
         };
         let options: PgConnectOptions = url.parse().unwrap();
         let mut listener = connect(&options).await.unwrap();
-        assert!(probe(&options, &mut listener).await.is_ok());
+        assert!(probe(&options, &mut listener, &|| {}).await.is_ok());
         let pool = PgPoolOptions::new()
             .max_connections(1)
             .connect_lazy_with(options.clone());
         let mut elsewhere = PgListener::connect_with(&pool).await.unwrap();
         elsewhere.listen("tokenvault_keys_elsewhere").await.unwrap();
-        let missed = probe(&options, &mut elsewhere).await;
+        let missed = probe(&options, &mut elsewhere, &|| {}).await;
         assert!(matches!(missed, Err(NotReady::Missed(_))));
 
         // Once listening, it probes again: a listener that hears its probes goes on (and

@@ -120,3 +120,65 @@ async fn usage_report_counts_types_and_monthly_active_tokens() {
     })
     .await;
 }
+
+/// `?months=N`: the monthly active tokens of the last N UTC months, oldest first, the last the
+/// report's own month; N outside 1–24, or not a number, is a 400 naming `months`.
+#[tokio::test]
+async fn a_usage_history_lists_the_last_months_oldest_first() {
+    on_each_backend(async |app| {
+        let c = full(app).await;
+        c.create(&json!({"type": "token", "data": "a"})).await;
+        let res = app.get("/tenants/self/reports/usage?months=3").await;
+        assert_eq!(res.status(), 200);
+        let body: Value = res.json().await.unwrap();
+        let months = body["monthly_active_tokens_by_month"].as_array().unwrap();
+        assert_eq!(months.len(), 3, "{body}");
+        let names: Vec<&str> = months
+            .iter()
+            .map(|m| m["month"].as_str().unwrap())
+            .collect();
+        // Consecutive calendar months, oldest first.
+        let index = |m: &str| {
+            let (y, mo) = m.split_once('-').unwrap();
+            y.parse::<i64>().unwrap() * 12 + mo.parse::<i64>().unwrap()
+        };
+        assert!(
+            names.windows(2).all(|w| index(w[1]) == index(w[0]) + 1),
+            "{names:?}"
+        );
+        assert_eq!(
+            months[2]["monthly_active_tokens"],
+            body["token_report"]["monthly_active_tokens"]
+        );
+        assert_eq!(months[2]["monthly_active_tokens"], 1);
+        assert_eq!(
+            months[0]["monthly_active_tokens"], 0,
+            "a fresh tenant's earlier months"
+        );
+        assert!(
+            app.get("/tenants/self/reports/usage")
+                .await
+                .json::<Value>()
+                .await
+                .unwrap()
+                .get("monthly_active_tokens_by_month")
+                .is_none(),
+            "absent unless asked for"
+        );
+        for bad in ["0", "25", "x"] {
+            assert_invalid(
+                app.get(&format!("/tenants/self/reports/usage?months={bad}"))
+                    .await,
+                &["months"],
+            )
+            .await;
+        }
+        let reader = with(app, &["token:read"], json!([])).await;
+        assert_problem(
+            reader.get("/tenants/self/reports/usage?months=2").await,
+            403,
+        )
+        .await;
+    })
+    .await;
+}

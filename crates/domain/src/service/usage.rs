@@ -71,17 +71,19 @@ impl Usage {
 /// The most months one usage history reaches back.
 pub const MOST_MONTHS: u32 = 24;
 
-/// The last `n` UTC months up to the one of `now`, oldest first, as `YYYY-MM`.
+/// The last `n` UTC months up to the one of `now`, oldest first, as [`month_of`] names them.
 fn months_back(now: time::OffsetDateTime, n: u32) -> Vec<String> {
-    let current = now.to_offset(time::UtcOffset::UTC);
-    let index = i64::from(current.year()) * 12 + i64::from(u8::from(current.month())) - 1;
-    (0..i64::from(n))
-        .rev()
-        .map(|back| {
-            let at = index - back;
-            format!("{:04}-{:02}", at.div_euclid(12), at.rem_euclid(12) + 1)
-        })
-        .collect()
+    let mut at = now.to_offset(time::UtcOffset::UTC);
+    let mut months = Vec::new();
+    for _ in 0..n {
+        months.push(month_of(at));
+        // The last day of the month before: its day 1, less a day.
+        at = at
+            .replace_day(1)
+            .map_or(at, |first| first - time::Duration::days(1));
+    }
+    months.reverse();
+    months
 }
 
 #[cfg(test)]

@@ -54,18 +54,22 @@ async fn answers_within(
     }
 }
 
+/// How many of this database's sessions (PostgreSQL) bear one of `names`, an SQL list of
+/// string literals.
+async fn sessions(db: &TestDatabase, names: &str) -> u64 {
+    db.execute(&format!(
+        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
+         AND application_name IN ({names})"
+    ))
+    .await
+}
+
 /// Waits until this database's key-change listener uses its memory (PostgreSQL): its session
 /// takes its name once its `LISTEN` is in force and its probe has come.
 async fn listener_up(db: &TestDatabase) {
     let deadline = Instant::now() + HEARD_WITHIN;
     loop {
-        let up = db
-            .execute(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
-                 AND application_name = 'tokenvault-keys'",
-            )
-            .await;
-        if up > 0 {
+        if sessions(db, "'tokenvault-keys'").await > 0 {
             // Its flag is set once the name has answered.
             tokio::time::sleep(Duration::from_millis(100)).await;
             return;
@@ -213,14 +217,7 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
         assert_eq!(cut, 1, "one listener per database");
         // Gone before `listener_up` looks again (a new one takes a second to come).
         let deadline = Instant::now() + HEARD_WITHIN;
-        while db
-            .execute(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
-                 AND application_name = 'tokenvault-keys'",
-            )
-            .await
-            > 0
-        {
+        while sessions(&db, "'tokenvault-keys'").await > 0 {
             assert!(Instant::now() < deadline, "the cut listener lingers");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -283,12 +280,7 @@ async fn a_command_starts_no_listener() {
         }
         // The test database's own listener first, settled.
         listener_up(&db).await;
-        let listeners = || {
-            db.execute(
-                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() \
-                 AND application_name IN ('tokenvault-keys', 'tokenvault-keys-starting')",
-            )
-        };
+        let listeners = || sessions(&db, "'tokenvault-keys', 'tokenvault-keys-starting'");
         let before = listeners().await;
         let options = DbOptions {
             keys_in_memory: false,
