@@ -2,7 +2,7 @@
 //! it has run, kept in memory on PostgreSQL: a request whose key is read alone (a tokenize,
 //! every management call) costs no round trip for it, and a `GET /tokens/{id}` or a react
 //! only its token's, in the grouped reads of `key_group.rs`. Profiles put a fifth of the machine in the
-//! tokenize's key read and in the react's five-table statement (docs/performance.md).
+//! tokenize's key read and in the react's five-table statement (docs/performance-journal.md).
 //!
 //! What keeps it true (docs/persistence.md, "Keys in memory"):
 //! - **Every change is heard**: a trigger on `applications`, `tenants`, `reactors` and
