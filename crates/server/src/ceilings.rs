@@ -120,11 +120,7 @@ pub async fn measure(
     let wrapped = cipher.new_tenant_key(tenant).await?;
     cipher.load_tenant_key(tenant, &wrapped).await?;
     let cipher = Arc::new(cipher);
-    let options = tokenvault_persistence::DbOptions {
-        max_connections: config.database.max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
-        keys_in_memory: false,
-    };
+    let options = config.db_options(config.database.max_connections, false);
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let tokens = Arc::new(SeaOrmTokenRepository::new(db.clone()));
 
@@ -176,11 +172,7 @@ pub async fn measure(
 
 /// Fails when the configured database holds a tenant not named [`TENANT_NAME`].
 async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
-    let options = tokenvault_persistence::DbOptions {
-        max_connections: 1,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
-        keys_in_memory: false,
-    };
+    let options = config.db_options(1, false);
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let tenants = SeaOrmTenantRepository::new(db.clone());
     let mut others = 0_usize;
@@ -208,11 +200,7 @@ async fn refuse_other_tenants(config: &Config) -> anyhow::Result<()> {
 /// encrypted under the tenant's key), created a year before now so that they sort after
 /// everything the API created. Returns how many were added.
 pub async fn fill(config: &Config, tenant: Uuid, count: u64) -> anyhow::Result<u64> {
-    let options = tokenvault_persistence::DbOptions {
-        max_connections: config.database.max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
-        keys_in_memory: false,
-    };
+    let options = config.db_options(config.database.max_connections, false);
     let db = tokenvault_persistence::connect(&config.effective_database_url(), options).await?;
     let wrapped = SeaOrmTenantRepository::new(db.clone())
         .data_key(tenant)

@@ -344,6 +344,21 @@ impl Config {
         self.database.synchronous == Synchronous::Normal
     }
 
+    /// How to open the configured database: `max_connections`, the configured SQLite
+    /// durability, and keys kept in memory only for a server (`serving`), never for one CLI
+    /// command.
+    pub fn db_options(
+        &self,
+        max_connections: u32,
+        serving: bool,
+    ) -> tokenvault_persistence::DbOptions {
+        tokenvault_persistence::DbOptions {
+            max_connections,
+            sqlite_synchronous_normal: self.sqlite_synchronous_normal(),
+            keys_in_memory: serving,
+        }
+    }
+
     /// Whether no database URL is set: the SQLite default under `data_dir`.
     pub fn default_database(&self) -> bool {
         self.database.url.as_deref().is_none_or(str::is_empty)

@@ -244,11 +244,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<Vec<String>> {
     if config.default_database() {
         create_private_dir(&config.data_dir)?;
     }
-    let options = tokenvault_persistence::DbOptions {
-        max_connections: 1,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
-        keys_in_memory: false,
-    };
+    let options = config.db_options(1, false);
     let db = tokenvault_persistence::connect(&url, options).await?;
     let startup = StartupLock::acquire(&db).await?;
     let pending = tokenvault_persistence::pending_migrations(&db).await?;

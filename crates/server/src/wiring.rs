@@ -72,11 +72,7 @@ pub(crate) async fn open_vault_with(
     if config.default_database() {
         create_private_dir(&config.data_dir)?;
     }
-    let options = tokenvault_persistence::DbOptions {
-        max_connections: config.database.max_connections,
-        sqlite_synchronous_normal: config.sqlite_synchronous_normal(),
-        keys_in_memory: serving,
-    };
+    let options = config.db_options(config.database.max_connections, serving);
     let db = tokenvault_persistence::connect(&url, options).await?;
     // Held until this instance has bootstrapped ([`run`]): instances started together on one
     // empty database migrate and bootstrap one after the other.

@@ -90,6 +90,22 @@ fn id(backend: Backend, id: Uuid) -> String {
     }
 }
 
+/// Renames the application `app_id` in SQL, behind the server's back (one row, checked).
+async fn rename(db: &TestDatabase, backend: Backend, app_id: Uuid, name: &str) {
+    let sql = format!(
+        "UPDATE applications SET name = '{name}' WHERE id = {}",
+        id(backend, app_id)
+    );
+    assert_eq!(1, db.execute(&sql).await, "{sql}");
+}
+
+/// Silences the notices of application changes: from here on only the server's own forgetting
+/// (or none) tells the memory of one.
+async fn silence_application_notices(db: &TestDatabase) {
+    db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
+        .await;
+}
+
 /// A database with one tenant whose private application holds `key`.
 async fn one_key(backend: Backend, key: &KeyHash) -> (TestDatabase, Application) {
     let db = TestDatabase::create(backend).await;
@@ -120,14 +136,7 @@ async fn a_change_behind_the_servers_back_reaches_the_next_key_read() {
             "read again"
         );
 
-        assert_eq!(
-            1,
-            db.execute(&format!(
-                "UPDATE applications SET name = 'renamed' WHERE id = {}",
-                id(backend, app.id)
-            ))
-            .await
-        );
+        rename(&db, backend, app.id, "renamed").await;
         answers_within(&apps, &key, Some("renamed"))
             .await
             .unwrap_or_else(|got| panic!("{backend:?}: a renamed application still {got:?}"));
@@ -161,18 +170,10 @@ async fn the_servers_own_change_is_answered_at_once_and_memory_is_used_until_the
         let memory = backend == Backend::Postgres && db.citus_workers().is_empty();
         if memory {
             // No notice from here on: only the server's own forgetting can tell it.
-            db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
-                .await;
+            silence_application_notices(&db).await;
         }
         assert_eq!(name_of(&apps, &key).await.as_deref(), Some("m"));
-        assert_eq!(
-            1,
-            db.execute(&format!(
-                "UPDATE applications SET name = 'unheard' WHERE id = {}",
-                id(backend, app.id)
-            ))
-            .await
-        );
+        rename(&db, backend, app.id, "unheard").await;
         let expected = if memory { "m" } else { "unheard" };
         assert_eq!(
             name_of(&apps, &key).await.as_deref(),
@@ -221,14 +222,7 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
             assert!(Instant::now() < deadline, "the cut listener lingers");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert_eq!(
-            1,
-            db.execute(&format!(
-                "UPDATE applications SET name = 'while cut off' WHERE id = {}",
-                id(backend, app.id)
-            ))
-            .await
-        );
+        rename(&db, backend, app.id, "while cut off").await;
         answers_within(&apps, &key, Some("while cut off"))
             .await
             .unwrap_or_else(|got| panic!("a change while cut off still {got:?}"));
@@ -236,29 +230,14 @@ async fn a_change_while_the_listener_was_cut_off_is_not_missed() {
         // It listens again, and hears.
         listener_up(&db).await;
         assert_eq!(name_of(&apps, &key).await.as_deref(), Some("while cut off"));
-        assert_eq!(
-            1,
-            db.execute(&format!(
-                "UPDATE applications SET name = 'after' WHERE id = {}",
-                id(backend, app.id)
-            ))
-            .await
-        );
+        rename(&db, backend, app.id, "after").await;
         answers_within(&apps, &key, Some("after"))
             .await
             .unwrap_or_else(|got| panic!("a change after the way back still {got:?}"));
         // And keeps again: once read, a change no notice tells of is not seen.
         assert_eq!(name_of(&apps, &key).await.as_deref(), Some("after"));
-        db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
-            .await;
-        assert_eq!(
-            1,
-            db.execute(&format!(
-                "UPDATE applications SET name = 'unheard' WHERE id = {}",
-                id(backend, app.id)
-            ))
-            .await
-        );
+        silence_application_notices(&db).await;
+        rename(&db, backend, app.id, "unheard").await;
         assert_eq!(
             name_of(&apps, &key).await.as_deref(),
             Some("after"),
@@ -330,17 +309,9 @@ async fn a_kept_key_reads_its_token_alone_and_is_forgotten_as_any() {
         assert_eq!(read.application.name, "m");
         assert_eq!(read.token, beside(ahead, Some(mine.clone())));
         if memory {
-            db.execute("ALTER TABLE applications DISABLE TRIGGER applications_keys_changed")
-                .await;
+            silence_application_notices(&db).await;
         }
-        assert_eq!(
-            1,
-            db.execute(&format!(
-                "UPDATE applications SET name = 'unheard' WHERE id = {}",
-                id(backend, app.id)
-            ))
-            .await
-        );
+        rename(&db, backend, app.id, "unheard").await;
         let read = key_and_token(&apps, &key, "kept-t", now()).await.unwrap();
         let expected = if memory { "m" } else { "unheard" };
         assert_eq!(
